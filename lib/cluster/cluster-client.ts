@@ -1,0 +1,66 @@
+import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { JobKind, JobRef } from '../types.js';
+
+/** A Kubernetes object as the API returns it; adapters interpret spec/status per kind. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    creationTimestamp?: string | Date;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: unknown;
+  status?: unknown;
+}
+
+/** RFC 6902 operation. `test` guards a value; a stale guard makes the whole patch fail. */
+export interface JsonPatchOp {
+  op: 'add' | 'remove' | 'replace' | 'test';
+  path: string;
+  value?: unknown;
+}
+
+export interface WriteOptions {
+  /** Server-side dry run: validated by the API server, persisted nowhere. */
+  dryRun: boolean;
+}
+
+export interface AuditEventInput {
+  involved: { ref: JobRef; uid: string; apiVersion: string };
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+/**
+ * Everything trainscaler reads from or writes to a cluster. Two implementations: the real API server
+ * (KubernetesClusterClient) and the in-process SimulatedCluster used by the demo and simulations.
+ * Errors are typed (NotFoundError, ConflictError, ForbiddenError, ApiError).
+ */
+export interface ClusterClient {
+  getJob(ref: JobRef): Promise<KubeObject>;
+  listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]>;
+  /** JSON Patch; throws ConflictError when a `test` or resourceVersion guard fails. */
+  patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject>;
+  /** Pods in a namespace (or all namespaces) matching a label selector. */
+  listPods(namespace: string | undefined, labelSelector?: string): Promise<V1Pod[]>;
+  listNodes(): Promise<V1Node[]>;
+  /** Through the Eviction API, so PodDisruptionBudgets are honoured. */
+  evictPod(namespace: string, name: string, options: WriteOptions): Promise<void>;
+  createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined>;
+  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
+  /** Create, or replace guarded by resourceVersion when `resourceVersion` is given. */
+  putConfigMap(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    resourceVersion: string | undefined,
+    options: WriteOptions,
+  ): Promise<V1ConfigMap>;
+}

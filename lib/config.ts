@@ -1,0 +1,50 @@
+// Policy knobs with production defaults. Handlers read overrides from the environment/ConfigMap and
+// pass a full PolicyConfig down; policies never read the environment themselves.
+
+export interface PolicyConfig {
+  /** Seconds after a write during which tuning and rebalance leave a job alone (faults still act). */
+  cooldownSeconds: number;
+  /** Seconds of lost progress a worker-count change costs (torchelastic restart / rendezvous). */
+  rescaleCostSeconds: number;
+  /** Seconds a new pod needs to start before it contributes. */
+  podStartSeconds: number;
+  /** Hysteresis: a scale change must improve throughput by at least this fraction. */
+  minRelativeGain: number;
+  /** The gain over the remaining run must exceed the rescale cost by this factor. */
+  gainOverCostFactor: number;
+  /** At most this many workers added or removed per decision. */
+  maxReplicaStep: number;
+  /** Memory raised by this factor after an OOM kill, bounded by the cap. */
+  oomMemoryFactor: number;
+  /** Absolute memory cap per pod, bytes. */
+  maxMemoryBytes: number;
+  /** Restarts of a pod within the crash-loop window that stop trainscaler acting on the job. */
+  crashLoopRestarts: number;
+  /** Right-sizing: requests = observed peak * (1 + headroom). */
+  rightsizeHeadroom: number;
+  /** Right-sizing acts only when the request is off by more than this fraction. */
+  rightsizeTolerance: number;
+  /** Straggler: a worker is slow when its step time exceeds the job's median by this factor... */
+  stragglerFactor: number;
+  /** ...for at least this many consecutive samples. */
+  stragglerMinSamples: number;
+  /** Namespaces trainscaler may act in; empty = all. */
+  namespaceAllowlist: string[];
+}
+
+export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
+  cooldownSeconds: 300,
+  rescaleCostSeconds: 30,
+  podStartSeconds: 20,
+  minRelativeGain: 0.05,
+  gainOverCostFactor: 2,
+  maxReplicaStep: 4,
+  oomMemoryFactor: 1.5,
+  maxMemoryBytes: 256 * 1024 ** 3,
+  crashLoopRestarts: 5,
+  rightsizeHeadroom: 0.2,
+  rightsizeTolerance: 0.25,
+  stragglerFactor: 1.3,
+  stragglerMinSamples: 3,
+  namespaceAllowlist: [],
+};

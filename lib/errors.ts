@@ -1,0 +1,78 @@
+// Typed errors: every rejection names what was wrong so that a caller (and a person reading a log)
+// can tell bad input from a cluster failure without parsing messages.
+
+export type ErrorCode =
+  | 'VALIDATION'
+  | 'UNSUPPORTED_JOB_KIND'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'FORBIDDEN'
+  | 'API_ERROR'
+  | 'MISSING_METRICS'
+  | 'CONFIG';
+
+export class TrainscalerError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Input failed validation; `field` is a JSON pointer to the offending field ('' for the whole payload). */
+export class ValidationError extends TrainscalerError {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super('VALIDATION', `invalid input at ${field || '/'}: ${message}`);
+    this.field = field;
+  }
+}
+
+export class UnsupportedJobKindError extends TrainscalerError {
+  readonly kind: string;
+  constructor(kind: string) {
+    super('UNSUPPORTED_JOB_KIND', `unsupported job kind '${kind}' (supported: PyTorchJob, TFJob, StatefulSet)`);
+    this.kind = kind;
+  }
+}
+
+export class NotFoundError extends TrainscalerError {
+  constructor(what: string) {
+    super('NOT_FOUND', `${what} not found`);
+  }
+}
+
+/** The object changed between our read and our write (HTTP 409). Callers re-read and recompute. */
+export class ConflictError extends TrainscalerError {
+  constructor(what: string) {
+    super('CONFLICT', `${what} was modified concurrently (resourceVersion conflict)`);
+  }
+}
+
+export class ForbiddenError extends TrainscalerError {
+  constructor(what: string, detail: string) {
+    super('FORBIDDEN', `not allowed to ${what}: ${detail}`);
+  }
+}
+
+export class ApiError extends TrainscalerError {
+  readonly status: number | undefined;
+  constructor(what: string, status: number | undefined, detail: string, options?: { cause?: unknown }) {
+    super('API_ERROR', `${what} failed${status ? ` with HTTP ${status}` : ''}: ${detail}`, options);
+    this.status = status;
+  }
+}
+
+/** No decision is made on missing data: the caller reports this and writes nothing. */
+export class MissingMetricsError extends TrainscalerError {
+  constructor(what: string) {
+    super('MISSING_METRICS', `missing metrics: ${what}`);
+  }
+}
+
+export class ConfigError extends TrainscalerError {
+  constructor(message: string) {
+    super('CONFIG', `configuration error: ${message}`);
+  }
+}

@@ -1,0 +1,25 @@
+// CONTRACT ONLY (implementation in progress): the throughput model's public surface.
+import type { StepSample } from '../types.js';
+
+export interface Placement {
+  replicas: number;
+  nodes: number;
+  ps?: number;
+  localBatchSize: number;
+}
+
+export interface Prediction {
+  /** Seconds per optimizer step. */
+  stepTime: number;
+  /** One standard deviation of stepTime, seconds; larger where the fit extrapolates. */
+  stdev: number;
+  /** Samples per second = replicas * localBatchSize / stepTime. */
+  throughput: number;
+}
+
+export interface ThroughputModel {
+  predict(placement: Placement): Prediction;
+  /** How many samples the fit used, and how many distinct scales (replica counts) they covered. */
+  readonly sampleCount: number;
+  readonly distinctScales: number;
+}

@@ -1,0 +1,161 @@
+// Shared vocabulary of the pure core. Units are fixed so that no policy has to guess:
+// CPU in millicores, memory in bytes, GPUs as whole devices, time in seconds (epoch seconds for instants).
+
+export type JobKind = 'PyTorchJob' | 'TFJob' | 'StatefulSet';
+
+export interface JobRef {
+  kind: JobKind;
+  namespace: string;
+  name: string;
+}
+
+export interface Resources {
+  cpuMillis: number;
+  memoryBytes: number;
+  gpus: number;
+}
+
+/** Replica roles as the frameworks name them; StatefulSets expose a single 'Worker' role. */
+export type RoleName = 'Worker' | 'Master' | 'PS' | 'Chief' | 'Evaluator';
+
+export interface RoleView {
+  role: RoleName;
+  replicas: number;
+  /** Elastic bounds: PyTorchJob elasticPolicy, or trainscaler.io/min-/max- annotations for other kinds. */
+  minReplicas: number;
+  maxReplicas: number;
+  /** The container that trains (the first one unless the job names another); index into the pod template. */
+  containerName: string;
+  containerIndex: number;
+  requests: Resources;
+  limits: Resources;
+}
+
+/** What trainscaler keeps on the job itself (annotations) between stateless invocations. */
+export interface JobAutoscalerState {
+  /** Epoch seconds of the last write trainscaler made to this job. */
+  lastActionAt?: number;
+  lastDecisionId?: string;
+  /** Consecutive OOM kills seen for the job, used for bounded memory growth. */
+  oomCount: number;
+  /** Restart counts seen at the last fault decision, per pod, to detect crash loops. */
+  paused: boolean;
+  pauseReason?: string;
+}
+
+/** One view of a training job whatever its kind. Adapters build it; policies read only this. */
+export interface JobView {
+  ref: JobRef;
+  uid: string;
+  resourceVersion: string;
+  /** Numeric priority (higher wins); resolved from priorityClassName by the caller when known. */
+  priority: number;
+  priorityClassName?: string;
+  /** Whether the framework can change the worker count without resubmission. */
+  elastic: boolean;
+  /** Same signature = same model/code/data shape; keys the profile store. */
+  signature: string;
+  /** Per-replica batch size and the global batch the user wants kept, when the job declares them. */
+  localBatchSize?: number;
+  globalBatchSize?: number;
+  /** Samples the job must process to finish, when declared (used for remaining-time estimates). */
+  targetSamples?: number;
+  roles: RoleView[];
+  /** trainscaler.io/managed=false opts a job out. */
+  managed: boolean;
+  state: JobAutoscalerState;
+  creationTimestamp?: number;
+}
+
+export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+
+export interface PodTermination {
+  reason: string; // 'OOMKilled' | 'Error' | 'Evicted' | 'Preempted' | 'DeadlineExceeded' | ...
+  exitCode?: number;
+  at?: number;
+}
+
+export interface PodView {
+  name: string;
+  namespace: string;
+  role: RoleName;
+  /** Replica index within the role, from the framework's index label. */
+  index: number;
+  phase: PodPhase;
+  nodeName?: string;
+  restartCount: number;
+  /** The last termination of the training container, current or previous. */
+  lastTermination?: PodTermination;
+  /** Pod-level reason, e.g. 'Evicted' or 'Preempted' on a failed pod. */
+  reason?: string;
+  requests: Resources;
+  limits: Resources;
+}
+
+export interface NodeView {
+  name: string;
+  allocatable: Resources;
+  /** Sum of requests of pods bound to the node that are not finished. */
+  allocated: Resources;
+  schedulable: boolean;
+}
+
+export interface ClusterCapacity {
+  nodes: NodeView[];
+}
+
+/** One observation of a job's step time at a given scale. */
+export interface StepSample {
+  /** Number of data-parallel replicas (workers). */
+  replicas: number;
+  /** Number of distinct nodes the replicas ran on. */
+  nodes: number;
+  /** Parameter servers, for PS jobs; 0 or undefined for all-reduce jobs. */
+  ps?: number;
+  localBatchSize: number;
+  /** Seconds per optimizer step. */
+  stepTime: number;
+  /** Part of stepTime spent in gradient synchronisation, when measured. */
+  syncTime?: number;
+  /** Epoch seconds when observed (used to weigh recent samples). */
+  at?: number;
+}
+
+/** Observed usage of one pod's training container. */
+export interface ContainerUsage {
+  pod: string;
+  role: RoleName;
+  cpuMillis: number;
+  /** Peak working-set memory over the observation window. */
+  memoryBytes: number;
+}
+
+/** Step times of each worker over time, for straggler detection. */
+export interface WorkerStepTimes {
+  worker: number;
+  pod?: string;
+  samples: { at: number; stepTime: number }[];
+}
+
+export type PolicyName = 'initial' | 'tuning' | 'rightsizing' | 'fault' | 'straggler' | 'rebalance';
+
+export type Change =
+  | { kind: 'replicas'; role: RoleName; from: number; to: number }
+  | {
+      kind: 'resources';
+      role: RoleName;
+      resource: 'cpu' | 'memory';
+      field: 'requests' | 'limits';
+      from: number;
+      to: number;
+    }
+  | { kind: 'evict-pod'; pod: string }
+  | { kind: 'pause'; reason: string };
+
+/** A policy's answer: what to change and why, in words a person can read. Empty changes = leave the job alone. */
+export interface Plan {
+  ref: JobRef;
+  policy: PolicyName;
+  changes: Change[];
+  reason: string;
+}
