@@ -32,7 +32,10 @@ export class ValidationError extends TrainscalerError {
 export class UnsupportedJobKindError extends TrainscalerError {
   readonly kind: string;
   constructor(kind: string) {
-    super('UNSUPPORTED_JOB_KIND', `unsupported job kind '${kind}' (supported: PyTorchJob, TFJob, StatefulSet)`);
+    super(
+      'UNSUPPORTED_JOB_KIND',
+      `unsupported job kind '${kind}' (supported: PyTorchJob, TFJob, StatefulSet)`,
+    );
     this.kind = kind;
   }
 }

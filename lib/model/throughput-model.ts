@@ -1,4 +1,5 @@
-// CONTRACT ONLY (implementation in progress): the throughput model's public surface.
+// The throughput model's public surface. Implementation: fit.ts (fitting), forms.ts (model forms),
+// nnls.ts (non-negative least squares).
 import type { StepSample } from '../types.js';
 
 export interface Placement {
@@ -23,3 +24,7 @@ export interface ThroughputModel {
   readonly sampleCount: number;
   readonly distinctScales: number;
 }
+
+export type { FitOptions, FittedParameters, FittedThroughputModel } from './fit.js';
+export { evaluateStepTime, fitThroughputModel } from './fit.js';
+export type { FormName } from './forms.js';

@@ -1,0 +1,40 @@
+import { writeFile } from 'node:fs/promises';
+import { Command, InvalidArgumentError } from 'commander';
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
+  return n;
+}
+
+const program = new Command()
+  .name('trainscaler')
+  .description('Autoscaler for distributed deep-learning training jobs on Kubernetes')
+  .showHelpAfterError();
+
+program
+  .command('demo')
+  .description(
+    'Run the embedded SIMULATED cluster twice (manual configuration vs trainscaler) and compare job completion',
+  )
+  .option('--json', 'print one JSON object (summary, jobs with decisions and reasons) instead of tables')
+  .option('--report <file>', 'also write an HTML page with plots of workers and throughput over time')
+  .option('--seed <n>', 'random seed of the simulation', positiveInt, 1)
+  .action(async (options: { json?: boolean; report?: string; seed: number }) => {
+    const { runDemo } = await import('./demo.js');
+    const { renderDemoTables } = await import('./demo-table.js');
+    const progress = (line: string) => process.stderr.write(`\r${line.padEnd(78)}`);
+    const result = await runDemo({ seed: options.seed, onProgress: progress });
+    process.stderr.write('\n');
+    if (options.report) {
+      const { renderDemoReportHtml } = await import('./demo-report-html.js');
+      await writeFile(options.report, renderDemoReportHtml(result));
+      process.stderr.write(`report written to ${options.report}\n`);
+    }
+    process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : renderDemoTables(result));
+  });
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});

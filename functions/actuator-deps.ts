@@ -1,0 +1,14 @@
+import type { ActuatorDeps } from '../lib/actuator.js';
+import type { HandlerDeps } from './handler-deps.js';
+
+export function actuatorDeps(deps: HandlerDeps): ActuatorDeps {
+  const out: ActuatorDeps = {
+    cluster: deps.cluster,
+    clock: deps.clock,
+    dryRun: deps.dryRun,
+    logger: deps.logger,
+    namespaceAllowlist: deps.config.namespaceAllowlist,
+  };
+  if (deps.priorityClasses) out.priorityClasses = deps.priorityClasses;
+  return out;
+}

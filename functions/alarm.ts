@@ -1,0 +1,29 @@
+import { actOnJob } from '../lib/actuator.js';
+import { loadCapacity } from '../lib/cluster/load-capacity.js';
+import { decideRuntime, observeJob } from '../lib/decisions/runtime-review.js';
+import { parseAlarm } from '../lib/triggers/alarm-payload.js';
+import { actuatorDeps } from './actuator-deps.js';
+import type { HandlerDeps, HandlerResult } from './handler-deps.js';
+import { containJobError } from './job-errors.js';
+
+/** Metric alarm (Alertmanager webhook, CloudWatch via SNS or EventBridge): review each job it names. */
+export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
+  const triggers = parseAlarm(payload);
+  const result: HandlerResult = { trigger: 'alarm', outcomes: [], errors: [] };
+  if (triggers.length === 0) return { ...result, ignored: 'no firing alert' };
+  const { capacity } = await loadCapacity(deps.cluster);
+  for (const { ref } of triggers) {
+    try {
+      const observed = await observeJob(deps.metrics, ref);
+      const outcome = await actOnJob(
+        ref,
+        (snapshot) => decideRuntime(snapshot, observed, capacity, deps.config, deps.clock()),
+        actuatorDeps(deps),
+      );
+      result.outcomes.push(outcome);
+    } catch (error) {
+      result.errors.push(containJobError(ref, error, deps.logger));
+    }
+  }
+  return result;
+}

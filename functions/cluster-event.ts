@@ -1,0 +1,53 @@
+import { actOnJob } from '../lib/actuator.js';
+import { readJob } from '../lib/adapters/job-adapter.js';
+import { loadCapacity } from '../lib/cluster/load-capacity.js';
+import { recordRun } from '../lib/decisions/profile-store.js';
+import { MissingMetricsError } from '../lib/errors.js';
+import { decideOnFault } from '../lib/policies/faults.js';
+import { parseClusterEvent } from '../lib/triggers/cluster-event-payload.js';
+import { getArray, isObject } from '../lib/adapters/unstructured.js';
+import type { KubeObject } from '../lib/cluster/cluster-client.js';
+import { actuatorDeps } from './actuator-deps.js';
+import type { HandlerDeps, HandlerResult } from './handler-deps.js';
+import { containJobError } from './job-errors.js';
+
+function succeeded(job: KubeObject): boolean {
+  const conditions = getArray(job, ['status', 'conditions']) ?? [];
+  return conditions.some((c) => isObject(c) && c.type === 'Succeeded' && c.status === 'True');
+}
+
+/**
+ * A pod or job changed. Pod changes are checked for faults (OOM kill, eviction, preemption, crash loop);
+ * a job that succeeded has its run merged into its signature's profile for the next submission.
+ */
+export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
+  const trigger = parseClusterEvent(payload);
+  const result: HandlerResult = { trigger: 'cluster-event', outcomes: [], errors: [] };
+  if (trigger.subject === 'ignored') return { ...result, ignored: trigger.why };
+  const { ref } = trigger;
+  try {
+    if (trigger.subject === 'job') {
+      if (trigger.type === 'DELETED' || !succeeded(trigger.job)) return { ...result, ignored: 'job event without completion' };
+      const view = readJob(trigger.job);
+      const samples = await deps.metrics.stepSamples(ref, 24 * 3600);
+      const usage = await deps.metrics.containerUsage(ref, 24 * 3600).catch((error: unknown) => {
+        if (error instanceof MissingMetricsError) return [];
+        throw error;
+      });
+      await recordRun(deps.cluster, deps.profiles, { signature: view.signature, samples, usage }, deps.clock(), deps.dryRun);
+      return { ...result, ignored: `profile of ${view.signature} updated` };
+    }
+    if (trigger.type === 'DELETED') return { ...result, ignored: 'pod deleted' };
+    const { capacity } = await loadCapacity(deps.cluster);
+    const outcome = await actOnJob(
+      ref,
+      (snapshot) =>
+        decideOnFault({ job: snapshot.view, pods: snapshot.pods, capacity, config: deps.config, now: deps.clock() }),
+      actuatorDeps(deps),
+    );
+    result.outcomes.push(outcome);
+  } catch (error) {
+    result.errors.push(containJobError(ref, error, deps.logger));
+  }
+  return result;
+}

@@ -1,0 +1,27 @@
+import { actOnJob } from '../lib/actuator.js';
+import { loadCapacity } from '../lib/cluster/load-capacity.js';
+import { loadProfile } from '../lib/decisions/profile-store.js';
+import { fitThroughputModel } from '../lib/model/throughput-model.js';
+import { decideInitialConfig } from '../lib/policies/initial-config.js';
+import { profileSamples } from '../lib/policies/profiles.js';
+import { parseSubmit } from '../lib/triggers/submit-payload.js';
+import { actuatorDeps } from './actuator-deps.js';
+import type { HandlerDeps, HandlerResult } from './handler-deps.js';
+
+/** A job was submitted: configure its initial size from earlier runs of the same signature and free capacity. */
+export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
+  const ref = parseSubmit(payload);
+  const { capacity } = await loadCapacity(deps.cluster);
+  const outcome = await actOnJob(
+    ref,
+    async (snapshot) => {
+      const { profile, problem } = await loadProfile(deps.cluster, deps.profiles, snapshot.view.signature);
+      if (problem) deps.logger.warn({ job: ref }, problem);
+      const samples = profile ? profileSamples(profile) : [];
+      const model = samples.length > 0 ? fitThroughputModel(samples) : undefined;
+      return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });
+    },
+    actuatorDeps(deps),
+  );
+  return { trigger: 'submit', outcomes: [outcome], errors: [] };
+}

@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# Builds the binaries of the local integration-test control plane from Go modules
+# into a cache OUTSIDE the repository, so that every clone on this machine reuses them:
+#
+#   ${TRAINSCALER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trainscaler}/cluster/bin/
+#
+# Idempotent: a binary whose stamp file matches the pinned version + recipe is not
+# rebuilt (a warm run takes well under a second).  GOMODCACHE / GOCACHE stay at Go's
+# defaults so CI on the same machine shares them.
+#
+# Usage: infra/cluster/build.sh [component...]   (default: all)
+#   components: etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator
+# Env:
+#   TRAINSCALER_CACHE        cache root (see above)
+#   TRAINSCALER_BUILD_JOBS   go build -p value (default 2)
+#   TRAINSCALER_FORCE_BUILD  =1 rebuilds even when stamps match
+set -euo pipefail
+
+# ---- pinned versions -------------------------------------------------------------------
+KUBE_VERSION=v1.33.13            # kube-apiserver, kube-controller-manager, kube-scheduler
+ETCD_VERSION=v3.5.21             # etcd (the version Kubernetes 1.33 is tested against)
+KWOK_VERSION=v0.7.0              # kwok (fake nodes + pod lifecycle)
+TRAINING_OPERATOR_VERSION=v1.9.3 # Kubeflow training-operator (CRDs identical to v1.9.0)
+# Bump when the build recipe (flags, patches) changes so stamps are invalidated.
+RECIPE=3
+
+CACHE_ROOT="${TRAINSCALER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trainscaler}"
+CLUSTER_CACHE="$CACHE_ROOT/cluster"
+BIN="$CLUSTER_CACHE/bin"
+SRC="$CLUSTER_CACHE/src"
+TIMES="$CLUSTER_CACHE/build-times.log"
+JOBS="${TRAINSCALER_BUILD_JOBS:-2}"
+
+log() { printf '[build] %s\n' "$*" >&2; }
+die() { printf '[build] ERROR: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null || die "go is not installed (need Go >= 1.24)"
+mkdir -p "$BIN" "$SRC"
+
+export CGO_ENABLED=0
+export GOFLAGS="-trimpath"
+export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+
+stamp_of() { # component -> expected stamp content
+  local v
+  case "$1" in
+    etcd) v="$ETCD_VERSION" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler) v="$KUBE_VERSION" ;;
+    kwok) v="$KWOK_VERSION" ;;
+    training-operator) v="$TRAINING_OPERATOR_VERSION" ;;
+    *) die "unknown component $1" ;;
+  esac
+  printf '%s %s recipe=%s %s\n' "$1" "$v" "$RECIPE" "$(go env GOVERSION)"
+}
+
+is_current() { # component
+  [[ "${TRAINSCALER_FORCE_BUILD:-0}" != 1 ]] || return 1
+  [[ -x "$BIN/$1" && -f "$BIN/.$1.stamp" ]] || return 1
+  [[ "$(cat "$BIN/.$1.stamp")" == "$(stamp_of "$1")" ]]
+}
+
+now() { date +%s; }
+
+# run_timed LABEL CMD... : runs CMD under /usr/bin/time -v (when present), appends
+# "<date> <label> <seconds>s maxrss=<MiB>MiB" to the timings log.
+run_timed() {
+  local label="$1"; shift
+  local t0 t1 tf rss=""
+  tf="$(mktemp)"
+  t0=$(now)
+  if [[ -x /usr/bin/time ]]; then
+    /usr/bin/time -v -o "$tf" "$@" || { cat "$tf" >&2; rm -f "$tf"; die "$label failed"; }
+    rss=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); printf "%d", $2/1024}' "$tf")
+  else
+    "$@" || die "$label failed"
+  fi
+  t1=$(now)
+  rm -f "$tf"
+  printf '%s %-40s %5ss maxrss=%sMiB go=%s\n' "$(date -u +%FT%TZ)" "$label" "$((t1 - t0))" "${rss:-?}" "$(go env GOVERSION)" >>"$TIMES"
+  log "$label: $((t1 - t0))s${rss:+ (peak RSS ${rss} MiB)}"
+}
+
+install_bin() { # component built-file
+  mv -f "$2" "$BIN/$1"
+  stamp_of "$1" >"$BIN/.$1.stamp"
+}
+
+# ---- wrapper modules ---------------------------------------------------------------------
+# Each component is built from a throwaway module in $SRC/<name> that requires the pinned
+# upstream module; `go build -mod=mod` resolves the rest exactly as upstream's go.mod says.
+
+new_module() { # dir modulepath require...
+  local dir="$1" mod="$2"; shift 2
+  rm -rf "$dir"; mkdir -p "$dir"
+  {
+    printf 'module %s\n\ngo 1.24.0\n\nrequire (\n' "$mod"
+    local r; for r in "$@"; do printf '\t%s\n' "$r"; done
+    printf ')\n'
+  } >"$dir/go.mod"
+}
+
+prepare_kube() {
+  local dir="$SRC/kubernetes-$KUBE_VERSION" gomod minor staging
+  [[ -f "$dir/.ready" ]] && return 0
+  log "preparing wrapper module for k8s.io/kubernetes $KUBE_VERSION"
+  gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+  [[ -f "$gomod" ]] || die "could not download k8s.io/kubernetes@$KUBE_VERSION"
+  minor="${KUBE_VERSION#v1.}"; staging="v0.${minor}"
+  new_module "$dir" trainscaler.local/kube-build "k8s.io/kubernetes $KUBE_VERSION"
+  {
+    printf '\n// staging modules: k8s.io/kubernetes replaces them with ./staging paths, which only\n'
+    printf '// work inside its own repo; point them at the published %s tags instead.\nreplace (\n' "$staging"
+    sed -n '/^replace (/,/^)/p' "$gomod" | awk -v v="$staging" '$2=="=>" && $3 ~ /^\.\/staging\// {printf "\t%s => %s %s\n", $1, $1, v}'
+    printf ')\n'
+  } >>"$dir/go.mod"
+  grep -q 'k8s.io/client-go => k8s.io/client-go' "$dir/go.mod" || die "staging replace list is empty (go.mod format changed?)"
+  # Resolve the full build list + go.sum once (downloads every module the binaries need).
+  (cd "$dir" && run_timed "kubernetes $KUBE_VERSION: resolve+download deps" \
+    go list -mod=mod -deps k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler >/dev/null)
+  touch "$dir/.ready"
+}
+
+build_kube() { # component
+  local c="$1" dir="$SRC/kubernetes-$KUBE_VERSION" minor ld
+  is_current "$c" && return 0
+  prepare_kube
+  minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+  ld="-s -w"
+  local pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  log "building $c $KUBE_VERSION (cold builds take several minutes)"
+  (cd "$dir" && run_timed "$c $KUBE_VERSION: compile+link" \
+    go build -mod=mod -p "$JOBS" -ldflags "$ld" -o "$dir/$c.new" "k8s.io/kubernetes/cmd/$c")
+  install_bin "$c" "$dir/$c.new"
+}
+
+build_etcd() {
+  local dir="$SRC/etcd-$ETCD_VERSION"
+  is_current etcd && return 0
+  log "building etcd $ETCD_VERSION"
+  new_module "$dir" trainscaler.local/etcd-build "go.etcd.io/etcd/server/v3 $ETCD_VERSION"
+  (cd "$dir" && run_timed "etcd $ETCD_VERSION: resolve+download deps" go list -mod=mod -deps go.etcd.io/etcd/server/v3 >/dev/null)
+  (cd "$dir" && run_timed "etcd $ETCD_VERSION: compile+link" \
+    go build -mod=mod -p "$JOBS" -ldflags "-s -w" -o "$dir/etcd.new" go.etcd.io/etcd/server/v3)
+  install_bin etcd "$dir/etcd.new"
+}
+
+build_kwok() {
+  local dir="$SRC/kwok-$KWOK_VERSION"
+  is_current kwok && return 0
+  log "building kwok $KWOK_VERSION"
+  new_module "$dir" trainscaler.local/kwok-build "sigs.k8s.io/kwok $KWOK_VERSION"
+  (cd "$dir" && run_timed "kwok $KWOK_VERSION: resolve+download deps" go list -mod=mod -deps sigs.k8s.io/kwok/cmd/kwok >/dev/null)
+  (cd "$dir" && run_timed "kwok $KWOK_VERSION: compile+link" \
+    go build -mod=mod -p "$JOBS" -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" -o "$dir/kwok.new" sigs.k8s.io/kwok/cmd/kwok)
+  install_bin kwok "$dir/kwok.new"
+}
+
+# training-operator v1.9 has no flag to turn its webhook server off, and out of cluster two
+# things in it are wrong for us; both are fixed with `go build -overlay` (the module cache
+# stays pristine) and the patch is verified to apply:
+#  1. the webhook server listens on ":<port>" (all interfaces) -> honour $WEBHOOK_SERVER_HOST
+#     (up.sh sets 127.0.0.1);
+#  2. the cert rotator looks for the serving certs in the hard-coded /tmp/k8s-webhook-server/
+#     serving-certs while controller-runtime's webhook server uses $TMPDIR/... -> use
+#     os.TempDir() in both, so up.sh can give each cluster its own TMPDIR.
+build_training_operator() {
+  local dir="$SRC/training-operator-$TRAINING_OPERATOR_VERSION" moddir main cert
+  is_current training-operator && return 0
+  log "building training-operator $TRAINING_OPERATOR_VERSION"
+  new_module "$dir" trainscaler.local/training-operator-build "github.com/kubeflow/training-operator $TRAINING_OPERATOR_VERSION"
+  (cd "$dir" && run_timed "training-operator $TRAINING_OPERATOR_VERSION: resolve+download deps" \
+    go list -mod=mod -deps github.com/kubeflow/training-operator/cmd/training-operator.v1 >/dev/null)
+  moddir="$(cd "$dir" && go list -mod=mod -m -f '{{.Dir}}' github.com/kubeflow/training-operator)"
+  main="$moddir/cmd/training-operator.v1/main.go"
+  cert="$moddir/pkg/cert/cert.go"
+  mkdir -p "$dir/overlay"
+  sed 's|^\([[:space:]]*\)Port: webhookServerPort,|\1Host: os.Getenv("WEBHOOK_SERVER_HOST"), Port: webhookServerPort,|' "$main" >"$dir/overlay/main.go"
+  sed 's|^\([[:space:]]*\)CertDir:[[:space:]]*certDir,|\1CertDir: os.TempDir() + "/k8s-webhook-server/serving-certs",|' "$cert" >"$dir/overlay/cert.go"
+  grep -q 'Host: os.Getenv("WEBHOOK_SERVER_HOST")' "$dir/overlay/main.go" || die "training-operator main.go patch did not apply"
+  grep -q 'CertDir: os.TempDir()' "$dir/overlay/cert.go" || die "training-operator cert.go patch did not apply"
+  printf '{"Replace":{"%s":"%s","%s":"%s"}}\n' "$main" "$dir/overlay/main.go" "$cert" "$dir/overlay/cert.go" >"$dir/overlay.json"
+  (cd "$dir" && run_timed "training-operator $TRAINING_OPERATOR_VERSION: compile+link" \
+    go build -mod=mod -p "$JOBS" -overlay "$dir/overlay.json" -ldflags "-s -w" -o "$dir/training-operator.new" \
+      github.com/kubeflow/training-operator/cmd/training-operator.v1)
+  install_bin training-operator "$dir/training-operator.new"
+}
+
+build_one() {
+  case "$1" in
+    etcd) build_etcd ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler) build_kube "$1" ;;
+    kwok) build_kwok ;;
+    training-operator) build_training_operator ;;
+    *) die "unknown component: $1" ;;
+  esac
+}
+
+ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator)
+want=("$@"); [[ ${#want[@]} -gt 0 ]] || want=("${ALL[@]}")
+
+# Fast path without taking the lock.
+all_current=1
+for c in "${want[@]}"; do is_current "$c" || { all_current=0; break; }; done
+if [[ $all_current == 1 ]]; then
+  log "all binaries up to date in $BIN"
+  exit 0
+fi
+
+# Serialise concurrent builders (e.g. a developer and CI on the same machine).
+exec 9>"$CLUSTER_CACHE/.build.lock"
+if ! flock -n 9; then
+  log "another build holds $CLUSTER_CACHE/.build.lock; waiting"
+  flock 9
+fi
+
+total0=$(now)
+built=0
+for c in "${want[@]}"; do
+  if is_current "$c"; then continue; fi
+  build_one "$c"
+  built=1
+done
+if [[ $built == 1 ]]; then
+  printf '%s %-40s %5ss\n' "$(date -u +%FT%TZ)" "TOTAL (${want[*]})" "$(( $(now) - total0 ))" >>"$TIMES"
+  log "total: $(( $(now) - total0 ))s; timings in $TIMES"
+fi
+log "binaries in $BIN"

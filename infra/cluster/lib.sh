@@ -1,0 +1,71 @@
+# Shared settings for infra/cluster/{up,down,smoke}.sh.  Source it; don't run it.
+# shellcheck shell=bash
+
+CLUSTER_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$CLUSTER_SCRIPT_DIR/../.." && pwd)"
+
+# Build cache (binaries; shared by every clone on this machine).
+CACHE_ROOT="${TRAINSCALER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trainscaler}"
+BIN="$CACHE_ROOT/cluster/bin"
+
+# Run state (certs, etcd data, logs, kubeconfigs, pidfile). Removed by down.sh.
+RUN_DIR="${TRAINSCALER_CLUSTER_DIR:-${XDG_RUNTIME_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}}/trainscaler/cluster-run}"
+PIDFILE="$RUN_DIR/pids"
+KUBECONFIG_ADMIN="$RUN_DIR/kubeconfig"
+KUBECONFIG_SA="$RUN_DIR/kubeconfig-sa"
+LOG_DIR="$RUN_DIR/logs"
+
+# Kubeflow CRDs: shared/ beside the repo, referenced in place (never copied).
+CRD_DIR="${TRAINSCALER_CRD_DIR:-$REPO_ROOT/../shared/k8s-crds}"
+
+# Ports (all servers bind 127.0.0.1 only).
+APISERVER_PORT="${TRAINSCALER_APISERVER_PORT:-16443}"
+ETCD_PORT="${TRAINSCALER_ETCD_PORT:-16379}"              # peer port: +1
+KCM_PORT="${TRAINSCALER_KCM_PORT:-16257}"
+SCHEDULER_PORT="${TRAINSCALER_SCHEDULER_PORT:-16259}"
+KWOK_PORT="${TRAINSCALER_KWOK_PORT:-16247}"
+OPERATOR_METRICS_PORT="${TRAINSCALER_OPERATOR_METRICS_PORT:-16080}"
+OPERATOR_PROBE_PORT="${TRAINSCALER_OPERATOR_PROBE_PORT:-16081}"
+OPERATOR_WEBHOOK_PORT="${TRAINSCALER_OPERATOR_WEBHOOK_PORT:-16444}"
+
+# Fake nodes.
+KWOK_NODES="${TRAINSCALER_KWOK_NODES:-4}"
+KWOK_NODE_GPUS="${TRAINSCALER_KWOK_NODE_GPUS:-4}"
+KWOK_NODE_CPU="${TRAINSCALER_KWOK_NODE_CPU:-32}"
+KWOK_NODE_MEMORY="${TRAINSCALER_KWOK_NODE_MEMORY:-128Gi}"
+
+# 1 = register the training-operator's validating webhooks (as a real install does).
+OPERATOR_WEBHOOK="${TRAINSCALER_OPERATOR_WEBHOOK:-1}"
+
+SERVICE_CIDR="10.96.0.0/16"
+SERVICE_FIRST_IP="10.96.0.1"
+POD_CIDR="10.244.0.1/16"
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+die() { printf '[cluster] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# kubectl as cluster admin, output to stderr so stdout stays clean for callers.
+kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+
+# pid_alive NAME PID: PID runs our binary NAME from $BIN (guards against PID reuse).
+pid_alive() {
+  local exe
+  exe="$(readlink "/proc/$2/exe" 2>/dev/null)" || return 1
+  exe="${exe% (deleted)}"
+  [[ "$exe" == "$BIN/$1" || "$exe" == */cluster/bin/"$1" ]]
+}
+
+port_in_use() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+
+# wait_for DESCRIPTION TIMEOUT_SECONDS CMD...
+wait_for() {
+  local what="$1" timeout="$2" t0; shift 2
+  t0=$(date +%s)
+  until "$@" >/dev/null 2>&1; do
+    if (( $(date +%s) - t0 > timeout )); then
+      log "timed out after ${timeout}s waiting for $what"
+      return 1
+    fi
+    sleep 0.5
+  done
+}

@@ -1,0 +1,318 @@
+#!/usr/bin/env bash
+# Starts a real (single-host, loopback-only) Kubernetes control plane for integration tests:
+#   etcd -> kube-apiserver -> kube-controller-manager + kube-scheduler -> kwok (fake nodes
+#   and pod lifecycle) -> Kubeflow training-operator (out of cluster).
+# Then applies the Kubeflow PyTorchJob/TFJob CRDs and infra/k8s/rbac.yaml, creates fake GPU
+# nodes, writes kubeconfigs, and prints the admin kubeconfig's path as the LAST stdout line.
+# Everything else goes to stderr.  If the cluster is already up and healthy it only prints
+# the path.
+#
+#   KUBECONFIG="$(infra/cluster/up.sh | tail -n1)"
+#   service-account kubeconfig: "$(dirname "$KUBECONFIG")/kubeconfig-sa"
+#
+# See infra/cluster/README.md for env vars and ports.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+command -v kubectl >/dev/null || die "kubectl is required"
+command -v openssl >/dev/null || die "openssl is required"
+command -v curl >/dev/null || die "curl is required"
+
+T0=$(date +%s)
+
+# ---- already up? -----------------------------------------------------------------------
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator)
+
+all_pids_alive() {
+  [[ -f "$PIDFILE" ]] || return 1
+  local name pid n=0
+  while read -r name pid; do
+    [[ -n "$name" ]] || continue
+    pid_alive "$name" "$pid" || return 1
+    n=$((n + 1))
+  done <"$PIDFILE"
+  [[ $n -eq ${#COMPONENTS[@]} ]]
+}
+
+apiserver_ready() {
+  curl -fsS --max-time 5 --cacert "$RUN_DIR/pki/ca.crt" --cert "$RUN_DIR/pki/admin.crt" \
+    --key "$RUN_DIR/pki/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
+}
+operator_ready() { curl -fsS --max-time 5 "http://127.0.0.1:$OPERATOR_PROBE_PORT/readyz" >/dev/null 2>&1; }
+
+if all_pids_alive && apiserver_ready && operator_ready && [[ -s "$KUBECONFIG_ADMIN" && -s "$KUBECONFIG_SA" ]]; then
+  log "cluster already up ($(( $(date +%s) - T0 ))s)"
+  echo "$KUBECONFIG_ADMIN"
+  exit 0
+fi
+if [[ -f "$PIDFILE" ]]; then
+  log "found a stale or unhealthy cluster in $RUN_DIR; tearing it down first"
+  "$CLUSTER_SCRIPT_DIR/down.sh" >&2
+fi
+
+# ---- binaries ----------------------------------------------------------------------------
+"$CLUSTER_SCRIPT_DIR/build.sh" >&2
+
+[[ -f "$CRD_DIR/kubeflow.org_pytorchjobs.yaml" && -f "$CRD_DIR/kubeflow.org_tfjobs.yaml" ]] \
+  || die "Kubeflow CRDs not found in $CRD_DIR (expected ../shared/k8s-crds beside the repo; set TRAINSCALER_CRD_DIR)"
+
+for p in "$APISERVER_PORT" "$ETCD_PORT" "$((ETCD_PORT + 1))" "$KCM_PORT" "$SCHEDULER_PORT" "$KWOK_PORT" \
+         "$OPERATOR_METRICS_PORT" "$OPERATOR_PROBE_PORT" "$OPERATOR_WEBHOOK_PORT"; do
+  port_in_use "$p" && die "port $p is already in use (another cluster? set TRAINSCALER_*_PORT, see README)"
+done
+
+mkdir -p "$RUN_DIR"
+chmod 700 "$RUN_DIR"
+touch "$RUN_DIR/.trainscaler-cluster-run"   # down.sh only deletes directories carrying this marker
+rm -rf "$RUN_DIR/etcd" "$RUN_DIR/pki" "$RUN_DIR/operator-tmp"   # always start from a clean slate
+mkdir -p "$LOG_DIR" "$RUN_DIR/pki" "$RUN_DIR/etcd" "$RUN_DIR/operator-tmp"
+: >"$PIDFILE"
+
+# If anything below fails, stop what we started (leave logs for debugging).
+started_ok=0
+cleanup_on_error() {
+  if [[ $started_ok != 1 ]]; then
+    log "start-up failed; logs are in $LOG_DIR; stopping what was started"
+    tail -n 30 "$LOG_DIR"/*.log >&2 2>/dev/null || true
+    TRAINSCALER_KEEP_LOGS=1 "$CLUSTER_SCRIPT_DIR/down.sh" >&2 || true
+  fi
+}
+trap cleanup_on_error EXIT
+
+# ---- PKI ---------------------------------------------------------------------------------
+PKI="$RUN_DIR/pki"
+gen_cert() { # name subject ext(extensions for x509 -extfile)
+  local name="$1" subj="$2" ext="$3"
+  openssl req -new -newkey rsa:2048 -nodes -keyout "$PKI/$name.key" -out "$PKI/$name.csr" \
+    -subj "$subj" 2>/dev/null
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+    -days 3650 -out "$PKI/$name.crt" -extfile <(printf '%s\n' "$ext") 2>/dev/null
+  rm -f "$PKI/$name.csr"
+}
+log "generating certificates in $PKI"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -days 3650 \
+  -subj "/CN=trainscaler-test-ca" -addext "basicConstraints=critical,CA:TRUE" \
+  -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+CLIENT_EXT=$'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth'
+gen_cert apiserver "/CN=kube-apiserver" $'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:'"$SERVICE_FIRST_IP"',DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local'
+gen_cert admin "/O=system:masters/CN=trainscaler-admin" "$CLIENT_EXT"
+gen_cert kube-controller-manager "/CN=system:kube-controller-manager" "$CLIENT_EXT"
+gen_cert kube-scheduler "/CN=system:kube-scheduler" "$CLIENT_EXT"
+# kwok plays every kubelet and the training-operator runs as cluster-admin out of cluster.
+gen_cert kwok "/O=system:masters/CN=kwok" "$CLIENT_EXT"
+gen_cert training-operator "/O=system:masters/CN=training-operator" "$CLIENT_EXT"
+# ServiceAccount token signing key pair.
+openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
+openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+
+# training-operator webhook certs, in the format its cert rotator (open-policy-agent
+# cert-controller) validates and then keeps: PKCS#1 CA key, CA valid for DNS name
+# "training-operator-ca", serving cert for training-operator.kubeflow.svc (+ 127.0.0.1 so the
+# API server can call it by URL).
+WH="$PKI/webhook"
+mkdir -p "$WH"
+openssl genrsa -traditional -out "$WH/ca.key" 2048 2>/dev/null
+openssl req -x509 -new -key "$WH/ca.key" -out "$WH/ca.crt" -days 3650 -subj "/O=training-operator/CN=training-operator-ca" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment" \
+  -addext "subjectAltName=DNS:training-operator-ca" 2>/dev/null
+openssl genrsa -traditional -out "$WH/tls.key" 2048 2>/dev/null
+openssl req -new -key "$WH/tls.key" -out "$WH/tls.csr" -subj "/CN=training-operator.kubeflow.svc" 2>/dev/null
+openssl x509 -req -in "$WH/tls.csr" -CA "$WH/ca.crt" -CAkey "$WH/ca.key" -set_serial "0x$(openssl rand -hex 16)" -days 3650 \
+  -out "$WH/tls.crt" -extfile <(printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+    'extendedKeyUsage=serverAuth' 'subjectAltName=DNS:training-operator.kubeflow.svc,IP:127.0.0.1') 2>/dev/null
+rm -f "$WH/tls.csr"
+CERTDIR="$RUN_DIR/operator-tmp/k8s-webhook-server/serving-certs"
+mkdir -p "$CERTDIR"
+cp "$WH/tls.crt" "$WH/tls.key" "$WH/ca.crt" "$CERTDIR/"
+chmod 600 "$PKI"/*.key "$WH"/*.key
+
+# ---- kubeconfigs ---------------------------------------------------------------------------
+write_kubeconfig() { # file user cert key
+  local f="$1"
+  rm -f "$f"
+  kubectl config --kubeconfig "$f" set-cluster trainscaler --server "https://127.0.0.1:$APISERVER_PORT" \
+    --certificate-authority "$PKI/ca.crt" --embed-certs=true >/dev/null
+  kubectl config --kubeconfig "$f" set-credentials "$2" --client-certificate "$3" --client-key "$4" --embed-certs=true >/dev/null
+  kubectl config --kubeconfig "$f" set-context trainscaler --cluster trainscaler --user "$2" >/dev/null
+  kubectl config --kubeconfig "$f" use-context trainscaler >/dev/null
+  chmod 600 "$f"
+}
+rm -f "$KUBECONFIG_ADMIN" "$KUBECONFIG_SA"
+for c in kube-controller-manager kube-scheduler kwok training-operator; do
+  write_kubeconfig "$RUN_DIR/$c.kubeconfig" "$c" "$PKI/$c.crt" "$PKI/$c.key"
+done
+write_kubeconfig "$KUBECONFIG_ADMIN.tmp" trainscaler-admin "$PKI/admin.crt" "$PKI/admin.key"
+
+# ---- processes -----------------------------------------------------------------------------
+start() { # name args...   (own session, so it outlives the calling shell / npm)
+  local name="$1"; shift
+  setsid "$BIN/$name" "$@" >"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$name $pid" >>"$PIDFILE"
+  log "started $name (pid $pid)"
+}
+
+start etcd \
+  --name trainscaler --data-dir "$RUN_DIR/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+  --initial-cluster "trainscaler=http://127.0.0.1:$((ETCD_PORT + 1))" --initial-cluster-state new \
+  --unsafe-no-fsync --log-level warn
+wait_for "etcd" 60 curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" || die "etcd did not become healthy"
+
+start kube-apiserver \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+  --client-ca-file "$PKI/ca.crt" \
+  --authorization-mode Node,RBAC \
+  --enable-admission-plugins NamespaceLifecycle,LimitRanger,ServiceAccount,DefaultTolerationSeconds,NodeRestriction,Priority,DefaultStorageClass,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota \
+  --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+  --service-cluster-ip-range "$SERVICE_CIDR" \
+  --allow-privileged=true --profiling=false --event-ttl 1h
+wait_for "kube-apiserver /readyz" 120 apiserver_ready || die "kube-apiserver did not become ready"
+mv "$KUBECONFIG_ADMIN.tmp" "$KUBECONFIG_ADMIN"
+log "kube-apiserver ready on https://127.0.0.1:$APISERVER_PORT"
+
+start kube-controller-manager \
+  --kubeconfig "$RUN_DIR/kube-controller-manager.kubeconfig" \
+  --authentication-kubeconfig "$RUN_DIR/kube-controller-manager.kubeconfig" \
+  --authorization-kubeconfig "$RUN_DIR/kube-controller-manager.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port "$KCM_PORT" \
+  --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+  --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+  --use-service-account-credentials=true --leader-elect=false \
+  --service-cluster-ip-range "$SERVICE_CIDR" --controllers '*'
+start kube-scheduler \
+  --kubeconfig "$RUN_DIR/kube-scheduler.kubeconfig" \
+  --authentication-kubeconfig "$RUN_DIR/kube-scheduler.kubeconfig" \
+  --authorization-kubeconfig "$RUN_DIR/kube-scheduler.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --leader-elect=false
+
+# CRDs (server-side apply: they are larger than the client-side last-applied annotation limit),
+# RBAC, and the training-operator's namespace + webhook cert secret.
+log "applying Kubeflow CRDs from $CRD_DIR and infra/k8s/rbac.yaml"
+kc apply --server-side --force-conflicts -f "$CRD_DIR/kubeflow.org_pytorchjobs.yaml" -f "$CRD_DIR/kubeflow.org_tfjobs.yaml" >&2
+kc apply -f "$REPO_ROOT/infra/k8s/rbac.yaml" >&2
+kc create namespace kubeflow >&2
+kc -n kubeflow create secret generic training-operator-webhook-cert \
+  --from-file=ca.crt="$WH/ca.crt" --from-file=ca.key="$WH/ca.key" \
+  --from-file=tls.crt="$WH/tls.crt" --from-file=tls.key="$WH/tls.key" >&2
+kc wait --for condition=established --timeout 60s crd/pytorchjobs.kubeflow.org crd/tfjobs.kubeflow.org >&2
+
+# kwok: all nodes are fake, so it manages every node.
+start kwok \
+  --kubeconfig "$RUN_DIR/kwok.kubeconfig" \
+  --config "$CLUSTER_SCRIPT_DIR/kwok/stages.yaml" \
+  --manage-all-nodes=true --cidr "$POD_CIDR" \
+  --server-address "127.0.0.1:$KWOK_PORT" --node-lease-duration-seconds 40
+
+wait_for "kube-controller-manager /healthz" 90 curl -fsSk --max-time 2 "https://127.0.0.1:$KCM_PORT/healthz" || die "kube-controller-manager not healthy"
+wait_for "kube-scheduler /healthz" 90 curl -fsSk --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" || die "kube-scheduler not healthy"
+wait_for "kwok /healthz" 60 curl -fsS --max-time 2 "http://127.0.0.1:$KWOK_PORT/healthz" || die "kwok not healthy"
+
+# ---- fake GPU nodes --------------------------------------------------------------------------
+log "creating $KWOK_NODES kwok nodes ($KWOK_NODE_GPUS x nvidia.com/gpu, $KWOK_NODE_CPU cpu, $KWOK_NODE_MEMORY each)"
+nodes_yaml() {
+  local i
+  for ((i = 0; i < KWOK_NODES; i++)); do
+    cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    type: kwok
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    kubernetes.io/hostname: kwok-node-$i
+    node.kubernetes.io/instance-type: kwok-gpu-${KWOK_NODE_GPUS}x
+    nvidia.com/gpu.present: "true"
+    nvidia.com/gpu.count: "$KWOK_NODE_GPUS"
+    topology.kubernetes.io/zone: kwok-zone-$((i % 2))
+spec: {}
+status:
+  allocatable:
+    cpu: "$KWOK_NODE_CPU"
+    memory: $KWOK_NODE_MEMORY
+    nvidia.com/gpu: "$KWOK_NODE_GPUS"
+    pods: "110"
+  capacity:
+    cpu: "$KWOK_NODE_CPU"
+    memory: $KWOK_NODE_MEMORY
+    nvidia.com/gpu: "$KWOK_NODE_GPUS"
+    pods: "110"
+EOF
+  done
+}
+nodes_yaml | kc create -f - >&2
+wait_for "kwok nodes Ready" 90 kc wait --for condition=Ready --timeout 5s node -l type=kwok || die "kwok nodes did not become Ready"
+
+# ---- training-operator ------------------------------------------------------------------------
+if [[ "$OPERATOR_WEBHOOK" == 1 ]]; then
+  CA_B64="$(base64 -w0 <"$WH/ca.crt")"
+  wh_entry() { # kind plural
+    cat <<EOF
+- name: validator.$1.training-operator.kubeflow.org
+  admissionReviewVersions: ["v1"]
+  clientConfig:
+    url: https://127.0.0.1:$OPERATOR_WEBHOOK_PORT/validate-kubeflow-org-v1-$1
+    caBundle: $CA_B64
+  failurePolicy: Fail
+  sideEffects: None
+  timeoutSeconds: 10
+  rules:
+  - apiGroups: ["kubeflow.org"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["$2"]
+EOF
+  }
+  {
+    printf 'apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: validator.training-operator.kubeflow.org\nwebhooks:\n'
+    wh_entry pytorchjob pytorchjobs
+    wh_entry tfjob tfjobs
+  } | kc apply -f - >&2
+fi
+
+TMPDIR="$RUN_DIR/operator-tmp" MY_POD_NAMESPACE=kubeflow WEBHOOK_SERVER_HOST=127.0.0.1 \
+start training-operator \
+  --kubeconfig "$RUN_DIR/training-operator.kubeconfig" \
+  --enable-scheme pytorchjob --enable-scheme tfjob \
+  --metrics-bind-address "127.0.0.1:$OPERATOR_METRICS_PORT" \
+  --health-probe-bind-address "127.0.0.1:$OPERATOR_PROBE_PORT" \
+  --webhook-server-port "$OPERATOR_WEBHOOK_PORT" \
+  --leader-elect=false --zap-devel=false --zap-log-level info
+wait_for "training-operator /readyz" 120 operator_ready || die "training-operator did not become ready"
+
+# ---- ServiceAccount kubeconfig for the autoscaler ------------------------------------------
+wait_for "ServiceAccount trainscaler-system/trainscaler" 60 kc -n trainscaler-system get serviceaccount trainscaler \
+  || die "ServiceAccount trainscaler-system/trainscaler missing"
+SA_TOKEN="$(kc -n trainscaler-system create token trainscaler --duration 8760h)"
+rm -f "$KUBECONFIG_SA"
+kubectl config --kubeconfig "$KUBECONFIG_SA" set-cluster trainscaler --server "https://127.0.0.1:$APISERVER_PORT" \
+  --certificate-authority "$PKI/ca.crt" --embed-certs=true >/dev/null
+kubectl config --kubeconfig "$KUBECONFIG_SA" set-credentials trainscaler --token "$SA_TOKEN" >/dev/null
+kubectl config --kubeconfig "$KUBECONFIG_SA" set-context trainscaler --cluster trainscaler --user trainscaler --namespace trainscaler-system >/dev/null
+kubectl config --kubeconfig "$KUBECONFIG_SA" use-context trainscaler >/dev/null
+chmod 600 "$KUBECONFIG_SA"
+kubectl --kubeconfig "$KUBECONFIG_SA" auth can-i list pytorchjobs.kubeflow.org --all-namespaces >/dev/null \
+  || die "ServiceAccount kubeconfig cannot list pytorchjobs (RBAC not applied?)"
+
+# Convenience env file for shells/tests: source "$(dirname "$KUBECONFIG")/cluster.env".
+cat >"$RUN_DIR/cluster.env" <<EOF
+export KUBECONFIG=$KUBECONFIG_ADMIN
+export TRAINSCALER_KUBECONFIG=$KUBECONFIG_ADMIN
+export TRAINSCALER_SA_KUBECONFIG=$KUBECONFIG_SA
+export TRAINSCALER_APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
+EOF
+
+started_ok=1
+trap - EXIT
+log "cluster up in $(( $(date +%s) - T0 ))s: admin kubeconfig $KUBECONFIG_ADMIN, service-account kubeconfig $KUBECONFIG_SA, logs $LOG_DIR"
+echo "$KUBECONFIG_ADMIN"

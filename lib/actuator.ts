@@ -1,0 +1,205 @@
+import { createHash } from 'node:crypto';
+import type { V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION } from './adapters/annotations.js';
+import { buildJobPatch, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
+import { readPod } from './adapters/pod-view.js';
+import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
+import { ConflictError, TrainscalerError } from './errors.js';
+import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
+
+export interface ActuatorLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ActuatorDeps {
+  cluster: ClusterClient;
+  clock: () => number;
+  dryRun: boolean;
+  logger: ActuatorLogger;
+  namespaceAllowlist: readonly string[];
+  priorityClasses?: Record<string, number>;
+}
+
+/** What the actuator read, handed to the policy so that it decides on exactly the version it will patch. */
+export interface JobSnapshot {
+  obj: KubeObject;
+  view: JobView;
+  pods: PodView[];
+  rawPods: V1Pod[];
+}
+
+export interface Outcome {
+  ref: JobRef;
+  plan: Plan;
+  /** True when something was written; false for no-op plans, dry runs and duplicates. */
+  applied: boolean;
+  decisionId?: string;
+  patch?: JsonPatchOp[];
+  skipped?: 'no-change' | 'dry-run' | 'duplicate' | 'not-managed' | 'namespace-not-allowed';
+  /** Conflicts met and retried before the outcome. */
+  conflicts?: number;
+}
+
+export type Decide = (snapshot: JobSnapshot) => Plan | Promise<Plan>;
+
+export interface DecisionRecord {
+  id: string;
+  at: number;
+  policy: Plan['policy'];
+  reason: string;
+  changes: Change[];
+}
+
+const MAX_ATTEMPTS = 4;
+const HISTORY_LENGTH = 10;
+
+function isNoOp(change: Change): boolean {
+  return (change.kind === 'replicas' || change.kind === 'resources') && change.from === change.to;
+}
+
+/** Same job, same observed version, same plan -> same id, so duplicate triggers are recognisable. */
+export function decisionIdOf(view: JobView, plan: Plan): string {
+  const material = JSON.stringify([view.uid, view.resourceVersion, plan.policy, plan.changes]);
+  return createHash('sha256').update(material).digest('hex').slice(0, 16);
+}
+
+export async function loadSnapshot(
+  cluster: ClusterClient,
+  ref: JobRef,
+  priorityClasses?: Record<string, number>,
+): Promise<JobSnapshot> {
+  const obj = await cluster.getJob(ref);
+  const view = readJob(obj);
+  const rawPods = await cluster.listPods(ref.namespace, podSelectorFor(obj));
+  const container = roleOf(view, 'Worker')?.containerName ?? view.roles[0]?.containerName;
+  const pods = rawPods.map((p) => readPod(p, container));
+  // The API server resolves priority classes on pods, not on custom resources: take it from the pods.
+  const podPriority = Math.max(...rawPods.map((p) => p.spec?.priority ?? Number.NEGATIVE_INFINITY));
+  const classPriority = view.priorityClassName ? priorityClasses?.[view.priorityClassName] : undefined;
+  view.priority = Number.isFinite(podPriority) ? podPriority : (classPriority ?? 0);
+  return { obj, view, pods, rawPods };
+}
+
+function readHistory(obj: KubeObject): DecisionRecord[] {
+  const raw = obj.metadata.annotations?.[ANNOTATION.history];
+  if (!raw) return [];
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    return Array.isArray(parsed) ? (parsed as DecisionRecord[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+function nextState(view: JobView, plan: Plan, record: DecisionRecord): JobAutoscalerState {
+  const state: JobAutoscalerState = { ...view.state, lastActionAt: record.at, lastDecisionId: record.id };
+  const pause = plan.changes.find((c) => c.kind === 'pause');
+  if (pause) {
+    state.paused = true;
+    state.pauseReason = pause.reason;
+  }
+  if (
+    plan.policy === 'fault' &&
+    plan.changes.some((c) => c.kind === 'resources' && c.resource === 'memory')
+  ) {
+    state.oomCount = view.state.oomCount + 1;
+  }
+  return state;
+}
+
+/**
+ * Read the job, let the policy decide on what was read, write the minimal patch guarded by the read
+ * resourceVersion, and leave an audit trail (annotation + Event). On a conflict, start over from a fresh
+ * read so that no update is lost and no decision is made on stale state.
+ */
+export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps): Promise<Outcome> {
+  if (deps.namespaceAllowlist.length > 0 && !deps.namespaceAllowlist.includes(ref.namespace)) {
+    return {
+      ref,
+      plan: {
+        ref,
+        policy: 'tuning',
+        changes: [],
+        reason: `namespace ${ref.namespace} is not in the allowlist`,
+      },
+      applied: false,
+      skipped: 'namespace-not-allowed',
+    };
+  }
+  let conflicts = 0;
+  for (let attempt = 1; ; attempt++) {
+    const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses);
+    const { obj, view } = snapshot;
+    if (!view.managed) {
+      const plan: Plan = { ref, policy: 'tuning', changes: [], reason: `${ANNOTATION.managed}=false` };
+      return { ref, plan, applied: false, skipped: 'not-managed' };
+    }
+    const decided = await decide(snapshot);
+    const plan: Plan = { ...decided, changes: decided.changes.filter((c) => !isNoOp(c)) };
+    if (plan.changes.length === 0) return { ref, plan, applied: false, skipped: 'no-change', conflicts };
+    const id = decisionIdOf(view, plan);
+    if (view.state.lastDecisionId === id)
+      return { ref, plan, applied: false, skipped: 'duplicate', decisionId: id };
+    const record: DecisionRecord = {
+      id,
+      at: deps.clock(),
+      policy: plan.policy,
+      reason: plan.reason,
+      changes: plan.changes,
+    };
+    const annotations = {
+      [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record)),
+      [ANNOTATION.lastDecision]: JSON.stringify(record),
+      [ANNOTATION.history]: JSON.stringify([...readHistory(obj), record].slice(-HISTORY_LENGTH)),
+    };
+    const patch = buildJobPatch(obj, plan.changes, annotations);
+    try {
+      await deps.cluster.patchJob(ref, patch, { dryRun: deps.dryRun });
+    } catch (error) {
+      if (error instanceof ConflictError && attempt < MAX_ATTEMPTS) {
+        conflicts++;
+        deps.logger.info({ job: ref, attempt }, 'conflict on patch; re-reading and recomputing');
+        continue;
+      }
+      throw error;
+    }
+    if (deps.dryRun) {
+      deps.logger.info(
+        { job: ref, decisionId: id, patch, reason: plan.reason },
+        'dry run: decision not written',
+      );
+      return { ref, plan, applied: false, skipped: 'dry-run', decisionId: id, patch, conflicts };
+    }
+    for (const change of plan.changes) {
+      if (change.kind === 'evict-pod')
+        await deps.cluster.evictPod(ref.namespace, change.pod, { dryRun: false });
+    }
+    await recordEvent(deps, view, obj, plan);
+    deps.logger.info(
+      { job: ref, decisionId: id, policy: plan.policy, reason: plan.reason },
+      'decision applied',
+    );
+    return { ref, plan, applied: true, decisionId: id, patch, conflicts };
+  }
+}
+
+async function recordEvent(deps: ActuatorDeps, view: JobView, obj: KubeObject, plan: Plan): Promise<void> {
+  const warning = plan.policy === 'fault' || plan.changes.some((c) => c.kind === 'pause');
+  try {
+    await deps.cluster.createEvent(
+      {
+        involved: { ref: view.ref, uid: view.uid, apiVersion: obj.apiVersion },
+        type: warning ? 'Warning' : 'Normal',
+        reason: `Trainscaler${plan.policy[0]?.toUpperCase()}${plan.policy.slice(1)}`,
+        message: plan.reason,
+      },
+      { dryRun: false },
+    );
+  } catch (error) {
+    // The job write already happened and its annotation is the durable record; a lost Event must not undo it.
+    const detail = error instanceof TrainscalerError ? error.message : String(error);
+    deps.logger.error({ job: view.ref, error: detail }, 'could not record the audit Event');
+  }
+}

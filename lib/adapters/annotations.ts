@@ -1,0 +1,21 @@
+// Every annotation trainscaler reads or writes, in one place. Job facts (signature, batch sizes, bounds)
+// are set by users; state/decision/history are trainscaler's own record on the job.
+export const ANNOTATION = {
+  managed: 'trainscaler.io/managed',
+  signature: 'trainscaler.io/signature',
+  container: 'trainscaler.io/container',
+  localBatchSize: 'trainscaler.io/local-batch-size',
+  globalBatchSize: 'trainscaler.io/global-batch-size',
+  targetSamples: 'trainscaler.io/target-samples',
+  minReplicas: 'trainscaler.io/min-replicas',
+  maxReplicas: 'trainscaler.io/max-replicas',
+  elastic: 'trainscaler.io/elastic',
+  state: 'trainscaler.io/state',
+  lastDecision: 'trainscaler.io/last-decision',
+  history: 'trainscaler.io/history',
+} as const;
+
+/** RFC 6901 escaping, for annotation keys inside JSON Patch paths. */
+export function jsonPointer(segments: readonly (string | number)[]): string {
+  return segments.map((s) => `/${String(s).replaceAll('~', '~0').replaceAll('/', '~1')}`).join('');
+}

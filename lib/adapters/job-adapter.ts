@@ -1,0 +1,363 @@
+import type { JsonPatchOp, KubeObject } from '../cluster/cluster-client.js';
+import { UnsupportedJobKindError, ValidationError } from '../errors.js';
+import type {
+  Change,
+  JobAutoscalerState,
+  JobKind,
+  JobRef,
+  JobView,
+  Resources,
+  RoleName,
+  RoleView,
+} from '../types.js';
+import { ANNOTATION, jsonPointer } from './annotations.js';
+import { cpuToMillis, formatCpuMillis, formatMemoryBytes, parseQuantity } from './quantity.js';
+import { getArray, getNumber, getObject, getPath, getString, isObject } from './unstructured.js';
+
+type Path = readonly (string | number)[];
+
+/** Where one replica role lives inside a job object. */
+interface RoleLocation {
+  role: RoleName;
+  replicasPath: Path;
+  /** Path of the pod template's `spec`. */
+  podSpecPath: Path;
+  defaultReplicas: number;
+}
+
+interface KindShape {
+  kind: JobKind;
+  apiVersion: string;
+  /** The training container's conventional name (the frameworks require it). */
+  defaultContainer: string | undefined;
+  roles(obj: KubeObject): RoleLocation[];
+  elastic(obj: KubeObject): boolean;
+  /** Bounds a role may be scaled within, before annotations are applied. */
+  bounds(obj: KubeObject, role: RoleName, replicas: number): { min: number; max: number };
+  priorityClassName(obj: KubeObject): string | undefined;
+  podSelector(obj: KubeObject): string;
+}
+
+const ROLE_NAMES: readonly RoleName[] = ['Master', 'Chief', 'PS', 'Worker', 'Evaluator'];
+
+function isRoleName(value: string): value is RoleName {
+  return (ROLE_NAMES as readonly string[]).includes(value);
+}
+
+function replicaSpecRoles(obj: KubeObject, specsKey: string): RoleLocation[] {
+  const specs = getObject(obj, ['spec', specsKey]);
+  if (!specs) throw new ValidationError(`/spec/${specsKey}`, 'missing replica specs');
+  return Object.keys(specs)
+    .filter(isRoleName)
+    .sort((a, b) => ROLE_NAMES.indexOf(a) - ROLE_NAMES.indexOf(b))
+    .map((role) => ({
+      role,
+      replicasPath: ['spec', specsKey, role, 'replicas'],
+      podSpecPath: ['spec', specsKey, role, 'template', 'spec'],
+      // The training-operator defaults an absent `replicas` to 1.
+      defaultReplicas: 1,
+    }));
+}
+
+function annotationInt(obj: KubeObject, key: string): number | undefined {
+  const raw = obj.metadata.annotations?.[key];
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) {
+    throw new ValidationError(
+      jsonPointer(['metadata', 'annotations', key]),
+      `expected a non-negative integer, got '${raw}'`,
+    );
+  }
+  return value;
+}
+
+function workerBoundsFromAnnotations(obj: KubeObject, role: RoleName, replicas: number) {
+  if (role !== 'Worker') return { min: replicas, max: replicas };
+  return {
+    min: annotationInt(obj, ANNOTATION.minReplicas) ?? replicas,
+    max: annotationInt(obj, ANNOTATION.maxReplicas) ?? replicas,
+  };
+}
+
+const PYTORCH_JOB: KindShape = {
+  kind: 'PyTorchJob',
+  apiVersion: 'kubeflow.org/v1',
+  defaultContainer: 'pytorch',
+  roles: (obj) => replicaSpecRoles(obj, 'pytorchReplicaSpecs'),
+  elastic: (obj) => getObject(obj, ['spec', 'elasticPolicy']) !== undefined,
+  bounds(obj, role, replicas) {
+    if (role !== 'Worker') return { min: replicas, max: replicas };
+    const policy = getObject(obj, ['spec', 'elasticPolicy']);
+    if (!policy) return workerBoundsFromAnnotations(obj, role, replicas);
+    return {
+      min: getNumber(policy, ['minReplicas']) ?? replicas,
+      max: getNumber(policy, ['maxReplicas']) ?? replicas,
+    };
+  },
+  priorityClassName: (obj) =>
+    getString(obj, ['spec', 'runPolicy', 'schedulingPolicy', 'priorityClass']) ??
+    getString(obj, ['spec', 'pytorchReplicaSpecs', 'Worker', 'template', 'spec', 'priorityClassName']),
+  podSelector: (obj) => `training.kubeflow.org/job-name=${obj.metadata.name}`,
+};
+
+const TF_JOB: KindShape = {
+  kind: 'TFJob',
+  apiVersion: 'kubeflow.org/v1',
+  defaultContainer: 'tensorflow',
+  roles: (obj) => replicaSpecRoles(obj, 'tfReplicaSpecs'),
+  // TFJob workers can join a running job only when the operator is told so.
+  elastic: (obj) =>
+    getPath(obj, ['spec', 'enableDynamicWorker']) === true ||
+    obj.metadata.annotations?.[ANNOTATION.elastic] === 'true',
+  bounds(obj, role, replicas) {
+    if (role === 'PS') {
+      return {
+        min: annotationInt(obj, 'trainscaler.io/min-ps-replicas') ?? replicas,
+        max: annotationInt(obj, 'trainscaler.io/max-ps-replicas') ?? replicas,
+      };
+    }
+    return workerBoundsFromAnnotations(obj, role, replicas);
+  },
+  priorityClassName: (obj) =>
+    getString(obj, ['spec', 'runPolicy', 'schedulingPolicy', 'priorityClass']) ??
+    getString(obj, ['spec', 'tfReplicaSpecs', 'Worker', 'template', 'spec', 'priorityClassName']),
+  podSelector: (obj) => `training.kubeflow.org/job-name=${obj.metadata.name}`,
+};
+
+const STATEFUL_SET: KindShape = {
+  kind: 'StatefulSet',
+  apiVersion: 'apps/v1',
+  defaultContainer: undefined,
+  roles: () => [
+    {
+      role: 'Worker',
+      replicasPath: ['spec', 'replicas'],
+      podSpecPath: ['spec', 'template', 'spec'],
+      defaultReplicas: 1,
+    },
+  ],
+  // A StatefulSet scales natively, but whether the training inside survives it is the user's to say.
+  elastic: (obj) => obj.metadata.annotations?.[ANNOTATION.elastic] === 'true',
+  bounds: workerBoundsFromAnnotations,
+  priorityClassName: (obj) => getString(obj, ['spec', 'template', 'spec', 'priorityClassName']),
+  podSelector(obj) {
+    const labels = getObject(obj, ['spec', 'selector', 'matchLabels']);
+    if (!labels || Object.keys(labels).length === 0) {
+      throw new ValidationError(
+        '/spec/selector/matchLabels',
+        'a StatefulSet without matchLabels cannot be managed',
+      );
+    }
+    return Object.entries(labels)
+      .map(([k, v]) => `${k}=${String(v)}`)
+      .join(',');
+  },
+};
+
+const SHAPES: Record<JobKind, KindShape> = {
+  PyTorchJob: PYTORCH_JOB,
+  TFJob: TF_JOB,
+  StatefulSet: STATEFUL_SET,
+};
+
+export const SUPPORTED_KINDS: readonly JobKind[] = ['PyTorchJob', 'TFJob', 'StatefulSet'];
+
+export function isSupportedKind(kind: string): kind is JobKind {
+  return (SUPPORTED_KINDS as readonly string[]).includes(kind);
+}
+
+function shapeFor(kind: string): KindShape {
+  if (!isSupportedKind(kind)) throw new UnsupportedJobKindError(kind);
+  return SHAPES[kind];
+}
+
+export function apiVersionOf(kind: JobKind): string {
+  return SHAPES[kind].apiVersion;
+}
+
+function readResources(container: unknown, field: 'requests' | 'limits', pointer: string): Resources {
+  const block = getObject(container, ['resources', field]) ?? {};
+  const read = (key: string, parse: (v: string | number) => number) => {
+    const raw = block[key];
+    if (raw === undefined || raw === null) return 0;
+    if (typeof raw !== 'string' && typeof raw !== 'number') {
+      throw new ValidationError(`${pointer}/resources/${field}/${key}`, 'expected a quantity');
+    }
+    try {
+      return parse(raw);
+    } catch (error) {
+      throw new ValidationError(`${pointer}/resources/${field}/${key}`, (error as Error).message);
+    }
+  };
+  return {
+    cpuMillis: read('cpu', cpuToMillis),
+    memoryBytes: read('memory', parseQuantity),
+    gpus: read('nvidia.com/gpu', parseQuantity),
+  };
+}
+
+function findContainer(obj: KubeObject, loc: RoleLocation, preferred: string | undefined) {
+  const pointer = jsonPointer([...loc.podSpecPath, 'containers']);
+  const containers = getArray(obj, [...loc.podSpecPath, 'containers']);
+  if (!containers || containers.length === 0)
+    throw new ValidationError(pointer, 'the pod template has no containers');
+  const wanted = obj.metadata.annotations?.[ANNOTATION.container] ?? preferred;
+  let index = wanted === undefined ? 0 : containers.findIndex((c) => isObject(c) && c.name === wanted);
+  if (index < 0) index = 0;
+  const container = containers[index];
+  const name = getString(container, ['name']);
+  if (!name) throw new ValidationError(`${pointer}/${index}/name`, 'container has no name');
+  return { index, name, container, pointer: `${pointer}/${index}` };
+}
+
+export function parseState(obj: KubeObject): JobAutoscalerState {
+  const raw = obj.metadata.annotations?.[ANNOTATION.state];
+  const empty: JobAutoscalerState = { oomCount: 0, paused: false };
+  if (!raw) return empty;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ValidationError(jsonPointer(['metadata', 'annotations', ANNOTATION.state]), 'not valid JSON');
+  }
+  if (!isObject(parsed)) return empty;
+  const state: JobAutoscalerState = {
+    oomCount: typeof parsed.oomCount === 'number' ? parsed.oomCount : 0,
+    paused: parsed.paused === true,
+  };
+  if (typeof parsed.lastActionAt === 'number') state.lastActionAt = parsed.lastActionAt;
+  if (typeof parsed.lastDecisionId === 'string') state.lastDecisionId = parsed.lastDecisionId;
+  if (typeof parsed.pauseReason === 'string') state.pauseReason = parsed.pauseReason;
+  return state;
+}
+
+function toEpochSeconds(value: string | Date | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
+}
+
+/** Reads any supported job into the one view the policies understand. Throws ValidationError on malformed jobs. */
+export function readJob(obj: KubeObject): JobView {
+  const shape = shapeFor(obj.kind);
+  const annotations = obj.metadata.annotations ?? {};
+  const roles: RoleView[] = shape.roles(obj).map((loc) => {
+    const replicasRaw = getPath(obj, loc.replicasPath);
+    const replicas = replicasRaw === undefined ? loc.defaultReplicas : replicasRaw;
+    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
+      throw new ValidationError(jsonPointer(loc.replicasPath), 'expected a non-negative integer');
+    }
+    const { index, name, container, pointer } = findContainer(obj, loc, shape.defaultContainer);
+    const bounds = shape.bounds(obj, loc.role, replicas);
+    return {
+      role: loc.role,
+      replicas,
+      minReplicas: Math.min(bounds.min, bounds.max),
+      maxReplicas: bounds.max,
+      containerName: name,
+      containerIndex: index,
+      requests: readResources(container, 'requests', pointer),
+      limits: readResources(container, 'limits', pointer),
+    };
+  });
+  const image =
+    roles.length > 0
+      ? getString(obj, [...workerPodSpecPath(obj, shape), 'containers', 0, 'image'])
+      : undefined;
+  const view: JobView = {
+    ref: { kind: shape.kind, namespace: obj.metadata.namespace ?? 'default', name: obj.metadata.name },
+    uid: obj.metadata.uid ?? '',
+    resourceVersion: obj.metadata.resourceVersion ?? '',
+    priority: 0,
+    elastic: shape.elastic(obj),
+    signature: annotations[ANNOTATION.signature] ?? `${shape.kind}:${image ?? obj.metadata.name}`,
+    roles,
+    managed: annotations[ANNOTATION.managed] !== 'false',
+    state: parseState(obj),
+  };
+  const priorityClassName = shape.priorityClassName(obj);
+  if (priorityClassName) view.priorityClassName = priorityClassName;
+  const local = annotationInt(obj, ANNOTATION.localBatchSize);
+  if (local) view.localBatchSize = local;
+  const global = annotationInt(obj, ANNOTATION.globalBatchSize);
+  if (global) view.globalBatchSize = global;
+  const target = annotationInt(obj, ANNOTATION.targetSamples);
+  if (target) view.targetSamples = target;
+  const created = toEpochSeconds(obj.metadata.creationTimestamp);
+  if (created !== undefined) view.creationTimestamp = created;
+  return view;
+}
+
+function workerPodSpecPath(obj: KubeObject, shape: KindShape): Path {
+  const locs = shape.roles(obj);
+  return (locs.find((l) => l.role === 'Worker') ?? locs[0])?.podSpecPath ?? [];
+}
+
+export function podSelectorFor(obj: KubeObject): string {
+  return shapeFor(obj.kind).podSelector(obj);
+}
+
+export function roleOf(view: JobView, role: RoleName): RoleView | undefined {
+  return view.roles.find((r) => r.role === role);
+}
+
+/**
+ * The minimal JSON Patch for a set of changes: only the decided fields, parents created only when absent,
+ * never a whole container list. The first op pins metadata.resourceVersion to the version the plan was made
+ * on, so the API server rejects the patch with 409 if anyone wrote in between.
+ */
+export function buildJobPatch(
+  obj: KubeObject,
+  changes: readonly Change[],
+  annotations: Record<string, string>,
+): JsonPatchOp[] {
+  const shape = shapeFor(obj.kind);
+  const locations = new Map(shape.roles(obj).map((l) => [l.role, l]));
+  const ops: JsonPatchOp[] = [];
+  if (obj.metadata.resourceVersion) {
+    ops.push({ op: 'replace', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion });
+  }
+  const created = new Set<string>();
+  const ensureObject = (path: Path) => {
+    const pointer = jsonPointer(path);
+    if (getPath(obj, path) !== undefined || created.has(pointer)) return;
+    ops.push({ op: 'add', path: pointer, value: {} });
+    created.add(pointer);
+  };
+  for (const change of changes) {
+    if (change.kind === 'replicas') {
+      const loc = locations.get(change.role);
+      if (!loc) throw new ValidationError(`/spec`, `job has no ${change.role} role`);
+      const op = getPath(obj, loc.replicasPath) === undefined ? 'add' : 'replace';
+      ops.push({ op, path: jsonPointer(loc.replicasPath), value: change.to });
+    } else if (change.kind === 'resources') {
+      const loc = locations.get(change.role);
+      if (!loc) throw new ValidationError(`/spec`, `job has no ${change.role} role`);
+      const { index } = findContainer(obj, loc, shape.defaultContainer);
+      const resourcesPath = [...loc.podSpecPath, 'containers', index, 'resources'];
+      ensureObject(resourcesPath);
+      ensureObject([...resourcesPath, change.field]);
+      const value = change.resource === 'cpu' ? formatCpuMillis(change.to) : formatMemoryBytes(change.to);
+      ops.push({ op: 'add', path: jsonPointer([...resourcesPath, change.field, change.resource]), value });
+    }
+  }
+  if (Object.keys(annotations).length > 0) {
+    if (!obj.metadata.annotations) {
+      ops.push({ op: 'add', path: '/metadata/annotations', value: annotations });
+    } else {
+      for (const [key, value] of Object.entries(annotations)) {
+        ops.push({ op: 'add', path: jsonPointer(['metadata', 'annotations', key]), value });
+      }
+    }
+  }
+  return ops;
+}
+
+export function refOf(obj: KubeObject): JobRef {
+  return {
+    kind: shapeFor(obj.kind).kind,
+    namespace: obj.metadata.namespace ?? 'default',
+    name: obj.metadata.name,
+  };
+}

@@ -1,0 +1,72 @@
+import type { ClusterCapacity, NodeView, Resources } from '../types.js';
+
+export const ZERO_RESOURCES: Resources = { cpuMillis: 0, memoryBytes: 0, gpus: 0 };
+
+export function addResources(a: Resources, b: Resources, times = 1): Resources {
+  return {
+    cpuMillis: a.cpuMillis + b.cpuMillis * times,
+    memoryBytes: a.memoryBytes + b.memoryBytes * times,
+    gpus: a.gpus + b.gpus * times,
+  };
+}
+
+export function freeOnNode(node: NodeView): Resources {
+  return {
+    cpuMillis: Math.max(0, node.allocatable.cpuMillis - node.allocated.cpuMillis),
+    memoryBytes: Math.max(0, node.allocatable.memoryBytes - node.allocated.memoryBytes),
+    gpus: Math.max(0, node.allocatable.gpus - node.allocated.gpus),
+  };
+}
+
+/** How many pods of this request fit on one node's free resources (each dimension must fit). */
+export function podsFittingOnNode(free: Resources, request: Resources): number {
+  const per = (have: number, need: number) =>
+    need <= 0 ? Number.POSITIVE_INFINITY : Math.floor(have / need);
+  const n = Math.min(
+    per(free.cpuMillis, request.cpuMillis),
+    per(free.memoryBytes, request.memoryBytes),
+    per(free.gpus, request.gpus),
+  );
+  // A pod that requests nothing still needs a schedulable node; cap the answer to something finite.
+  return Number.isFinite(n) ? n : 1000;
+}
+
+/** Pods of one shape that fit in the free capacity, packing node by node (pods never span nodes). */
+export function podsFitting(capacity: ClusterCapacity, request: Resources): number {
+  let total = 0;
+  for (const node of capacity.nodes) {
+    if (!node.schedulable) continue;
+    total += podsFittingOnNode(freeOnNode(node), request);
+  }
+  return total;
+}
+
+export function totalFree(capacity: ClusterCapacity): Resources {
+  return capacity.nodes
+    .filter((n) => n.schedulable)
+    .reduce((acc, n) => addResources(acc, freeOnNode(n)), ZERO_RESOURCES);
+}
+
+/** Capacity as if `pods` more pods of `request` were placed (first fit), for planning several jobs in a row. */
+export function reserve(capacity: ClusterCapacity, request: Resources, pods: number): ClusterCapacity {
+  let left = pods;
+  const nodes = capacity.nodes.map((node) => {
+    if (left <= 0 || !node.schedulable) return node;
+    const fit = Math.min(left, podsFittingOnNode(freeOnNode(node), request));
+    left -= fit;
+    return fit > 0 ? { ...node, allocated: addResources(node.allocated, request, fit) } : node;
+  });
+  return { nodes };
+}
+
+/** Capacity as if `pods` pods of `request` were removed from the cluster (spread back as free). */
+export function release(capacity: ClusterCapacity, request: Resources, pods: number): ClusterCapacity {
+  let left = pods;
+  const nodes = capacity.nodes.map((node) => {
+    if (left <= 0) return node;
+    const onNode = Math.min(left, podsFittingOnNode(node.allocated, request));
+    left -= onNode;
+    return onNode > 0 ? { ...node, allocated: addResources(node.allocated, request, -onNode) } : node;
+  });
+  return { nodes };
+}

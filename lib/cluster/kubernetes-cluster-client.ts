@@ -1,0 +1,210 @@
+import {
+  ApiException,
+  AppsV1Api,
+  type CoreV1Event,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1ConfigMap,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { ApiError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import type { JobKind, JobRef } from '../types.js';
+import type { AuditEventInput, ClusterClient, JsonPatchOp, KubeObject, WriteOptions } from './cluster-client.js';
+
+const CUSTOM: Partial<Record<JobKind, { group: string; version: string; plural: string }>> = {
+  PyTorchJob: { group: 'kubeflow.org', version: 'v1', plural: 'pytorchjobs' },
+  TFJob: { group: 'kubeflow.org', version: 'v1', plural: 'tfjobs' },
+};
+
+const FIELD_MANAGER = 'trainscaler';
+
+/** Loads credentials the way kubectl does: KUBECONFIG / ~/.kube/config, or the in-cluster ServiceAccount. */
+export function loadKubeConfig(options: { kubeconfig?: string; inCluster?: boolean } = {}): KubeConfig {
+  const kc = new KubeConfig();
+  if (options.inCluster) kc.loadFromCluster();
+  else if (options.kubeconfig) kc.loadFromFile(options.kubeconfig);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+function messageOf(body: unknown, fallback: string): string {
+  if (typeof body === 'string') {
+    try {
+      const parsed: unknown = JSON.parse(body);
+      if (typeof parsed === 'object' && parsed !== null && 'message' in parsed) return String(parsed.message);
+    } catch {
+      return body.slice(0, 500);
+    }
+  }
+  if (typeof body === 'object' && body !== null && 'message' in body) return String(body.message);
+  return fallback;
+}
+
+/** Maps the client's exceptions onto trainscaler's typed errors, naming what was attempted. */
+export function translateError(what: string, error: unknown): Error {
+  if (error instanceof ApiException) {
+    const detail = messageOf(error.body, error.message);
+    if (error.code === 404) return new NotFoundError(what);
+    if (error.code === 409) return new ConflictError(what);
+    if (error.code === 403 || error.code === 401) return new ForbiddenError(what, detail);
+    return new ApiError(what, error.code, detail, { cause: error });
+  }
+  return new ApiError(what, undefined, error instanceof Error ? error.message : String(error), { cause: error });
+}
+
+async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw translateError(what, error);
+  }
+}
+
+/** The real thing: a Kubernetes API server reached through @kubernetes/client-node. */
+export class KubernetesClusterClient implements ClusterClient {
+  private readonly core: CoreV1Api;
+  private readonly apps: AppsV1Api;
+  private readonly custom: CustomObjectsApi;
+
+  constructor(kubeConfig: KubeConfig) {
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.apps = kubeConfig.makeApiClient(AppsV1Api);
+    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  }
+
+  async getJob(ref: JobRef): Promise<KubeObject> {
+    const what = `get ${ref.kind} ${ref.namespace}/${ref.name}`;
+    const crd = CUSTOM[ref.kind];
+    if (crd) return call(what, () => this.custom.getNamespacedCustomObject({ ...crd, namespace: ref.namespace, name: ref.name }));
+    const sts = await call(what, () => this.apps.readNamespacedStatefulSet({ namespace: ref.namespace, name: ref.name }));
+    return { ...sts, apiVersion: 'apps/v1', kind: 'StatefulSet' } as KubeObject;
+  }
+
+  async listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]> {
+    const what = `list ${kind}${namespace ? ` in ${namespace}` : ''}`;
+    const crd = CUSTOM[kind];
+    if (crd) {
+      const list: { items?: KubeObject[] } = await call(what, () =>
+        namespace
+          ? this.custom.listNamespacedCustomObject({ ...crd, namespace })
+          : this.custom.listClusterCustomObject(crd),
+      );
+      return (list.items ?? []).map((item) => ({ ...item, apiVersion: `${crd.group}/${crd.version}`, kind }));
+    }
+    const list = await call(what, () =>
+      namespace ? this.apps.listNamespacedStatefulSet({ namespace }) : this.apps.listStatefulSetForAllNamespaces(),
+    );
+    return list.items.map((item) => ({ ...item, apiVersion: 'apps/v1', kind: 'StatefulSet' }) as KubeObject);
+  }
+
+  async patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
+    const what = `patch ${ref.kind} ${ref.namespace}/${ref.name}`;
+    const headers = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+    const dryRun = options.dryRun ? 'All' : undefined;
+    const crd = CUSTOM[ref.kind];
+    if (crd) {
+      return call(what, () =>
+        this.custom.patchNamespacedCustomObject(
+          { ...crd, namespace: ref.namespace, name: ref.name, body: patch, dryRun, fieldManager: FIELD_MANAGER },
+          headers,
+        ),
+      );
+    }
+    const sts = await call(what, () =>
+      this.apps.patchNamespacedStatefulSet(
+        { namespace: ref.namespace, name: ref.name, body: patch, dryRun, fieldManager: FIELD_MANAGER },
+        headers,
+      ),
+    );
+    return { ...sts, apiVersion: 'apps/v1', kind: 'StatefulSet' } as KubeObject;
+  }
+
+  async listPods(namespace: string | undefined, labelSelector?: string): Promise<V1Pod[]> {
+    const what = `list pods${namespace ? ` in ${namespace}` : ''}${labelSelector ? ` (${labelSelector})` : ''}`;
+    const list = await call(what, () =>
+      namespace
+        ? this.core.listNamespacedPod({ namespace, labelSelector })
+        : this.core.listPodForAllNamespaces({ labelSelector }),
+    );
+    return list.items;
+  }
+
+  async listNodes(): Promise<V1Node[]> {
+    return (await call('list nodes', () => this.core.listNode())).items;
+  }
+
+  async evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
+    await call(`evict pod ${namespace}/${name}`, () =>
+      this.core.createNamespacedPodEviction({
+        namespace,
+        name,
+        body: {
+          apiVersion: 'policy/v1',
+          kind: 'Eviction',
+          metadata: { name, namespace },
+          ...(options.dryRun ? { deleteOptions: { dryRun: ['All'] } } : {}),
+        },
+        dryRun: options.dryRun ? 'All' : undefined,
+      }),
+    );
+  }
+
+  async createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
+    if (options.dryRun) return undefined;
+    const { ref, uid, apiVersion } = event.involved;
+    const now = new Date();
+    return call(`create event for ${ref.namespace}/${ref.name}`, () =>
+      this.core.createNamespacedEvent({
+        namespace: ref.namespace,
+        body: {
+          metadata: { generateName: `${ref.name}.trainscaler.`, namespace: ref.namespace },
+          involvedObject: { apiVersion, kind: ref.kind, name: ref.name, namespace: ref.namespace, uid },
+          reason: event.reason,
+          message: event.message.slice(0, 1024),
+          type: event.type,
+          source: { component: 'trainscaler' },
+          reportingComponent: 'trainscaler.io/autoscaler',
+          reportingInstance: 'trainscaler',
+          action: event.reason,
+          firstTimestamp: now,
+          lastTimestamp: now,
+          eventTime: now,
+          count: 1,
+        },
+      }),
+    );
+  }
+
+  async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    try {
+      return await call(`get configmap ${namespace}/${name}`, () => this.core.readNamespacedConfigMap({ namespace, name }));
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  async putConfigMap(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    resourceVersion: string | undefined,
+    options: WriteOptions,
+  ): Promise<V1ConfigMap> {
+    const body: V1ConfigMap = { metadata: { name, namespace }, data };
+    const dryRun = options.dryRun ? 'All' : undefined;
+    if (resourceVersion === undefined) {
+      return call(`create configmap ${namespace}/${name}`, () =>
+        this.core.createNamespacedConfigMap({ namespace, body, dryRun, fieldManager: FIELD_MANAGER }),
+      );
+    }
+    body.metadata = { name, namespace, resourceVersion };
+    return call(`replace configmap ${namespace}/${name}`, () =>
+      this.core.replaceNamespacedConfigMap({ namespace, name, body, dryRun, fieldManager: FIELD_MANAGER }),
+    );
+  }
+}

@@ -1,0 +1,121 @@
+// Model forms: how a placement maps to the features whose non-negative weights are the step-time
+// parameters. Step time = (T_compute^gamma + T_sync^gamma)^(1/gamma), each part linear in its parameters.
+import type { Placement } from './throughput-model.js';
+
+export type FormName = 'allreduce' | 'pollux' | 'optimus';
+
+/** A placement in the normalised units the forms use. */
+export interface Scaled {
+  /** Replicas (workers). */
+  K: number;
+  /** Nodes, clamped to [1, K]. */
+  N: number;
+  /** Parameter servers (>= 1 for the PS form, 0 otherwise). */
+  P: number;
+  /** Per-replica batch divided by the reference batch of the fit (the median of the samples). */
+  mu: number;
+}
+
+export interface ParamPrior {
+  name: string;
+  /** Prior mean, as a multiple of the reference compute time t0 (seconds). */
+  mean: number;
+  /** Prior standard deviation, as a multiple of t0. */
+  sd: number;
+}
+
+export interface ModelForm {
+  name: FormName;
+  compute: readonly ParamPrior[];
+  sync: readonly ParamPrior[];
+  computeFeatures(p: Scaled): number[];
+  /** All zeros where the form has no synchronisation (one all-reduce replica). */
+  syncFeatures(p: Scaled): number[];
+}
+
+export function scalePlacement(p: Placement, refBatch: number, ps: boolean): Scaled {
+  const K = Math.max(1, p.replicas);
+  const N = Math.min(K, Math.max(1, p.nodes));
+  return { K, N, P: ps ? Math.max(1, p.ps ?? 1) : 0, mu: p.localBatchSize / refBatch };
+}
+
+/**
+ * Inter-node synchronisation shape L(K, N) = ln K / ln N = 1 + ln(K/N) / ln N (N >= 2): one unit for the
+ * bandwidth-bound ring across the nodes (whose cost barely depends on K, as for any ring all-reduce), plus
+ * a per-node contention term, logarithmic in the replicas per node K/N that share one node's network link,
+ * that spreading over more nodes (more links) dilutes. Empirical: it is the shape that described how sync
+ * time moves between 2, 3 and 4 nodes in the Pollux measurements (see test/bench/model.bench.ts).
+ */
+export function interNodeShape(K: number, N: number): number {
+  return N < 2 ? 0 : Math.log(K) / Math.log(N);
+}
+
+const COMPUTE_PRIORS: readonly ParamPrior[] = [
+  // With a single batch size observed, split the time half fixed, half per sample (as Pollux does).
+  { name: 'compute.fixed', mean: 0.5, sd: 1 },
+  { name: 'compute.perSample', mean: 0.5, sd: 1 },
+];
+
+/** trainscaler's all-reduce form (the default). */
+export const ALLREDUCE_FORM: ModelForm = {
+  name: 'allreduce',
+  compute: [
+    ...COMPUTE_PRIORS,
+    // Fixed per-step cost that only data-parallel replicas pay (gradient bucketing, hooks).
+    { name: 'compute.replicated', mean: 0, sd: 0.3 },
+  ],
+  sync: [
+    { name: 'sync.local', mean: 0.05, sd: 0.3 },
+    { name: 'sync.localPerReplica', mean: 0.02, sd: 0.1 },
+    { name: 'sync.net', mean: 0.2, sd: 1 },
+    { name: 'sync.netPerInverseBatch', mean: 0, sd: 0.3 },
+  ],
+  computeFeatures: (p) => [1, p.mu, p.K > 1 ? 1 : 0],
+  syncFeatures: (p) => {
+    if (p.K <= 1) return [0, 0, 0, 0];
+    if (p.N <= 1) return [1, p.K - 2, 0, 0];
+    const L = interNodeShape(p.K, p.N);
+    // Exposed sync shrinks with the batch: more backward compute to overlap the all-reduce with.
+    return [0, 0, L, L / p.mu];
+  },
+};
+
+/** The Pollux (OSDI'21) form: T_sync = alpha + beta * (K - 2), one pair within a node, one across nodes. */
+export const POLLUX_FORM: ModelForm = {
+  name: 'pollux',
+  compute: COMPUTE_PRIORS,
+  sync: [
+    { name: 'sync.local', mean: 0.05, sd: 0.3 },
+    // Pollux regularises the retrogression (beta) terms towards 0 to prefer an optimistic model.
+    { name: 'sync.localPerReplica', mean: 0, sd: 0.1 },
+    { name: 'sync.net', mean: 0.2, sd: 1 },
+    { name: 'sync.netPerReplica', mean: 0, sd: 0.1 },
+  ],
+  computeFeatures: (p) => [1, p.mu],
+  syncFeatures: (p) => {
+    if (p.K <= 1) return [0, 0, 0, 0];
+    return p.N <= 1 ? [1, p.K - 2, 0, 0] : [0, 0, 1, p.K - 2];
+  },
+};
+
+/**
+ * Optimus (EuroSys'18) form for parameter-server jobs with w workers and p servers:
+ * T = a + b*m + c*w/p + d*w + e*p (the w/p term is each server's share of the gradient traffic).
+ */
+export const OPTIMUS_FORM: ModelForm = {
+  name: 'optimus',
+  compute: COMPUTE_PRIORS,
+  sync: [
+    { name: 'ps.trafficPerServer', mean: 0.1, sd: 1 },
+    { name: 'ps.perWorker', mean: 0.01, sd: 0.3 },
+    { name: 'ps.perServer', mean: 0.01, sd: 0.3 },
+  ],
+  computeFeatures: (p) => [1, p.mu],
+  syncFeatures: (p) => [p.K / p.P, p.K, p.P],
+};
+
+export const FORMS: Record<FormName, ModelForm> = {
+  allreduce: ALLREDUCE_FORM,
+  pollux: POLLUX_FORM,
+  optimus: OPTIMUS_FORM,
+};

@@ -1,0 +1,228 @@
+// Reaction to pod faults: OOM kills raise memory, crash loops stop trainscaler, lost pods shrink elastic jobs
+// to what the cluster can hold. The plan is a pure function of the view so that a repeated event (the
+// handler may see the same pod twice) yields the same, already-applied answer instead of a second raise.
+
+import { freeOnNode, podsFitting, podsFittingOnNode, reserve } from '../cluster/capacity.js';
+import type { PolicyConfig } from '../config.js';
+import type { Change, ClusterCapacity, JobView, Plan, PodView, Resources, RoleView } from '../types.js';
+import { formatBytes, formatRatio } from './format.js';
+
+export interface FaultInput {
+  job: JobView;
+  pods: PodView[];
+  capacity: ClusterCapacity;
+  config: PolicyConfig;
+  now: number;
+}
+
+/** Memory limits are written in whole MiB so that the quantity in the pod spec stays readable. */
+const MEMORY_STEP_BYTES = 1024 ** 2;
+
+export function decideOnFault(input: FaultInput): Plan {
+  const { job, pods, capacity, config } = input;
+  const plan = (changes: Change[], reason: string): Plan => ({
+    ref: job.ref,
+    policy: 'fault',
+    changes,
+    reason,
+  });
+
+  if (job.state.paused) {
+    return plan([], `job is paused (${job.state.pauseReason ?? 'no reason recorded'}); not acting on faults`);
+  }
+
+  const crashLooping = pods.filter((p) => p.restartCount >= config.crashLoopRestarts && !isOomKilled(p));
+  if (crashLooping.length > 0) {
+    // Restarting or resizing a job that fails on its own would only hide the bug; a person must look.
+    const reason = `crash loop: ${crashLooping.map(describeRestarts).join(', ')} (limit ${config.crashLoopRestarts} restarts); pausing trainscaler on this job`;
+    return plan([{ kind: 'pause', reason }], reason);
+  }
+
+  const oom = decideOnOom(job, pods, config);
+  if (oom.pause) {
+    return plan([{ kind: 'pause', reason: oom.pause }], [...oom.notes, oom.pause].join('; '));
+  }
+  const lost = decideOnLostPods(job, pods, capacity);
+
+  const changes = [...oom.changes, ...lost.changes];
+  const notes = [...oom.notes, ...lost.notes];
+  return plan(changes, notes.length > 0 ? notes.join('; ') : 'no fault');
+}
+
+interface Decision {
+  changes: Change[];
+  notes: string[];
+}
+
+// --- OOM ---------------------------------------------------------------------------------------------
+
+function isEvictedOrPreempted(pod: PodView): boolean {
+  return pod.reason === 'Evicted' || pod.reason === 'Preempted';
+}
+
+/** The kernel killed the training container for exceeding its memory limit (not a node-pressure eviction). */
+function isOomKilled(pod: PodView): boolean {
+  if (isEvictedOrPreempted(pod)) return false;
+  return pod.lastTermination?.reason === 'OOMKilled' || pod.reason === 'OOMKilled';
+}
+
+function decideOnOom(job: JobView, pods: PodView[], config: PolicyConfig): Decision & { pause?: string } {
+  const changes: Change[] = [];
+  const notes: string[] = [];
+  const oomPods = pods.filter(isOomKilled);
+
+  for (const role of job.roles) {
+    const killed = oomPods.filter((p) => p.role === role.role);
+    if (killed.length === 0) continue;
+    // Without a limit the request is what the pod is sized by, so that is what grows.
+    const hasLimit = role.limits.memoryBytes > 0;
+    const sizedBy = (r: { limits: Resources; requests: Resources }) =>
+      hasLimit ? r.limits.memoryBytes : r.requests.memoryBytes;
+    const base = sizedBy(role);
+    // A pod that ran with less than the role's current size died before our last raise reached it.
+    const fresh = killed.filter((p) => sizedBy(p) >= base);
+    if (fresh.length === 0) {
+      notes.push(
+        `${names(killed)} OOMKilled at ${formatBytes(Math.max(...killed.map(sizedBy)))}, but ${role.role} memory was already raised to ${formatBytes(base)}`,
+      );
+      continue;
+    }
+
+    const killedAt = `${names(fresh)} OOMKilled${exitCodeSuffix(fresh)} at ${formatBytes(base)} ${hasLimit ? 'limit' : 'request (no limit set)'}`;
+    if (base <= 0) {
+      notes.push(`${killedAt}; no memory limit or request to scale from, leaving ${role.role} alone`);
+      continue;
+    }
+    if (base >= config.maxMemoryBytes) {
+      return {
+        changes: [],
+        notes,
+        pause: `${killedAt}; OOM at the cap (${formatBytes(config.maxMemoryBytes)}), pausing trainscaler on this job`,
+      };
+    }
+    const raised = Math.min(
+      config.maxMemoryBytes,
+      Math.ceil((base * config.oomMemoryFactor) / MEMORY_STEP_BYTES) * MEMORY_STEP_BYTES,
+    );
+    if (raised <= base) {
+      notes.push(`${killedAt}; oomMemoryFactor ${config.oomMemoryFactor} does not raise memory, leaving it`);
+      continue;
+    }
+    changes.push(...memoryChanges(role, raised));
+    notes.push(
+      `${killedAt}; raising ${role.role} memory to ${formatBytes(raised)} (${formatRatio(config.oomMemoryFactor)}, cap ${formatBytes(config.maxMemoryBytes)})`,
+    );
+  }
+  return { changes, notes };
+}
+
+/**
+ * The new limit; the request follows only when it equalled the limit (keeps Guaranteed QoS) or when there is
+ * no limit (the request is then what was sized). A request below the limit already stays below the new one.
+ */
+function memoryChanges(role: RoleView, raised: number): Change[] {
+  const changes: Change[] = [];
+  const from = role.limits.memoryBytes;
+  if (from > 0) {
+    changes.push({
+      kind: 'resources',
+      role: role.role,
+      resource: 'memory',
+      field: 'limits',
+      from,
+      to: raised,
+    });
+  }
+  const request = role.requests.memoryBytes;
+  if (from === 0 || request >= from) {
+    changes.push({
+      kind: 'resources',
+      role: role.role,
+      resource: 'memory',
+      field: 'requests',
+      from: request,
+      to: raised,
+    });
+  }
+  return changes;
+}
+
+// --- Evicted, preempted, failed, unschedulable ---------------------------------------------------------
+
+function lostPodCause(pod: PodView, capacity: ClusterCapacity): string | undefined {
+  if (isEvictedOrPreempted(pod)) return pod.reason;
+  if (isOomKilled(pod)) return undefined;
+  if (pod.phase === 'Failed') return `Failed (${pod.lastTermination?.reason ?? pod.reason ?? 'no reason'})`;
+  if (pod.phase === 'Pending' && !pod.nodeName && !fitsOnSomeNode(capacity, pod)) {
+    return 'Pending, fits on no node';
+  }
+  return undefined;
+}
+
+function fitsOnSomeNode(capacity: ClusterCapacity, pod: PodView): boolean {
+  return capacity.nodes.some((n) => n.schedulable && podsFittingOnNode(freeOnNode(n), pod.requests) >= 1);
+}
+
+function decideOnLostPods(job: JobView, pods: PodView[], capacity: ClusterCapacity): Decision {
+  const changes: Change[] = [];
+  const notes: string[] = [];
+  // Roles are planned one after another against the same free capacity, so two shrunk roles never count
+  // the same free GPU twice.
+  let free = capacity;
+
+  for (const role of job.roles) {
+    const lost = pods
+      .filter((p) => p.role === role.role)
+      .map((pod) => ({ pod, cause: lostPodCause(pod, capacity) }))
+      .filter((l): l is { pod: PodView; cause: string } => l.cause !== undefined);
+    if (lost.length === 0) continue;
+    const what = lost.map((l) => `${l.pod.name} ${l.cause}`).join(', ');
+
+    if (!job.elastic) {
+      notes.push(`${what}; job is not elastic, keeping ${role.role} at ${role.replicas} replicas`);
+      continue;
+    }
+
+    const running = pods.filter((p) => p.role === role.role && p.phase === 'Running').length;
+    const missing = Math.max(0, role.replicas - running);
+    const placeable = Math.min(missing, podsFitting(free, role.requests));
+    free = reserve(free, role.requests, placeable);
+    const fitting = running + placeable;
+    // This policy only shrinks; growing back is the tuning policy's call.
+    const target = Math.min(role.replicas, Math.max(role.minReplicas, fitting));
+    const fitText = `${running} running + ${placeable} more fit in free capacity = ${fitting}`;
+
+    if (fitting < role.minReplicas) {
+      notes.push(
+        `${what}; ${fitText}, below minReplicas ${role.minReplicas}: keeping ${target} ${role.role} replicas, pods wait pending`,
+      );
+    } else if (target < role.replicas) {
+      notes.push(`${what}; ${fitText}: shrinking ${role.role} from ${role.replicas} to ${target}`);
+    } else {
+      notes.push(`${what}; ${fitText}: all ${role.replicas} ${role.role} replicas fit, keeping them`);
+    }
+    if (target !== role.replicas) {
+      changes.push({ kind: 'replicas', role: role.role, from: role.replicas, to: target });
+    }
+  }
+  return { changes, notes };
+}
+
+// --- Reason text -----------------------------------------------------------------------------------------
+
+function names(pods: PodView[]): string {
+  return pods.map((p) => p.name).join(', ');
+}
+
+function exitCodeSuffix(pods: PodView[]): string {
+  const codes = [...new Set(pods.map((p) => p.lastTermination?.exitCode).filter((c) => c !== undefined))];
+  return codes.length > 0 ? ` (exit ${codes.join('/')})` : '';
+}
+
+function describeRestarts(pod: PodView): string {
+  const last = pod.lastTermination;
+  const lastText = last
+    ? `, last ${last.reason}${last.exitCode !== undefined ? ` exit ${last.exitCode}` : ''}`
+    : '';
+  return `${pod.name} restarted ${pod.restartCount} times${lastText}`;
+}

@@ -1,0 +1,270 @@
+// The configuration a job starts with. Without history the user's numbers stand (only clamped to the job's
+// bounds and to what the cluster can hold now). With a profile of earlier runs of the same signature the
+// worker count comes from the fitted throughput curve and the requests from observed peaks: starting right
+// is cheaper than rescaling later, because nothing is running yet.
+
+import { podsFitting, reserve } from '../cluster/capacity.js';
+import type { PolicyConfig } from '../config.js';
+import type { Placement, ThroughputModel } from '../model/throughput-model.js';
+import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleView } from '../types.js';
+import { formatBytes, formatMillicores, formatPercent } from './format.js';
+import {
+  findRole,
+  formatChange,
+  formatRate,
+  localBatchFor,
+  nodesSpanned,
+  pessimisticThroughput,
+  plural,
+  podsPerNode,
+  withinHysteresis,
+} from './placement.js';
+import { type JobProfile, type PeakUsage, psPerWorker } from './profiles.js';
+
+export interface InitialConfigInput {
+  job: JobView;
+  profile: JobProfile | undefined;
+  /** Fitted from the profile's step summaries by the caller; undefined when there is nothing to fit. */
+  model: ThroughputModel | undefined;
+  capacity: ClusterCapacity;
+  config: PolicyConfig;
+}
+
+/** Memory requests are written in whole MiB so the quantity in the pod spec stays readable. */
+const MEMORY_STEP_BYTES = 1024 ** 2;
+
+export function decideInitialConfig(input: InitialConfigInput): Plan {
+  const { job, profile, model, capacity, config } = input;
+  const plan = (changes: Change[], reason: string): Plan => ({
+    ref: job.ref,
+    policy: 'initial',
+    changes,
+    reason,
+  });
+
+  if (!job.managed) return plan([], 'not managed by trainscaler (trainscaler.io/managed=false)');
+  const worker = findRole(job, 'Worker');
+  if (!worker) return plan([], 'job has no Worker role: configuration kept as submitted');
+
+  const workerSize = rightsize(worker, profile?.peaks.Worker, config);
+  const psRole = job.ref.kind === 'TFJob' ? findRole(job, 'PS') : undefined;
+  const psSize = psRole ? rightsize(psRole, profile?.peaks.PS, config) : undefined;
+  const ratio = profile && psRole ? psPerWorker(profile) : undefined;
+  const psFor = (workers: number): number | undefined => {
+    if (!psRole) return undefined;
+    if (ratio === undefined) return psRole.replicas;
+    return clamp(Math.max(1, Math.round(ratio * workers)), psRole.minReplicas, psRole.maxReplicas);
+  };
+
+  // The job's other pods (master, chief, ...) need room too; the worker count must fit beside them.
+  let othersPlaced = capacity;
+  for (const role of job.roles) {
+    if (role.role === 'Worker' || role.role === 'PS') continue;
+    othersPlaced = reserve(othersPlaced, role.requests, role.replicas);
+  }
+  const fits = (workers: number): boolean => {
+    let cap = othersPlaced;
+    const ps = psFor(workers);
+    if (psSize && ps !== undefined) {
+      if (podsFitting(cap, psSize.requests) < ps) return false;
+      cap = reserve(cap, psSize.requests, ps);
+    }
+    return podsFitting(cap, workerSize.requests) >= workers;
+  };
+  let maxFit: number | undefined;
+  for (let k = worker.maxReplicas; k >= worker.minReplicas; k--) {
+    if (fits(k)) {
+      maxFit = k;
+      break;
+    }
+  }
+
+  const requested = worker.replicas;
+  const localBatch = job.localBatchSize ?? profile?.best?.localBatchSize;
+  const canPredict =
+    profile !== undefined &&
+    model !== undefined &&
+    (localBatch !== undefined || (job.globalBatchSize ?? 0) > 0);
+
+  const notes: string[] = [];
+  let workers: number;
+  if (!canPredict || !profile || !model) {
+    const why = !profile
+      ? `no profile for signature ${job.signature}`
+      : !model
+        ? `profile of ${job.signature} (${plural(profile.runs, 'run')}) has no throughput model`
+        : `profile of ${job.signature} (${plural(profile.runs, 'run')}) but no local batch size to predict with`;
+    workers = clampedToFit(requested, worker, maxFit, notes);
+    notes.unshift(
+      workers === requested
+        ? `${why}: keep ${plural(workers, 'worker')}`
+        : `${why}: ${requested} -> ${workers} workers`,
+    );
+  } else {
+    const perNode = podsPerNode(capacity, workerSize.requests);
+    const placementFor = (k: number): Placement => {
+      const ps = psFor(k);
+      return {
+        replicas: k,
+        nodes: nodesSpanned(k, perNode),
+        ...(ps !== undefined ? { ps } : {}),
+        localBatchSize: localBatchFor(job, k, localBatch ?? 0),
+      };
+    };
+    const limit = maxFit ?? worker.minReplicas;
+    const scored: { k: number; tp: number }[] = [];
+    for (let k = worker.minReplicas; k <= limit; k++) {
+      const tp = pessimisticThroughput(model, placementFor(k));
+      if (tp !== undefined) scored.push({ k, tp });
+    }
+    const best = scored.reduce<{ k: number; tp: number } | undefined>(
+      (acc, s) => (acc === undefined || s.tp > acc.tp ? s : acc),
+      undefined,
+    );
+    const chosen = best && scored.find((s) => withinHysteresis(s.tp, best.tp, config.minRelativeGain));
+    const head = `profile of ${job.signature} (${plural(profile.runs, 'run')})`;
+    if (!best || !chosen) {
+      workers = clampedToFit(requested, worker, maxFit, notes);
+      notes.unshift(`${head}: model gives no usable prediction; ${requested} -> ${workers} workers`);
+    } else {
+      workers = chosen.k;
+      const userTp = pessimisticThroughput(
+        model,
+        placementFor(clamp(requested, worker.minReplicas, worker.maxReplicas)),
+      );
+      const predicted =
+        userTp === undefined || workers === requested
+          ? `predicted ${formatRate(chosen.tp)}`
+          : `predicted ${formatRate(userTp)} -> ${formatRate(chosen.tp)} (${formatChange(chosen.tp / userTp - 1)})`;
+      notes.push(
+        `${head}: ${workers === requested ? `keep ${plural(workers, 'worker')}` : `${requested} -> ${workers} workers`}: ` +
+          `${predicted} at step time + 1 sd`,
+      );
+      if (best.k !== chosen.k) {
+        notes.push(
+          `best ${formatRate(best.tp)} at ${best.k} workers is within ${formatPercent(config.minRelativeGain)}`,
+        );
+      }
+      if (maxFit === undefined) {
+        notes.push(`not even ${plural(worker.minReplicas, 'worker')} fit free capacity now; pods will wait`);
+      } else if (maxFit < worker.maxReplicas) {
+        notes.push(`free capacity holds at most ${plural(maxFit, 'worker')}`);
+      }
+    }
+  }
+
+  const changes: Change[] = [];
+  if (workers !== worker.replicas)
+    changes.push({ kind: 'replicas', role: 'Worker', from: worker.replicas, to: workers });
+  const ps = psFor(workers);
+  if (psRole && ps !== undefined && ps !== psRole.replicas) {
+    changes.push({ kind: 'replicas', role: 'PS', from: psRole.replicas, to: ps });
+    notes.push(
+      `PS ${psRole.replicas} -> ${ps} (profile's best run had ${(ratio ?? 0).toFixed(2)} PS per worker)`,
+    );
+  }
+  for (const size of [workerSize, psSize]) {
+    if (!size || size.changes.length === 0) continue;
+    changes.push(...size.changes);
+    notes.push(size.note);
+  }
+  return plan(changes, notes.join('; '));
+}
+
+interface Rightsized {
+  requests: Resources;
+  changes: Change[];
+  note: string;
+}
+
+/** Requests from observed peaks plus headroom; memory never below the peak, GPUs as the user asked. */
+function rightsize(role: RoleView, peak: PeakUsage | undefined, config: PolicyConfig): Rightsized {
+  const requests = { ...role.requests };
+  const changes: Change[] = [];
+  const parts: string[] = [];
+  if (!peak) return { requests, changes, note: '' };
+  const factor = 1 + config.rightsizeHeadroom;
+
+  if (peak.cpuMillis > 0) {
+    const cpu = Math.ceil(peak.cpuMillis * factor);
+    if (cpu !== role.requests.cpuMillis) {
+      changes.push({
+        kind: 'resources',
+        role: role.role,
+        resource: 'cpu',
+        field: 'requests',
+        from: role.requests.cpuMillis,
+        to: cpu,
+      });
+      parts.push(`cpu ${formatMillicores(role.requests.cpuMillis)} -> ${formatMillicores(cpu)}`);
+      requests.cpuMillis = cpu;
+      // A request above the limit is rejected by the API server.
+      if (role.limits.cpuMillis > 0 && role.limits.cpuMillis < cpu) {
+        changes.push({
+          kind: 'resources',
+          role: role.role,
+          resource: 'cpu',
+          field: 'limits',
+          from: role.limits.cpuMillis,
+          to: cpu,
+        });
+        parts.push(`cpu limit raised to ${formatMillicores(cpu)}`);
+      }
+    }
+  }
+  if (peak.memoryBytes > 0) {
+    const wanted = Math.max(peak.memoryBytes, Math.min(config.maxMemoryBytes, peak.memoryBytes * factor));
+    const mem = Math.ceil(wanted / MEMORY_STEP_BYTES) * MEMORY_STEP_BYTES;
+    if (mem !== role.requests.memoryBytes) {
+      changes.push({
+        kind: 'resources',
+        role: role.role,
+        resource: 'memory',
+        field: 'requests',
+        from: role.requests.memoryBytes,
+        to: mem,
+      });
+      parts.push(
+        `memory ${formatBytes(role.requests.memoryBytes)} -> ${formatBytes(mem)} (peak ${formatBytes(peak.memoryBytes)})`,
+      );
+      requests.memoryBytes = mem;
+      if (role.limits.memoryBytes > 0 && role.limits.memoryBytes < mem) {
+        changes.push({
+          kind: 'resources',
+          role: role.role,
+          resource: 'memory',
+          field: 'limits',
+          from: role.limits.memoryBytes,
+          to: mem,
+        });
+        parts.push(`memory limit raised to ${formatBytes(mem)}`);
+      }
+    }
+  }
+  const note = `${role.role} requests from observed peak + ${formatPercent(config.rightsizeHeadroom)}: ${parts.join(', ')}`;
+  return { requests, changes, note };
+}
+
+/** The user's count inside [min, max] and inside what fits now, never below min (pods then wait). */
+function clampedToFit(
+  requested: number,
+  worker: RoleView,
+  maxFit: number | undefined,
+  notes: string[],
+): number {
+  const bounded = clamp(requested, worker.minReplicas, worker.maxReplicas);
+  if (bounded !== requested) notes.push(`bounds [${worker.minReplicas}, ${worker.maxReplicas}]`);
+  if (maxFit === undefined) {
+    notes.push(`not even ${plural(worker.minReplicas, 'worker')} fit free capacity now; pods will wait`);
+    return worker.minReplicas;
+  }
+  if (maxFit < bounded) {
+    notes.push(`free capacity holds ${plural(maxFit, 'worker')}`);
+    return maxFit;
+  }
+  return bounded;
+}
+
+function clamp(value: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, value));
+}

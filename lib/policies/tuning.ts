@@ -1,0 +1,351 @@
+// Runtime tuning of one job's worker count (and, Optimus-style, its parameter-server count). Every rescale
+// restarts training, so a change must beat hysteresis (no flapping on noise) and must pay back its restart
+// over the rest of the run; scale-ups are scored at step time + one stdev so that an unsure extrapolation
+// argues for caution rather than for more pods.
+
+import { podsFitting } from '../cluster/capacity.js';
+import type { PolicyConfig } from '../config.js';
+import type { Placement, ThroughputModel } from '../model/throughput-model.js';
+import type { Change, ClusterCapacity, JobView, Plan, RoleView } from '../types.js';
+import { formatPercent } from './format.js';
+import {
+  expectedThroughput,
+  findRole,
+  formatChange,
+  formatDuration,
+  formatRate,
+  localBatchFor,
+  nodesAfterResize,
+  pessimisticThroughput,
+  plural,
+  podsPerNode,
+  withinHysteresis,
+} from './placement.js';
+
+/** Horizon used when the job does not say how much is left: long enough to matter, short enough to be modest. */
+export const ASSUMED_REMAINING_SECONDS = 3600;
+
+export interface TuningInput {
+  job: JobView;
+  model: ThroughputModel;
+  current: Placement;
+  capacity: ClusterCapacity;
+  remainingSeconds: number | undefined;
+  config: PolicyConfig;
+  now: number;
+}
+
+/** Seconds left of the cool-down after trainscaler's last write to the job; 0 when it may act. */
+export function cooldownRemaining(job: JobView, now: number, config: PolicyConfig): number {
+  const last = job.state.lastActionAt;
+  if (last === undefined) return 0;
+  return Math.max(0, last + config.cooldownSeconds - now);
+}
+
+/** Run time saved by going from oldTp to newTp for the rest of the run (negative when newTp is slower). */
+export function timeSaved(remainingSeconds: number, oldTp: number, newTp: number): number {
+  return remainingSeconds * (1 - oldTp / newTp);
+}
+
+/** What a scale-up must save: the restart plus the new pods' start-up, times the safety factor. */
+export function scaleUpCost(config: PolicyConfig): number {
+  return config.gainOverCostFactor * (config.rescaleCostSeconds + config.podStartSeconds);
+}
+
+export function scaleUpPaysOff(remainingSeconds: number, oldTp: number, newTp: number, config: PolicyConfig) {
+  return timeSaved(remainingSeconds, oldTp, newTp) > scaleUpCost(config);
+}
+
+/**
+ * A scale-down pays off when the pod-seconds it frees over the rest of the run exceed (by the safety factor)
+ * the pod-seconds every pod of the job stalls during the restart; shrinking a job about to finish does not.
+ */
+export function scaleDownPaysOff(
+  remainingSeconds: number,
+  podsBefore: number,
+  podsAfter: number,
+  config: PolicyConfig,
+): boolean {
+  const freed = (podsBefore - podsAfter) * remainingSeconds;
+  return freed > config.gainOverCostFactor * podsBefore * config.rescaleCostSeconds;
+}
+
+export function describeRemaining(remainingSeconds: number | undefined): string {
+  return remainingSeconds === undefined
+    ? `remaining ~${formatDuration(ASSUMED_REMAINING_SECONDS)} (unknown, assumed)`
+    : `remaining ~${formatDuration(remainingSeconds)}`;
+}
+
+interface Candidate {
+  role: 'Worker' | 'PS';
+  from: number;
+  to: number;
+  placement: Placement;
+  /** Pessimistic samples/s. */
+  tp: number;
+  deltaPods: number;
+  deltaGpus: number;
+}
+
+export function decideTuning(input: TuningInput): Plan {
+  const { job, model, current, capacity, config, now } = input;
+  const plan = (changes: Change[], reason: string): Plan => ({
+    ref: job.ref,
+    policy: 'tuning',
+    changes,
+    reason,
+  });
+
+  if (!job.managed) return plan([], 'not managed by trainscaler (trainscaler.io/managed=false)');
+  if (job.state.paused) {
+    return plan([], `paused${job.state.pauseReason ? ` (${job.state.pauseReason})` : ''}: no tuning`);
+  }
+  if (!job.elastic) {
+    return plan([], `${job.ref.kind} is not elastic: worker count stays ${current.replicas}`);
+  }
+  const worker = findRole(job, 'Worker');
+  if (!worker) return plan([], 'job has no Worker role to tune');
+
+  const wait = cooldownRemaining(job, now, config);
+  if (wait > 0) {
+    return plan(
+      [],
+      `cool-down: ${Math.ceil(wait)} s left of ${config.cooldownSeconds} s since the last change`,
+    );
+  }
+
+  const psRole = job.ref.kind === 'TFJob' ? findRole(job, 'PS') : undefined;
+  const ps = psRole ? (current.ps ?? psRole.replicas) : current.ps;
+  if (worker.replicas !== current.replicas || (psRole && psRole.replicas !== ps)) {
+    return plan(
+      [],
+      `rescale in progress: spec asks ${plural(worker.replicas, 'worker')}, ${current.replicas} running; ` +
+        'waiting for it to settle',
+    );
+  }
+
+  const k = current.replicas;
+  const perNode = podsPerNode(capacity, worker.requests);
+  const build = (workers: number, psCount: number | undefined): Placement => ({
+    replicas: workers,
+    nodes: nodesAfterResize(current, workers, perNode),
+    ...(psCount !== undefined ? { ps: psCount } : {}),
+    localBatchSize: localBatchFor(job, workers, current.localBatchSize),
+  });
+  const baseTp = expectedThroughput(model, build(k, ps));
+  if (baseTp === undefined) return plan([], `model gives no usable prediction at ${plural(k, 'worker')}`);
+
+  const remaining = input.remainingSeconds ?? ASSUMED_REMAINING_SECONDS;
+  const remainingText = describeRemaining(input.remainingSeconds);
+  const mrg = config.minRelativeGain;
+
+  const ups = scaleUpCandidates(input, worker, psRole, ps, build);
+  const upsPassing = ups.filter(
+    (c) => c.tp / baseTp - 1 >= mrg && scaleUpPaysOff(remaining, baseTp, c.tp, config),
+  );
+  if (upsPassing.length > 0) {
+    const best = maxBy(upsPassing, (c) => c.tp);
+    const chosen = byCheapestFirst(upsPassing).find((c) => withinHysteresis(c.tp, best.tp, mrg)) ?? best;
+    const saved = timeSaved(remaining, baseTp, chosen.tp);
+    const tail =
+      chosen === best
+        ? ''
+        : `; ${describe(best)} would reach ${formatRate(best.tp)}, within ${formatPercent(mrg)} of it for fewer pods`;
+    return plan(
+      [changeOf(chosen)],
+      `${describe(chosen)}: predicted ${formatRate(baseTp)} -> ${formatRate(chosen.tp)} ` +
+        `(${formatChange(chosen.tp / baseTp - 1)}, at step time + 1 sd); ` +
+        `gain over ${remainingText} = ${formatDuration(saved)} > ${config.gainOverCostFactor} x rescale cost ` +
+        `${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}${tail}`,
+    );
+  }
+
+  const downs = scaleDownCandidates(input, worker, psRole, ps, build);
+  const bestTp = Math.max(baseTp, ...downs.map((c) => c.tp));
+  const podsBefore = k + (psRole ? (ps ?? 0) : 0);
+  const downsPassing = downs.filter(
+    (c) =>
+      withinHysteresis(c.tp, bestTp, mrg) &&
+      scaleDownPaysOff(remaining, podsBefore, podsBefore + c.deltaPods, config),
+  );
+  const chosenDown = byCheapestFirst(downsPassing)[0];
+  if (chosenDown) {
+    return plan(
+      [changeOf(chosenDown)],
+      `${describe(chosenDown)}: predicted ${formatRate(baseTp)} -> ${formatRate(chosenDown.tp)} ` +
+        `(${formatChange(chosenDown.tp / baseTp - 1)}, at step time + 1 sd), within ${formatPercent(mrg)} of the ` +
+        `best ${formatRate(bestTp)}: removing ${plural(-chosenDown.deltaPods, 'pod')} costs nearly nothing`,
+    );
+  }
+
+  const why = [
+    whyNoScaleUp(ups, input, worker, baseTp, remaining, remainingText),
+    whyNoScaleDown(downs, bestTp, remaining, podsBefore, config),
+  ];
+  return plan([], `keep ${plural(k, 'worker')} at ${formatRate(baseTp)}: ${why.join('; ')}`);
+}
+
+function scaleUpCandidates(
+  input: TuningInput,
+  worker: RoleView,
+  psRole: RoleView | undefined,
+  ps: number | undefined,
+  build: (workers: number, ps: number | undefined) => Placement,
+): Candidate[] {
+  const { model, current, capacity, config } = input;
+  const out: Candidate[] = [];
+  const k = current.replicas;
+  const room = podsFitting(capacity, worker.requests);
+  const top = Math.min(worker.maxReplicas, k + config.maxReplicaStep, k + room);
+  for (let to = k + 1; to <= top; to++) {
+    const placement = build(to, ps);
+    const tp = pessimisticThroughput(model, placement);
+    if (tp === undefined) continue;
+    const d = to - k;
+    out.push({
+      role: 'Worker',
+      from: k,
+      to,
+      placement,
+      tp,
+      deltaPods: d,
+      deltaGpus: d * worker.requests.gpus,
+    });
+  }
+  if (
+    psRole &&
+    ps !== undefined &&
+    ps + 1 <= psRole.maxReplicas &&
+    podsFitting(capacity, psRole.requests) >= 1
+  ) {
+    const placement = build(k, ps + 1);
+    const tp = pessimisticThroughput(model, placement);
+    if (tp !== undefined) {
+      out.push({
+        role: 'PS',
+        from: ps,
+        to: ps + 1,
+        placement,
+        tp,
+        deltaPods: 1,
+        deltaGpus: psRole.requests.gpus,
+      });
+    }
+  }
+  return out;
+}
+
+function scaleDownCandidates(
+  input: TuningInput,
+  worker: RoleView,
+  psRole: RoleView | undefined,
+  ps: number | undefined,
+  build: (workers: number, ps: number | undefined) => Placement,
+): Candidate[] {
+  const { model, current, config } = input;
+  const out: Candidate[] = [];
+  const k = current.replicas;
+  const bottom = Math.max(worker.minReplicas, 1, k - config.maxReplicaStep);
+  for (let to = k - 1; to >= bottom; to--) {
+    const placement = build(to, ps);
+    const tp = pessimisticThroughput(model, placement);
+    if (tp === undefined) continue;
+    const d = to - k;
+    out.push({
+      role: 'Worker',
+      from: k,
+      to,
+      placement,
+      tp,
+      deltaPods: d,
+      deltaGpus: d * worker.requests.gpus,
+    });
+  }
+  if (psRole && ps !== undefined && ps - 1 >= Math.max(psRole.minReplicas, 1)) {
+    const placement = build(k, ps - 1);
+    const tp = pessimisticThroughput(model, placement);
+    if (tp !== undefined) {
+      out.push({
+        role: 'PS',
+        from: ps,
+        to: ps - 1,
+        placement,
+        tp,
+        deltaPods: -1,
+        deltaGpus: -psRole.requests.gpus,
+      });
+    }
+  }
+  return out;
+}
+
+function whyNoScaleUp(
+  ups: Candidate[],
+  input: TuningInput,
+  worker: RoleView,
+  baseTp: number,
+  remaining: number,
+  remainingText: string,
+): string {
+  const { config, current } = input;
+  if (ups.length === 0) {
+    if (current.replicas >= worker.maxReplicas) return `at max ${plural(worker.maxReplicas, 'worker')}`;
+    return 'no free capacity for another worker';
+  }
+  const best = maxBy(ups, (c) => c.tp);
+  const gain = best.tp / baseTp - 1;
+  if (gain < config.minRelativeGain) {
+    return `${describe(best)} predicts ${formatChange(gain)} (< ${formatPercent(config.minRelativeGain)} hysteresis)`;
+  }
+  return (
+    `${describe(best)} predicts ${formatChange(gain)} but saves only ` +
+    `${formatDuration(Math.max(0, timeSaved(remaining, baseTp, best.tp)))} over ${remainingText} ` +
+    `(needs > ${config.gainOverCostFactor} x rescale cost ` +
+    `${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)})`
+  );
+}
+
+function whyNoScaleDown(
+  downs: Candidate[],
+  bestTp: number,
+  remaining: number,
+  podsBefore: number,
+  config: PolicyConfig,
+): string {
+  if (downs.length === 0) return 'at min';
+  // The mildest shrink is the one that came closest to qualifying.
+  const mildest = maxBy(downs, (c) => c.tp);
+  if (!withinHysteresis(mildest.tp, bestTp, config.minRelativeGain)) {
+    const loss = `${((1 - mildest.tp / bestTp) * 100).toFixed(1)}%`;
+    return `${describe(mildest)} would lose ${loss} (>= ${formatPercent(config.minRelativeGain)})`;
+  }
+  if (!scaleDownPaysOff(remaining, podsBefore, podsBefore + mildest.deltaPods, config)) {
+    return `${describe(mildest)} frees too little before the run ends to pay for the restart`;
+  }
+  return 'no cheaper configuration';
+}
+
+function describe(c: Candidate): string {
+  return c.role === 'Worker' ? `${c.from} -> ${c.to} workers` : `${c.from} -> ${c.to} PS`;
+}
+
+function changeOf(c: Candidate): Change {
+  return { kind: 'replicas', role: c.role, from: c.from, to: c.to };
+}
+
+/** Fewest added GPUs, then fewest added pods, then role name: deterministic and frugal. */
+function byCheapestFirst(candidates: Candidate[]): Candidate[] {
+  return [...candidates].sort(
+    (a, b) =>
+      a.deltaGpus - b.deltaGpus ||
+      a.deltaPods - b.deltaPods ||
+      (a.role < b.role ? -1 : a.role > b.role ? 1 : 0),
+  );
+}
+
+function maxBy<T>(items: T[], score: (item: T) => number): T {
+  let best = items[0];
+  if (best === undefined) throw new Error('maxBy of an empty list');
+  for (const item of items) if (score(item) > score(best)) best = item;
+  return best;
+}

@@ -1,0 +1,19 @@
+// What the simulator needs to know about an application to play it: how fast it steps at a placement
+// and what it really consumes. The demo plugs in the profiles fitted from Pollux measurements
+// (profiled-app-model.ts); tests plug in a model whose numbers they can check by hand.
+import type { Placement } from '../model/throughput-model.js';
+
+export interface SimulatedAppModel {
+  /** Whether the app (a job's trainscaler.io/signature) is known; unknown apps cannot be simulated. */
+  knows(app: string): boolean;
+  /** Peak memory of one replica's training container, bytes; a limit below it gets the container OOM-killed. */
+  memoryNeedBytes(app: string): number;
+  /** CPU one replica really uses, millicores; a CPU limit below it throttles the step. */
+  cpuMillis(app: string): number;
+  /** Per-replica batch size a job uses when its manifest declares none. */
+  defaultLocalBatchSize(app: string): number;
+  /** Samples a job of the app processes before it completes when its manifest declares none. */
+  defaultTargetSamples(app: string): number;
+  /** True seconds per optimizer step at the placement (the simulator adds measurement noise on top). */
+  stepTime(app: string, placement: Placement): number;
+}

@@ -1,0 +1,101 @@
+// Throughput-model benchmark on the Pollux measurements (npm run bench:model).
+//
+// For each application in ../shared/data/pollux/traces/*/placements.csv: fit on the rows of placements
+// 1, 4 and 44 (all batch sizes) and report the mean absolute percentage error (MAPE) of the predicted
+// step_time on all other placements' rows, for trainscaler's all-reduce form and for the plain Pollux form
+// fitted the same way (NNLS on compute and measured sync separately, same priors, same gamma search).
+// A second baseline column fits the Pollux form to step_time alone (no sync split), closer to how the
+// Pollux paper fits. Test rows are never used to fit or to choose anything per application.
+//
+// `npm run bench:model -- --profiles` instead prints the constants of lib/sim/app-profiles.ts: the
+// all-reduce form fitted on ALL rows of each application.
+import { type FitOptions, fitThroughputModel } from '../../lib/model/throughput-model.js';
+import {
+  listTraceApps,
+  loadPlacements,
+  type PlacementRow,
+  POLLUX_DIR,
+  polluxAvailable,
+  toStepSample,
+} from '../support/pollux-data.js';
+
+const TRAIN_PLACEMENTS = new Set(['1', '4', '44']);
+const TARGET_MAPE = 12;
+
+function mape(rows: readonly PlacementRow[], train: readonly PlacementRow[], options: FitOptions): number {
+  const model = fitThroughputModel(train.map(toStepSample), options);
+  let sum = 0;
+  for (const r of rows) sum += Math.abs(model.predict(r).stepTime - r.stepTime) / r.stepTime;
+  return (100 * sum) / rows.length;
+}
+
+function table(header: string[], body: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+function benchmark(): void {
+  const header = ['app', 'train', 'test', 'ours %', 'pollux %', 'ours/pollux', 'pollux step-only %'];
+  const body: string[][] = [];
+  let worst = 0;
+  let worstApp = '';
+  for (const app of listTraceApps()) {
+    const rows = loadPlacements(app);
+    const train = rows.filter((r) => TRAIN_PLACEMENTS.has(r.placement));
+    const test = rows.filter((r) => !TRAIN_PLACEMENTS.has(r.placement));
+    const ours = mape(test, train, { form: 'allreduce' });
+    const pollux = mape(test, train, { form: 'pollux' });
+    const polluxStep = mape(test, train, { form: 'pollux', useSyncTime: false });
+    if (ours > worst) {
+      worst = ours;
+      worstApp = app;
+    }
+    body.push([
+      app,
+      String(train.length),
+      String(test.length),
+      ours.toFixed(1),
+      pollux.toFixed(1),
+      (ours / pollux).toFixed(2),
+      polluxStep.toFixed(1),
+    ]);
+  }
+  console.log('Step-time MAPE on held-out placements (fit on placements 1, 4, 44; test on all others)\n');
+  console.log(table(header, body));
+  console.log(
+    `\nmax MAPE (ours): ${worst.toFixed(1)}% (${worstApp}); target <= ${TARGET_MAPE}%: ${worst <= TARGET_MAPE ? 'met' : 'NOT met'}`,
+  );
+}
+
+/** Prints the fitted constants for lib/sim/app-profiles.ts (all rows of each application). */
+function profiles(): void {
+  for (const app of listTraceApps()) {
+    const rows = loadPlacements(app);
+    const model = fitThroughputModel(rows.map(toStepSample), { form: 'allreduce' });
+    const p = model.parameters;
+    const fig = (v: number) => Number(v.toPrecision(4));
+    let sum = 0;
+    for (const r of rows) sum += Math.abs(model.predict(r).stepTime - r.stepTime) / r.stepTime;
+    const batches = rows.map((r) => r.localBatchSize).sort((a, b) => a - b);
+    console.log(
+      `${app}: ${JSON.stringify({
+        form: p.form,
+        refBatch: p.refBatch,
+        t0: fig(p.t0),
+        compute: p.compute.map(fig),
+        sync: p.sync.map(fig),
+        gamma: fig(p.gamma),
+        residualStdev: fig(p.residualStdev),
+      })} // in-sample MAPE ${((100 * sum) / rows.length).toFixed(1)}% over ${rows.length} rows; median local_bsz ${batches[Math.floor(batches.length / 2)]}`,
+    );
+  }
+}
+
+if (!polluxAvailable()) {
+  console.error(`Pollux data not found at ${POLLUX_DIR} (expected ../shared/data/pollux beside the repo)`);
+  process.exit(2);
+}
+if (process.argv.includes('--profiles')) profiles();
+else benchmark();
