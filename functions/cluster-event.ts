@@ -1,12 +1,12 @@
 import { actOnJob } from '../lib/actuator.js';
 import { readJob } from '../lib/adapters/job-adapter.js';
+import { getArray, isObject } from '../lib/adapters/unstructured.js';
+import type { KubeObject } from '../lib/cluster/cluster-client.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
 import { recordRun } from '../lib/decisions/profile-store.js';
 import { MissingMetricsError } from '../lib/errors.js';
 import { decideOnFault } from '../lib/policies/faults.js';
 import { parseClusterEvent } from '../lib/triggers/cluster-event-payload.js';
-import { getArray, isObject } from '../lib/adapters/unstructured.js';
-import type { KubeObject } from '../lib/cluster/cluster-client.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
 import { containJobError } from './job-errors.js';
@@ -27,14 +27,21 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
   const { ref } = trigger;
   try {
     if (trigger.subject === 'job') {
-      if (trigger.type === 'DELETED' || !succeeded(trigger.job)) return { ...result, ignored: 'job event without completion' };
+      if (trigger.type === 'DELETED' || !succeeded(trigger.job))
+        return { ...result, ignored: 'job event without completion' };
       const view = readJob(trigger.job);
       const samples = await deps.metrics.stepSamples(ref, 24 * 3600);
       const usage = await deps.metrics.containerUsage(ref, 24 * 3600).catch((error: unknown) => {
         if (error instanceof MissingMetricsError) return [];
         throw error;
       });
-      await recordRun(deps.cluster, deps.profiles, { signature: view.signature, samples, usage }, deps.clock(), deps.dryRun);
+      await recordRun(
+        deps.cluster,
+        deps.profiles,
+        { signature: view.signature, samples, usage },
+        deps.clock(),
+        deps.dryRun,
+      );
       return { ...result, ignored: `profile of ${view.signature} updated` };
     }
     if (trigger.type === 'DELETED') return { ...result, ignored: 'pod deleted' };
@@ -42,7 +49,13 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
     const outcome = await actOnJob(
       ref,
       (snapshot) =>
-        decideOnFault({ job: snapshot.view, pods: snapshot.pods, capacity, config: deps.config, now: deps.clock() }),
+        decideOnFault({
+          job: snapshot.view,
+          pods: snapshot.pods,
+          capacity,
+          config: deps.config,
+          now: deps.clock(),
+        }),
       actuatorDeps(deps),
     );
     result.outcomes.push(outcome);

@@ -1,5 +1,5 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
-import { SUPPORTED_KINDS, refOf } from '../lib/adapters/job-adapter.js';
+import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
 import { addResources, ZERO_RESOURCES } from '../lib/cluster/capacity.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
 import { currentPlacement, observeJob, type RuntimeObservations } from '../lib/decisions/runtime-review.js';
@@ -78,7 +78,11 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const planned = new Map(jobs.map((j) => [key(j.snapshot.view.ref), j.snapshot.view.resourceVersion]));
   for (const plan of plans) {
     try {
-      const outcome = await actOnJob(plan.ref, (snapshot) => stillValid(plan, snapshot, planned.get(key(plan.ref))), actuatorDeps(deps));
+      const outcome = await actOnJob(
+        plan.ref,
+        (snapshot) => stillValid(plan, snapshot, planned.get(key(plan.ref))),
+        actuatorDeps(deps),
+      );
       result.outcomes.push(outcome);
     } catch (error) {
       result.errors.push(containJobError(plan.ref, error, deps.logger));
@@ -93,5 +97,9 @@ function key(ref: Plan['ref']): string {
 
 function stillValid(plan: Plan, snapshot: JobSnapshot, plannedVersion: string | undefined): Plan {
   if (snapshot.view.resourceVersion === plannedVersion) return plan;
-  return { ...plan, changes: [], reason: 'job changed since the rebalance snapshot; the next tick recomputes' };
+  return {
+    ...plan,
+    changes: [],
+    reason: 'job changed since the rebalance snapshot; the next tick recomputes',
+  };
 }

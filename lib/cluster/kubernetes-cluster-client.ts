@@ -1,8 +1,8 @@
 import {
   ApiException,
   AppsV1Api,
-  type CoreV1Event,
   CoreV1Api,
+  type CoreV1Event,
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
@@ -13,7 +13,13 @@ import {
 } from '@kubernetes/client-node';
 import { ApiError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { JobKind, JobRef } from '../types.js';
-import type { AuditEventInput, ClusterClient, JsonPatchOp, KubeObject, WriteOptions } from './cluster-client.js';
+import type {
+  AuditEventInput,
+  ClusterClient,
+  JsonPatchOp,
+  KubeObject,
+  WriteOptions,
+} from './cluster-client.js';
 
 const CUSTOM: Partial<Record<JobKind, { group: string; version: string; plural: string }>> = {
   PyTorchJob: { group: 'kubeflow.org', version: 'v1', plural: 'pytorchjobs' },
@@ -53,7 +59,9 @@ export function translateError(what: string, error: unknown): Error {
     if (error.code === 403 || error.code === 401) return new ForbiddenError(what, detail);
     return new ApiError(what, error.code, detail, { cause: error });
   }
-  return new ApiError(what, undefined, error instanceof Error ? error.message : String(error), { cause: error });
+  return new ApiError(what, undefined, error instanceof Error ? error.message : String(error), {
+    cause: error,
+  });
 }
 
 async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
@@ -79,8 +87,13 @@ export class KubernetesClusterClient implements ClusterClient {
   async getJob(ref: JobRef): Promise<KubeObject> {
     const what = `get ${ref.kind} ${ref.namespace}/${ref.name}`;
     const crd = CUSTOM[ref.kind];
-    if (crd) return call(what, () => this.custom.getNamespacedCustomObject({ ...crd, namespace: ref.namespace, name: ref.name }));
-    const sts = await call(what, () => this.apps.readNamespacedStatefulSet({ namespace: ref.namespace, name: ref.name }));
+    if (crd)
+      return call(what, () =>
+        this.custom.getNamespacedCustomObject({ ...crd, namespace: ref.namespace, name: ref.name }),
+      );
+    const sts = await call(what, () =>
+      this.apps.readNamespacedStatefulSet({ namespace: ref.namespace, name: ref.name }),
+    );
     return { ...sts, apiVersion: 'apps/v1', kind: 'StatefulSet' } as KubeObject;
   }
 
@@ -96,7 +109,9 @@ export class KubernetesClusterClient implements ClusterClient {
       return (list.items ?? []).map((item) => ({ ...item, apiVersion: `${crd.group}/${crd.version}`, kind }));
     }
     const list = await call(what, () =>
-      namespace ? this.apps.listNamespacedStatefulSet({ namespace }) : this.apps.listStatefulSetForAllNamespaces(),
+      namespace
+        ? this.apps.listNamespacedStatefulSet({ namespace })
+        : this.apps.listStatefulSetForAllNamespaces(),
     );
     return list.items.map((item) => ({ ...item, apiVersion: 'apps/v1', kind: 'StatefulSet' }) as KubeObject);
   }
@@ -109,7 +124,14 @@ export class KubernetesClusterClient implements ClusterClient {
     if (crd) {
       return call(what, () =>
         this.custom.patchNamespacedCustomObject(
-          { ...crd, namespace: ref.namespace, name: ref.name, body: patch, dryRun, fieldManager: FIELD_MANAGER },
+          {
+            ...crd,
+            namespace: ref.namespace,
+            name: ref.name,
+            body: patch,
+            dryRun,
+            fieldManager: FIELD_MANAGER,
+          },
           headers,
         ),
       );
@@ -181,7 +203,9 @@ export class KubernetesClusterClient implements ClusterClient {
 
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     try {
-      return await call(`get configmap ${namespace}/${name}`, () => this.core.readNamespacedConfigMap({ namespace, name }));
+      return await call(`get configmap ${namespace}/${name}`, () =>
+        this.core.readNamespacedConfigMap({ namespace, name }),
+      );
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
       throw error;

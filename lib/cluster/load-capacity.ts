@@ -44,7 +44,9 @@ export function capacityOf(nodes: V1Node[], pods: V1Pod[]): ClusterCapacity {
   return { nodes: views.sort((a, b) => a.name.localeCompare(b.name)) };
 }
 
-export async function loadCapacity(cluster: ClusterClient): Promise<{ capacity: ClusterCapacity; pods: V1Pod[] }> {
+export async function loadCapacity(
+  cluster: ClusterClient,
+): Promise<{ capacity: ClusterCapacity; pods: V1Pod[] }> {
   const [nodes, pods] = await Promise.all([cluster.listNodes(), cluster.listPods(undefined)]);
   return { capacity: capacityOf(nodes, pods), pods };
 }

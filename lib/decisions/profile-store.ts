@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { ClusterClient } from '../cluster/cluster-client.js';
 import { ConflictError } from '../errors.js';
-import { type FinishedRun, type JobProfile, mergeRunIntoProfile, parseProfile, serializeProfile } from '../policies/profiles.js';
+import {
+  type FinishedRun,
+  type JobProfile,
+  mergeRunIntoProfile,
+  parseProfile,
+  serializeProfile,
+} from '../policies/profiles.js';
 
 export interface ProfileStoreRef {
   namespace: string;
@@ -21,14 +27,21 @@ export interface LoadedProfile {
   problem?: string;
 }
 
-export async function loadProfile(cluster: ClusterClient, store: ProfileStoreRef, signature: string): Promise<LoadedProfile> {
+export async function loadProfile(
+  cluster: ClusterClient,
+  store: ProfileStoreRef,
+  signature: string,
+): Promise<LoadedProfile> {
   const configMap = await cluster.getConfigMap(store.namespace, store.configMapName);
   const raw = configMap?.data?.[profileKey(signature)];
   if (!raw) return { profile: undefined };
   try {
     return { profile: parseProfile(raw) };
   } catch (error) {
-    return { profile: undefined, problem: `profile for ${signature} is unreadable: ${(error as Error).message}` };
+    return {
+      profile: undefined,
+      problem: `profile for ${signature} is unreadable: ${(error as Error).message}`,
+    };
   }
 }
 

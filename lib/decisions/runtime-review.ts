@@ -2,8 +2,8 @@ import type { JobSnapshot } from '../actuator.js';
 import type { PolicyConfig } from '../config.js';
 import { MissingMetricsError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
-import { fitThroughputModel } from '../model/throughput-model.js';
 import type { Placement } from '../model/throughput-model.js';
+import { fitThroughputModel } from '../model/throughput-model.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers } from '../policies/stragglers.js';
@@ -46,7 +46,9 @@ export function currentPlacement(snapshot: JobSnapshot, samples: readonly StepSa
   const worker = findRole(snapshot.view, 'Worker');
   const replicas = worker?.replicas ?? 1;
   const nodes = new Set(
-    snapshot.pods.filter((p) => p.role === 'Worker' && p.phase === 'Running' && p.nodeName).map((p) => p.nodeName),
+    snapshot.pods
+      .filter((p) => p.role === 'Worker' && p.phase === 'Running' && p.nodeName)
+      .map((p) => p.nodeName),
   ).size;
   const last = samples[samples.length - 1];
   const fallbackBatch = snapshot.view.localBatchSize ?? last?.localBatchSize ?? 1;
@@ -75,7 +77,12 @@ export function decideRuntime(
   const { view, pods } = snapshot;
   const reasons: string[] = [];
   if (view.state.paused) {
-    return { ref: view.ref, policy: 'tuning', changes: [], reason: `paused: ${view.state.pauseReason ?? 'by trainscaler'}` };
+    return {
+      ref: view.ref,
+      policy: 'tuning',
+      changes: [],
+      reason: `paused: ${view.state.pauseReason ?? 'by trainscaler'}`,
+    };
   }
   if (observed.series && observed.series.length > 1) {
     const plan = decideOnStragglers({ job: view, series: observed.series, pods, config, now });

@@ -1,7 +1,14 @@
 // Online fit of the throughput model from observed steps: non-negative least squares in relative error,
 // weak priors for what the samples cannot tell apart, and a 1-D search for the overlap exponent gamma.
 import type { StepSample } from '../types.js';
-import { FORMS, type FormName, type ModelForm, type ParamPrior, type Scaled, scalePlacement } from './forms.js';
+import {
+  FORMS,
+  type FormName,
+  type ModelForm,
+  type ParamPrior,
+  type Scaled,
+  scalePlacement,
+} from './forms.js';
 import { inverseSymmetric, type Matrix, nnls, quadraticForm } from './nnls.js';
 import type { Placement, Prediction, ThroughputModel } from './throughput-model.js';
 
@@ -81,8 +88,10 @@ function validate(samples: readonly StepSample[]): void {
     };
     if (!(Number.isFinite(s.stepTime) && s.stepTime > 0)) bad(`has non-positive step time ${s.stepTime}`);
     if (!(Number.isInteger(s.replicas) && s.replicas >= 1)) bad(`has invalid replicas ${s.replicas}`);
-    if (!(Number.isInteger(s.nodes) && s.nodes >= 1 && s.nodes <= s.replicas)) bad(`has invalid nodes ${s.nodes}`);
-    if (!(Number.isFinite(s.localBatchSize) && s.localBatchSize > 0)) bad(`has invalid batch ${s.localBatchSize}`);
+    if (!(Number.isInteger(s.nodes) && s.nodes >= 1 && s.nodes <= s.replicas))
+      bad(`has invalid nodes ${s.nodes}`);
+    if (!(Number.isFinite(s.localBatchSize) && s.localBatchSize > 0))
+      bad(`has invalid batch ${s.localBatchSize}`);
     if (s.ps !== undefined && !(Number.isInteger(s.ps) && s.ps >= 0)) bad(`has invalid ps ${s.ps}`);
     if (s.syncTime !== undefined && !(Number.isFinite(s.syncTime) && s.syncTime >= 0)) {
       bad(`has invalid sync time ${s.syncTime}`);
@@ -197,7 +206,8 @@ function searchGamma(loss: (g: number) => number): number {
 export function fitThroughputModel(samples: StepSample[], options: FitOptions = {}): FittedThroughputModel {
   validate(samples);
   const ps = samples.some((s) => (s.ps ?? 0) > 0);
-  const formName: FormName = options.form && options.form !== 'auto' ? options.form : ps ? 'optimus' : 'allreduce';
+  const formName: FormName =
+    options.form && options.form !== 'auto' ? options.form : ps ? 'optimus' : 'allreduce';
   const form: ModelForm = FORMS[formName];
   const psForm = formName === 'optimus';
   const priorWeight = options.priorWeight ?? 1;
@@ -217,9 +227,9 @@ export function fitThroughputModel(samples: StepSample[], options: FitOptions = 
   const syncing = obs.filter((o) => o.syncs);
   const separate = (options.useSyncTime ?? true) && syncing.every((o) => o.sync !== undefined);
   // Compute time of each sample: what is left of the step once its measured sync is taken out (at least
-  // a tenth of the step, in case sync was measured generously).
+  // 1% of the step, in case sync was measured generously).
   const computeOf = (o: Obs): number =>
-    separate && o.syncs ? Math.max(o.step - (o.sync ?? 0), 0.1 * o.step) : o.step;
+    separate && o.syncs ? Math.max(o.step - (o.sync ?? 0), 0.01 * o.step) : o.step;
   const t0 = median(obs.map(computeOf));
   const floor = 1e-6 * t0;
 

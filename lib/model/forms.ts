@@ -2,7 +2,7 @@
 // parameters. Step time = (T_compute^gamma + T_sync^gamma)^(1/gamma), each part linear in its parameters.
 import type { Placement } from './throughput-model.js';
 
-export type FormName = 'allreduce' | 'pollux' | 'optimus';
+export type FormName = 'allreduce' | 'allreduce-detailed' | 'pollux' | 'optimus';
 
 /** A placement in the normalised units the forms use. */
 export interface Scaled {
@@ -80,6 +80,46 @@ export const ALLREDUCE_FORM: ModelForm = {
   },
 };
 
+/**
+ * A richer all-reduce form for describing a job measured at many placements (the simulator's ground truth,
+ * lib/sim/app-profiles.ts), not for online fitting from a few scales: compute also grows with the replicas
+ * sharing a node (data loading, PCIe), and the inter-node sync has separate terms for two nodes and for
+ * the per-node contention, each with its batch-overlap counterpart.
+ */
+export const DETAILED_ALLREDUCE_FORM: ModelForm = {
+  name: 'allreduce-detailed',
+  compute: [
+    ...COMPUTE_PRIORS,
+    { name: 'compute.replicated', mean: 0, sd: 0.3 },
+    { name: 'compute.replicatedPerSample', mean: 0, sd: 0.3 },
+    { name: 'compute.sharedNode', mean: 0, sd: 0.3 },
+    { name: 'compute.sharedNodePerSample', mean: 0, sd: 0.3 },
+  ],
+  sync: [
+    { name: 'sync.local', mean: 0.05, sd: 0.3 },
+    { name: 'sync.localPerReplica', mean: 0.02, sd: 0.1 },
+    { name: 'sync.localPerInverseBatch', mean: 0, sd: 0.3 },
+    { name: 'sync.net', mean: 0.2, sd: 1 },
+    { name: 'sync.netPerInverseBatch', mean: 0, sd: 0.3 },
+    { name: 'sync.netFixed', mean: 0, sd: 0.3 },
+    { name: 'sync.netFixedPerInverseBatch', mean: 0, sd: 0.3 },
+    { name: 'sync.twoNodes', mean: 0, sd: 0.3 },
+    { name: 'sync.twoNodesPerInverseBatch', mean: 0, sd: 0.3 },
+  ],
+  computeFeatures: (p) => {
+    const r = p.K > 1 ? 1 : 0;
+    const shared = Math.log(p.K / p.N);
+    return [1, p.mu, r, r * p.mu, shared, shared * p.mu];
+  },
+  syncFeatures: (p) => {
+    if (p.K <= 1) return [0, 0, 0, 0, 0, 0, 0, 0, 0];
+    if (p.N <= 1) return [1, p.K - 2, 1 / p.mu, 0, 0, 0, 0, 0, 0];
+    const L = interNodeShape(p.K, p.N);
+    const two = p.N === 2 ? Math.log(p.K / p.N) : 0;
+    return [0, 0, 0, L, L / p.mu, 1, 1 / p.mu, two, two / p.mu];
+  },
+};
+
 /** The Pollux (OSDI'21) form: T_sync = alpha + beta * (K - 2), one pair within a node, one across nodes. */
 export const POLLUX_FORM: ModelForm = {
   name: 'pollux',
@@ -116,6 +156,7 @@ export const OPTIMUS_FORM: ModelForm = {
 
 export const FORMS: Record<FormName, ModelForm> = {
   allreduce: ALLREDUCE_FORM,
+  'allreduce-detailed': DETAILED_ALLREDUCE_FORM,
   pollux: POLLUX_FORM,
   optimus: OPTIMUS_FORM,
 };

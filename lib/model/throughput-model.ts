@@ -1,7 +1,5 @@
 // The throughput model's public surface. Implementation: fit.ts (fitting), forms.ts (model forms),
 // nnls.ts (non-negative least squares).
-import type { StepSample } from '../types.js';
-
 export interface Placement {
   replicas: number;
   nodes: number;

@@ -10,8 +10,8 @@ import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleView } from
 import { formatBytes, formatMillicores, formatPercent } from './format.js';
 import {
   findRole,
-  formatChange,
   formatRate,
+  formatRateChange,
   localBatchFor,
   nodesSpanned,
   pessimisticThroughput,
@@ -81,26 +81,16 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
 
   const requested = worker.replicas;
   const localBatch = job.localBatchSize ?? profile?.best?.localBatchSize;
-  const canPredict =
-    profile !== undefined &&
-    model !== undefined &&
-    (localBatch !== undefined || (job.globalBatchSize ?? 0) > 0);
+  const head = profile ? `profile of ${job.signature} (${plural(profile.runs, 'run')})` : '';
+  let blocker: string | undefined;
+  if (!profile) blocker = `no profile for signature ${job.signature}`;
+  else if (!model) blocker = `${head} has no throughput model`;
+  else if (localBatch === undefined && !((job.globalBatchSize ?? 0) > 0)) {
+    blocker = `${head} but no local batch size to predict with`;
+  }
 
-  const notes: string[] = [];
-  let workers: number;
-  if (!canPredict || !profile || !model) {
-    const why = !profile
-      ? `no profile for signature ${job.signature}`
-      : !model
-        ? `profile of ${job.signature} (${plural(profile.runs, 'run')}) has no throughput model`
-        : `profile of ${job.signature} (${plural(profile.runs, 'run')}) but no local batch size to predict with`;
-    workers = clampedToFit(requested, worker, maxFit, notes);
-    notes.unshift(
-      workers === requested
-        ? `${why}: keep ${plural(workers, 'worker')}`
-        : `${why}: ${requested} -> ${workers} workers`,
-    );
-  } else {
+  let chosen: { workers: number; notes: string[] } | undefined;
+  if (blocker === undefined && model) {
     const perNode = podsPerNode(capacity, workerSize.requests);
     const placementFor = (k: number): Placement => {
       const ps = psFor(k);
@@ -111,47 +101,17 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
         localBatchSize: localBatchFor(job, k, localBatch ?? 0),
       };
     };
-    const limit = maxFit ?? worker.minReplicas;
-    const scored: { k: number; tp: number }[] = [];
-    for (let k = worker.minReplicas; k <= limit; k++) {
-      const tp = pessimisticThroughput(model, placementFor(k));
-      if (tp !== undefined) scored.push({ k, tp });
-    }
-    const best = scored.reduce<{ k: number; tp: number } | undefined>(
-      (acc, s) => (acc === undefined || s.tp > acc.tp ? s : acc),
-      undefined,
-    );
-    const chosen = best && scored.find((s) => withinHysteresis(s.tp, best.tp, config.minRelativeGain));
-    const head = `profile of ${job.signature} (${plural(profile.runs, 'run')})`;
-    if (!best || !chosen) {
-      workers = clampedToFit(requested, worker, maxFit, notes);
-      notes.unshift(`${head}: model gives no usable prediction; ${requested} -> ${workers} workers`);
-    } else {
-      workers = chosen.k;
-      const userTp = pessimisticThroughput(
-        model,
-        placementFor(clamp(requested, worker.minReplicas, worker.maxReplicas)),
-      );
-      const predicted =
-        userTp === undefined || workers === requested
-          ? `predicted ${formatRate(chosen.tp)}`
-          : `predicted ${formatRate(userTp)} -> ${formatRate(chosen.tp)} (${formatChange(chosen.tp / userTp - 1)})`;
-      notes.push(
-        `${head}: ${workers === requested ? `keep ${plural(workers, 'worker')}` : `${requested} -> ${workers} workers`}: ` +
-          `${predicted} at step time + 1 sd`,
-      );
-      if (best.k !== chosen.k) {
-        notes.push(
-          `best ${formatRate(best.tp)} at ${best.k} workers is within ${formatPercent(config.minRelativeGain)}`,
-        );
-      }
-      if (maxFit === undefined) {
-        notes.push(`not even ${plural(worker.minReplicas, 'worker')} fit free capacity now; pods will wait`);
-      } else if (maxFit < worker.maxReplicas) {
-        notes.push(`free capacity holds at most ${plural(maxFit, 'worker')}`);
-      }
-    }
+    chosen = workersFromModel(head, model, placementFor, requested, worker, maxFit, config);
+    if (!chosen) blocker = `${head}: model gives no usable prediction`;
   }
+  if (!chosen) {
+    const notes: string[] = [];
+    const workers = clampedToFit(requested, worker, maxFit, notes);
+    const what =
+      workers === requested ? `keep ${plural(workers, 'worker')}` : `${requested} -> ${workers} workers`;
+    chosen = { workers, notes: [`${blocker}: ${what}`, ...notes] };
+  }
+  const { workers, notes } = chosen;
 
   const changes: Change[] = [];
   if (workers !== worker.replicas)
@@ -243,6 +203,55 @@ function rightsize(role: RoleView, peak: PeakUsage | undefined, config: PolicyCo
   }
   const note = `${role.role} requests from observed peak + ${formatPercent(config.rightsizeHeadroom)}: ${parts.join(', ')}`;
   return { requests, changes, note };
+}
+
+/**
+ * The smallest worker count whose pessimistic throughput is within hysteresis of the best that fits:
+ * diminishing returns are not worth the extra GPUs.
+ */
+function workersFromModel(
+  head: string,
+  model: ThroughputModel,
+  placementFor: (k: number) => Placement,
+  requested: number,
+  worker: RoleView,
+  maxFit: number | undefined,
+  config: PolicyConfig,
+): { workers: number; notes: string[] } | undefined {
+  const limit = maxFit ?? worker.minReplicas;
+  const scored: { k: number; tp: number }[] = [];
+  for (let k = worker.minReplicas; k <= limit; k++) {
+    const tp = pessimisticThroughput(model, placementFor(k));
+    if (tp !== undefined) scored.push({ k, tp });
+  }
+  let best: { k: number; tp: number } | undefined;
+  for (const s of scored) if (!best || s.tp > best.tp) best = s;
+  if (!best) return undefined;
+  const top = best;
+  const pick = scored.find((s) => withinHysteresis(s.tp, top.tp, config.minRelativeGain)) ?? top;
+
+  const userTp = pessimisticThroughput(
+    model,
+    placementFor(clamp(requested, worker.minReplicas, worker.maxReplicas)),
+  );
+  const predicted =
+    userTp === undefined || pick.k === requested
+      ? `predicted ${formatRate(pick.tp)}`
+      : `predicted ${formatRateChange(userTp, pick.tp)}`;
+  const what =
+    pick.k === requested ? `keep ${plural(pick.k, 'worker')}` : `${requested} -> ${pick.k} workers`;
+  const notes = [`${head}: ${what}: ${predicted} at step time + 1 sd`];
+  if (top.k !== pick.k) {
+    notes.push(
+      `${top.k} workers would reach ${formatRate(top.tp)}, less than ${formatPercent(config.minRelativeGain)} more`,
+    );
+  }
+  if (maxFit === undefined) {
+    notes.push(`not even ${plural(worker.minReplicas, 'worker')} fit free capacity now; pods will wait`);
+  } else if (maxFit < worker.maxReplicas) {
+    notes.push(`free capacity holds at most ${plural(maxFit, 'worker')}`);
+  }
+  return { workers: pick.k, notes };
 }
 
 /** The user's count inside [min, max] and inside what fits now, never below min (pods then wait). */

@@ -79,6 +79,11 @@ export function formatRate(samplesPerSecond: number): string {
   return `${samplesPerSecond.toFixed(digits)} samples/s`;
 }
 
+/** "400 -> 540 samples/s (+35.0%)": both rates in one unit, then the change. */
+export function formatRateChange(from: number, to: number): string {
+  return `${formatRate(from).replace(' samples/s', '')} -> ${formatRate(to)} (${formatChange(to / from - 1)})`;
+}
+
 /** Relative change with its sign, e.g. "+35.8%", "-4.1%". */
 export function formatChange(fraction: number): string {
   const pct = (fraction * 100).toFixed(1);

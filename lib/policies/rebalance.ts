@@ -14,7 +14,7 @@ import {
   findRole,
   formatChange,
   formatDuration,
-  formatRate,
+  formatRateChange,
   localBatchFor,
   nodesAfterResize,
   pessimisticThroughput,
@@ -369,13 +369,11 @@ function addNote(s: Slot, key: string, delta: number, detail: string): void {
 }
 
 function planFor(s: Slot, config: PolicyConfig): Plan {
-  const parts = [`${s.k0} -> ${s.k} workers`];
+  const parts: string[] = [];
   const before = predict(s, s.k0);
   const after = predict(s, s.k);
   if (before !== undefined && after !== undefined) {
-    parts.push(
-      `predicted ${formatRate(before)} -> ${formatRate(after)} (${formatChange(after / before - 1)})`,
-    );
+    parts.push(`predicted ${formatRateChange(before, after)}`);
   }
   for (const note of s.notes.values()) {
     parts.push(`${note.delta > 0 ? '+' : ''}${note.delta} ${note.detail}`);
@@ -390,7 +388,7 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
     ref: s.entry.job.ref,
     policy: 'rebalance',
     changes: [{ kind: 'replicas', role: 'Worker', from: s.k0, to: s.k }],
-    reason: parts.join('; '),
+    reason: `${s.k0} -> ${s.k} workers: ${parts.join('; ')}`,
   };
 }
 

@@ -14,6 +14,7 @@ import {
   formatChange,
   formatDuration,
   formatRate,
+  formatRateChange,
   localBatchFor,
   nodesAfterResize,
   pessimisticThroughput,
@@ -150,11 +151,11 @@ export function decideTuning(input: TuningInput): Plan {
     const tail =
       chosen === best
         ? ''
-        : `; ${describe(best)} would reach ${formatRate(best.tp)}, within ${formatPercent(mrg)} of it for fewer pods`;
+        : `; ${plural(best.to, best.role === 'Worker' ? 'worker' : 'PS')} would reach ${formatRate(best.tp)}, ` +
+          `less than ${formatPercent(mrg)} more for ${plural(best.deltaPods - chosen.deltaPods, 'more pod')}`;
     return plan(
       [changeOf(chosen)],
-      `${describe(chosen)}: predicted ${formatRate(baseTp)} -> ${formatRate(chosen.tp)} ` +
-        `(${formatChange(chosen.tp / baseTp - 1)}, at step time + 1 sd); ` +
+      `${describe(chosen)}: predicted ${formatRateChange(baseTp, chosen.tp)} at step time + 1 sd; ` +
         `gain over ${remainingText} = ${formatDuration(saved)} > ${config.gainOverCostFactor} x rescale cost ` +
         `${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}${tail}`,
     );
@@ -172,9 +173,9 @@ export function decideTuning(input: TuningInput): Plan {
   if (chosenDown) {
     return plan(
       [changeOf(chosenDown)],
-      `${describe(chosenDown)}: predicted ${formatRate(baseTp)} -> ${formatRate(chosenDown.tp)} ` +
-        `(${formatChange(chosenDown.tp / baseTp - 1)}, at step time + 1 sd), within ${formatPercent(mrg)} of the ` +
-        `best ${formatRate(bestTp)}: removing ${plural(-chosenDown.deltaPods, 'pod')} costs nearly nothing`,
+      `${describe(chosenDown)}: predicted ${formatRateChange(baseTp, chosenDown.tp)} at step time + 1 sd, ` +
+        `within ${formatPercent(mrg)} of the best ${formatRate(bestTp)}: ` +
+        `${plural(-chosenDown.deltaPods, 'pod')} freed that added nearly nothing`,
     );
   }
 

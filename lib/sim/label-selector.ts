@@ -16,7 +16,8 @@ export function parseLabelSelector(selector: string | undefined): LabelRequireme
     const notEquals = /^([^!=\s]+)\s*!=\s*(.*)$/.exec(term);
     const equals = /^([^!=\s]+)\s*==?\s*(.*)$/.exec(term);
     let requirement: LabelRequirement;
-    if (notEquals) requirement = { key: notEquals[1] ?? '', op: 'notEquals', value: (notEquals[2] ?? '').trim() };
+    if (notEquals)
+      requirement = { key: notEquals[1] ?? '', op: 'notEquals', value: (notEquals[2] ?? '').trim() };
     else if (equals) requirement = { key: equals[1] ?? '', op: 'equals', value: (equals[2] ?? '').trim() };
     else if (term.startsWith('!')) requirement = { key: term.slice(1).trim(), op: 'notExists' };
     else requirement = { key: term, op: 'exists' };
@@ -28,7 +29,10 @@ export function parseLabelSelector(selector: string | undefined): LabelRequireme
   });
 }
 
-export function matchesLabels(requirements: LabelRequirement[], labels: Record<string, string> | undefined): boolean {
+export function matchesLabels(
+  requirements: LabelRequirement[],
+  labels: Record<string, string> | undefined,
+): boolean {
   return requirements.every((r) => {
     const value = labels?.[r.key];
     switch (r.op) {
@@ -38,7 +42,7 @@ export function matchesLabels(requirements: LabelRequirement[], labels: Record<s
         return value !== r.value;
       case 'exists':
         return value !== undefined;
-      case 'notExists':
+      default:
         return value === undefined;
     }
   });

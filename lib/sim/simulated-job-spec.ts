@@ -2,11 +2,12 @@
 // the pod template each role's pods are created from. Invalid specs raise ValidationError naming the
 // JSON pointer, which the simulated API server turns into HTTP 422 like a CRD schema check would.
 import type { V1Container, V1PodTemplateSpec } from '@kubernetes/client-node';
+import { ANNOTATION } from '../adapters/annotations.js';
 import type { KubeObject } from '../cluster/cluster-client.js';
 import { ValidationError } from '../errors.js';
 import type { JobKind, Resources, RoleName } from '../types.js';
 import { cpuQuantityToMillis, isValidQuantity, memoryQuantityToBytes, parseQuantity } from './quantity.js';
-import { ANNOTATION, GPU_RESOURCE } from './training-job-manifests.js';
+import { GPU_RESOURCE } from './training-job-manifests.js';
 
 export interface SimulatedRole {
   role: RoleName;
@@ -32,15 +33,23 @@ export interface SimulatedJobSpec {
   backoffLimit: number;
   /** StatefulSets start pods one by one unless podManagementPolicy is Parallel. */
   orderedStart: boolean;
+  /** The container that trains: trainscaler.io/container, else the framework's name, else the first. */
+  trainingContainer: string | undefined;
 }
 
-/** Requests of a pod (sum over containers) and the training container's limits (the first container). */
+/** Requests of a pod (sum over containers) and the training container's limits. */
 export interface PodSizing {
   requests: Resources;
   limits: Partial<Resources>;
 }
 
 export const DEFAULT_BACKOFF_LIMIT = 3;
+
+const FRAMEWORK_CONTAINER: Record<JobKind, string | undefined> = {
+  PyTorchJob: 'pytorch',
+  TFJob: 'tensorflow',
+  StatefulSet: undefined,
+};
 
 const ROLE_SPECS: Record<'PyTorchJob' | 'TFJob', { field: string; roles: RoleName[] }> = {
   PyTorchJob: { field: 'pytorchReplicaSpecs', roles: ['Master', 'Worker'] },
@@ -56,7 +65,10 @@ function positiveIntegerAnnotation(job: KubeObject, key: string): number | undef
   if (raw === undefined) return undefined;
   const value = Number(raw);
   if (!Number.isInteger(value) || value <= 0) {
-    throw new ValidationError(`/metadata/annotations/${key.replace('/', '~1')}`, `'${raw}' is not a positive integer`);
+    throw new ValidationError(
+      `/metadata/annotations/${key.replace('/', '~1')}`,
+      `'${raw}' is not a positive integer`,
+    );
   }
   return value;
 }
@@ -67,7 +79,8 @@ export function readSimulatedJobSpec(job: KubeObject): SimulatedJobSpec {
     throw new ValidationError('/kind', `the simulator runs PyTorchJob, TFJob and StatefulSet, not '${kind}'`);
   }
   const app = job.metadata.annotations?.[ANNOTATION.signature];
-  if (!app) throw new ValidationError('/metadata/annotations', `missing ${ANNOTATION.signature} (the application)`);
+  if (!app)
+    throw new ValidationError('/metadata/annotations', `missing ${ANNOTATION.signature} (the application)`);
   const spec = isRecord(job.spec) ? job.spec : undefined;
   if (!spec) throw new ValidationError('/spec', 'missing spec');
 
@@ -87,6 +100,7 @@ export function readSimulatedJobSpec(job: KubeObject): SimulatedJobSpec {
     targetSamples: positiveIntegerAnnotation(job, ANNOTATION.targetSamples),
     backoffLimit: backoffLimit as number,
     orderedStart: kind === 'StatefulSet' && spec.podManagementPolicy !== 'Parallel',
+    trainingContainer: job.metadata.annotations?.[ANNOTATION.container] ?? FRAMEWORK_CONTAINER[kind],
   };
 }
 
@@ -96,7 +110,10 @@ function replicaRoles(kind: 'PyTorchJob' | 'TFJob', spec: Record<string, unknown
   if (!isRecord(replicaSpecs)) throw new ValidationError(`/spec/${field}`, 'missing replica specs');
   for (const key of Object.keys(replicaSpecs)) {
     if (!(roles as string[]).includes(key)) {
-      throw new ValidationError(`/spec/${field}/${key}`, `unknown replica type (expected ${roles.join(', ')})`);
+      throw new ValidationError(
+        `/spec/${field}/${key}`,
+        `unknown replica type (expected ${roles.join(', ')})`,
+      );
     }
   }
   const result: SimulatedRole[] = [];
@@ -138,7 +155,8 @@ function checkedTemplate(
   value: unknown,
   path: string,
 ): { template: V1PodTemplateSpec; revision: string; templatePath: string } {
-  if (!isRecord(value) || !isRecord(value.spec)) throw new ValidationError(`${path}/spec`, 'missing pod template');
+  if (!isRecord(value) || !isRecord(value.spec))
+    throw new ValidationError(`${path}/spec`, 'missing pod template');
   const containers = value.spec.containers;
   if (!Array.isArray(containers) || containers.length === 0) {
     throw new ValidationError(`${path}/spec/containers`, 'at least one container is required');
@@ -163,7 +181,10 @@ function checkContainerResources(container: Record<string, unknown>, path: strin
     if (!isRecord(values)) throw new ValidationError(`${path}/resources/${field}`, 'must be an object');
     for (const [name, quantity] of Object.entries(values)) {
       if (!isValidQuantity(quantity)) {
-        throw new ValidationError(`${path}/resources/${field}/${name.replace('/', '~1')}`, `invalid quantity ${JSON.stringify(quantity)}`);
+        throw new ValidationError(
+          `${path}/resources/${field}/${name.replace('/', '~1')}`,
+          `invalid quantity ${JSON.stringify(quantity)}`,
+        );
       }
     }
   }
@@ -183,7 +204,7 @@ function checkContainerResources(container: Record<string, unknown>, path: strin
 }
 
 /** Pod sizing from its containers; requests default to limits as the API server defaults them. */
-export function podSizing(containers: V1Container[]): PodSizing {
+export function podSizing(containers: V1Container[], trainingContainer: string | undefined): PodSizing {
   const requests: Resources = { cpuMillis: 0, memoryBytes: 0, gpus: 0 };
   for (const container of containers) {
     const r = containerSizing(container);
@@ -191,8 +212,8 @@ export function podSizing(containers: V1Container[]): PodSizing {
     requests.memoryBytes += r.requests.memoryBytes;
     requests.gpus += r.requests.gpus;
   }
-  const first = containers[0];
-  return { requests, limits: first ? containerSizing(first).limits : {} };
+  const training = containers.find((c) => c.name === trainingContainer) ?? containers[0];
+  return { requests, limits: training ? containerSizing(training).limits : {} };
 }
 
 function containerSizing(container: V1Container): PodSizing {

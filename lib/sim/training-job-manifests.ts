@@ -1,17 +1,10 @@
 // Builders for the job manifests a user would `kubectl apply`: Kubeflow PyTorchJob and TFJob
 // (kubeflow.org/v1) and apps/v1 StatefulSets, with the trainscaler.io annotations that carry the job
 // facts trainscaler cannot infer (which application, batch sizes, how many samples to train).
+
+import { ANNOTATION } from '../adapters/annotations.js';
 import type { KubeObject } from '../cluster/cluster-client.js';
 import { bytesToMemoryQuantity, millisToCpuQuantity } from './quantity.js';
-
-export const ANNOTATION = {
-  signature: 'trainscaler.io/signature',
-  localBatchSize: 'trainscaler.io/local-batch-size',
-  globalBatchSize: 'trainscaler.io/global-batch-size',
-  targetSamples: 'trainscaler.io/target-samples',
-  minReplicas: 'trainscaler.io/min-replicas',
-  maxReplicas: 'trainscaler.io/max-replicas',
-} as const;
 
 export const GPU_RESOURCE = 'nvidia.com/gpu';
 
@@ -63,7 +56,12 @@ export function containerResources(sizing: ContainerSizing): {
   return { requests, limits };
 }
 
-function podTemplate(facts: TrainingJobFacts, containerName: string, sizing: ContainerSizing, command: string[]) {
+function podTemplate(
+  facts: TrainingJobFacts,
+  containerName: string,
+  sizing: ContainerSizing,
+  command: string[],
+) {
   return {
     metadata: { labels: { app: facts.app, ...facts.labels } },
     spec: {
@@ -82,8 +80,10 @@ function podTemplate(facts: TrainingJobFacts, containerName: string, sizing: Con
 
 function factAnnotations(facts: TrainingJobFacts): Record<string, string> {
   const annotations: Record<string, string> = { [ANNOTATION.signature]: facts.app };
-  if (facts.localBatchSize !== undefined) annotations[ANNOTATION.localBatchSize] = String(facts.localBatchSize);
-  if (facts.globalBatchSize !== undefined) annotations[ANNOTATION.globalBatchSize] = String(facts.globalBatchSize);
+  if (facts.localBatchSize !== undefined)
+    annotations[ANNOTATION.localBatchSize] = String(facts.localBatchSize);
+  if (facts.globalBatchSize !== undefined)
+    annotations[ANNOTATION.globalBatchSize] = String(facts.globalBatchSize);
   if (facts.targetSamples !== undefined) annotations[ANNOTATION.targetSamples] = String(facts.targetSamples);
   return annotations;
 }
@@ -122,7 +122,7 @@ export function pytorchJobManifest(
         maxReplicas: facts.maxReplicas,
         maxRestarts: 10,
       },
-      runPolicy: { backoffLimit: facts.backoffLimit ?? 3, cleanPodPolicy: 'None' },
+      runPolicy: { backoffLimit: facts.backoffLimit ?? 3, cleanPodPolicy: 'Running' },
       pytorchReplicaSpecs: replicaSpecs,
     },
   };
@@ -147,9 +147,15 @@ export function tfJobManifest(
       },
     },
     spec: {
-      runPolicy: { backoffLimit: facts.backoffLimit ?? 3, cleanPodPolicy: 'None' },
+      // Lets the operator add and remove workers of a running job (TFJob's elastic mode).
+      enableDynamicWorker: true,
+      runPolicy: { backoffLimit: facts.backoffLimit ?? 3, cleanPodPolicy: 'Running' },
       tfReplicaSpecs: {
-        PS: { replicas: facts.ps, restartPolicy: 'OnFailure', template: podTemplate(facts, 'tensorflow', facts.psSizing, command) },
+        PS: {
+          replicas: facts.ps,
+          restartPolicy: 'OnFailure',
+          template: podTemplate(facts, 'tensorflow', facts.psSizing, command),
+        },
         Worker: {
           replicas: facts.workers,
           restartPolicy: 'OnFailure',
@@ -175,6 +181,8 @@ export function statefulSetManifest(facts: TrainingJobFacts & ElasticWorkers): K
         ...factAnnotations(facts),
         [ANNOTATION.minReplicas]: String(facts.minReplicas),
         [ANNOTATION.maxReplicas]: String(facts.maxReplicas),
+        // The training inside survives a replica change (it checkpoints and re-rendezvouses).
+        [ANNOTATION.elastic]: 'true',
       },
     },
     spec: {

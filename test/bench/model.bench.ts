@@ -8,7 +8,7 @@
 // Pollux paper fits. Test rows are never used to fit or to choose anything per application.
 //
 // `npm run bench:model -- --profiles` instead prints the constants of lib/sim/app-profiles.ts: the
-// all-reduce form fitted on ALL rows of each application.
+// detailed all-reduce form fitted on ALL rows of each application.
 import { type FitOptions, fitThroughputModel } from '../../lib/model/throughput-model.js';
 import {
   listTraceApps,
@@ -73,7 +73,7 @@ function benchmark(): void {
 function profiles(): void {
   for (const app of listTraceApps()) {
     const rows = loadPlacements(app);
-    const model = fitThroughputModel(rows.map(toStepSample), { form: 'allreduce' });
+    const model = fitThroughputModel(rows.map(toStepSample), { form: 'allreduce-detailed' });
     const p = model.parameters;
     const fig = (v: number) => Number(v.toPrecision(4));
     let sum = 0;

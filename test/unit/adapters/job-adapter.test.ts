@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fastJsonPatch from 'fast-json-patch';
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { buildJobPatch, podSelectorFor, readJob } from '../../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { UnsupportedJobKindError, ValidationError } from '../../../lib/errors.js';
@@ -9,7 +9,7 @@ import { pytorchJob, statefulSet, tfJob } from '../../fixtures/jobs.js';
 const GiB = 1024 ** 3;
 
 function apply(obj: KubeObject, ops: ReturnType<typeof buildJobPatch>): KubeObject {
-  return fastJsonPatch.applyPatch(structuredClone(obj), ops, true, false).newDocument;
+  return fastJsonPatch.applyPatch(structuredClone(obj), ops as Operation[], true, false).newDocument;
 }
 
 describe('readJob', () => {
@@ -60,17 +60,39 @@ describe('readJob', () => {
   it('rejects unknown kinds and malformed fields with the field named', () => {
     assert.throws(() => readJob({ ...pytorchJob(), kind: 'MPIJob' }), UnsupportedJobKindError);
     const bad = pytorchJob();
-    (bad.spec as { pytorchReplicaSpecs: { Worker: { replicas: unknown } } }).pytorchReplicaSpecs.Worker.replicas = -1;
-    assert.throws(() => readJob(bad), (e: unknown) => e instanceof ValidationError && e.field === '/spec/pytorchReplicaSpecs/Worker/replicas');
+    (
+      bad.spec as { pytorchReplicaSpecs: { Worker: { replicas: unknown } } }
+    ).pytorchReplicaSpecs.Worker.replicas = -1;
+    assert.throws(
+      () => readJob(bad),
+      (e: unknown) => e instanceof ValidationError && e.field === '/spec/pytorchReplicaSpecs/Worker/replicas',
+    );
     const badQuantity = pytorchJob();
-    const c = (badQuantity.spec as { pytorchReplicaSpecs: { Worker: { template: { spec: { containers: { resources: { requests: Record<string, string> } }[] } } } } })
-      .pytorchReplicaSpecs.Worker.template.spec.containers[0];
+    const c = (
+      badQuantity.spec as {
+        pytorchReplicaSpecs: {
+          Worker: {
+            template: { spec: { containers: { resources: { requests: Record<string, string> } }[] } };
+          };
+        };
+      }
+    ).pytorchReplicaSpecs.Worker.template.spec.containers[0];
     if (c) c.resources.requests.memory = 'lots';
-    assert.throws(() => readJob(badQuantity), (e: unknown) => e instanceof ValidationError && e.field.endsWith('/resources/requests/memory'));
+    assert.throws(
+      () => readJob(badQuantity),
+      (e: unknown) => e instanceof ValidationError && e.field.endsWith('/resources/requests/memory'),
+    );
   });
 
   it('parses the state annotation and treats managed=false as opted out', () => {
-    const view = readJob(pytorchJob({ annotations: { 'trainscaler.io/state': '{"lastActionAt":100,"oomCount":2,"paused":true}', 'trainscaler.io/managed': 'false' } }));
+    const view = readJob(
+      pytorchJob({
+        annotations: {
+          'trainscaler.io/state': '{"lastActionAt":100,"oomCount":2,"paused":true}',
+          'trainscaler.io/managed': 'false',
+        },
+      }),
+    );
     assert.equal(view.state.lastActionAt, 100);
     assert.equal(view.state.oomCount, 2);
     assert.equal(view.state.paused, true);
@@ -81,15 +103,23 @@ describe('readJob', () => {
 describe('buildJobPatch', () => {
   it('changes only the decided fields, pins resourceVersion, and never replaces the container list', () => {
     const obj = pytorchJob();
-    const ops = buildJobPatch(obj, [{ kind: 'replicas', role: 'Worker', from: 2, to: 4 }], { 'trainscaler.io/last-decision': '{}' });
+    const ops = buildJobPatch(obj, [{ kind: 'replicas', role: 'Worker', from: 2, to: 4 }], {
+      'trainscaler.io/last-decision': '{}',
+    });
     assert.deepEqual(ops[0], { op: 'replace', path: '/metadata/resourceVersion', value: '1042' });
     assert.ok(ops.every((op) => !op.path.endsWith('/containers')));
     const after = apply(obj, ops);
-    const before = structuredClone(obj) as { spec: { pytorchReplicaSpecs: { Worker: { replicas: number } } } };
+    const before = structuredClone(obj) as {
+      spec: { pytorchReplicaSpecs: { Worker: { replicas: number } } };
+    };
     before.spec.pytorchReplicaSpecs.Worker.replicas = 4;
     assert.deepEqual(after.spec, before.spec);
     assert.equal(after.metadata.annotations?.['trainscaler.io/last-decision'], '{}');
-    assert.equal(after.metadata.annotations?.['trainscaler.io/global-batch-size'], '384', 'other annotations kept');
+    assert.equal(
+      after.metadata.annotations?.['trainscaler.io/global-batch-size'],
+      '384',
+      'other annotations kept',
+    );
   });
 
   it('patches resources of the training container by index and creates missing parents once', () => {
@@ -103,21 +133,48 @@ describe('buildJobPatch', () => {
       {},
     );
     assert.equal(ops.filter((o) => o.path.endsWith('/resources/limits')).length, 1);
-    const after = apply(obj, ops) as { spec: { template: { spec: { containers: { resources: unknown }[] } } } };
-    assert.deepEqual(after.spec.template.spec.containers[0]?.resources, { limits: { memory: '12Gi', cpu: '2500m' } });
+    const after = apply(obj, ops) as {
+      spec: { template: { spec: { containers: { resources: unknown }[] } } };
+    };
+    assert.deepEqual(after.spec.template.spec.containers[0]?.resources, {
+      limits: { memory: '12Gi', cpu: '2500m' },
+    });
   });
 
   it('targets the pytorch container, not the sidecar listed after it', () => {
     const obj = pytorchJob();
-    const ops = buildJobPatch(obj, [{ kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 16 * GiB, to: 24 * GiB }], {});
-    assert.ok(ops.some((o) => o.path === '/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/resources/limits/memory' && o.value === '24Gi'));
+    const ops = buildJobPatch(
+      obj,
+      [
+        {
+          kind: 'resources',
+          role: 'Worker',
+          resource: 'memory',
+          field: 'limits',
+          from: 16 * GiB,
+          to: 24 * GiB,
+        },
+      ],
+      {},
+    );
+    assert.ok(
+      ops.some(
+        (o) =>
+          o.path === '/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/resources/limits/memory' &&
+          o.value === '24Gi',
+      ),
+    );
   });
 
   it('adds the annotations map when the job has none, escaping the key in paths otherwise', () => {
     const obj = tfJob();
     delete obj.metadata.annotations;
     const ops = buildJobPatch(obj, [], { 'trainscaler.io/state': '{}' });
-    assert.deepEqual(ops.at(-1), { op: 'add', path: '/metadata/annotations', value: { 'trainscaler.io/state': '{}' } });
+    assert.deepEqual(ops.at(-1), {
+      op: 'add',
+      path: '/metadata/annotations',
+      value: { 'trainscaler.io/state': '{}' },
+    });
     const withMap = buildJobPatch(tfJob(), [], { 'trainscaler.io/state': '{}' });
     assert.equal(withMap.at(-1)?.path, '/metadata/annotations/trainscaler.io~1state');
   });

@@ -52,11 +52,20 @@ function capacity(freeGpus: number): ClusterCapacity {
   const big = { cpuMillis: 64_000, memoryBytes: 512 * GiB, gpus: 8 };
   return {
     nodes: [
-      { name: 'n1', allocatable: big, allocated: { cpuMillis: 64_000, memoryBytes: 512 * GiB, gpus: 8 }, schedulable: true },
+      {
+        name: 'n1',
+        allocatable: big,
+        allocated: { cpuMillis: 64_000, memoryBytes: 512 * GiB, gpus: 8 },
+        schedulable: true,
+      },
       {
         name: 'n2',
         allocatable: big,
-        allocated: { cpuMillis: 64_000 - 4000 * freeGpus, memoryBytes: 512 * GiB - 16 * GiB * freeGpus, gpus: 8 - freeGpus },
+        allocated: {
+          cpuMillis: 64_000 - 4000 * freeGpus,
+          memoryBytes: 512 * GiB - 16 * GiB * freeGpus,
+          gpus: 8 - freeGpus,
+        },
         schedulable: true,
       },
     ],
@@ -76,7 +85,8 @@ function tableModel(
     distinctScales: 3,
     predict(p: Placement) {
       opts.seen?.push(p);
-      const tp = opts.psTable ? (opts.psTable[p.ps ?? 0] ?? 1) : (table[p.replicas] ?? 1);
+      // With a PS table, throughput also scales with workers (the table is at 4 workers).
+      const tp = opts.psTable ? ((opts.psTable[p.ps ?? 0] ?? 1) * p.replicas) / 4 : (table[p.replicas] ?? 1);
       const stepTime = (p.replicas * p.localBatchSize) / tp;
       const sd = p.replicas === (opts.observed ?? 4) && !opts.psTable ? 0 : (opts.sd ?? 0) * stepTime;
       return { stepTime, stdev: sd, throughput: tp };
@@ -112,7 +122,8 @@ describe('decideTuning scale-up', () => {
     const plan = decideTuning(input());
     assert.deepEqual(replicaChange(plan), { kind: 'replicas', role: 'Worker', from: 4, to: 6 });
     assert.equal(plan.policy, 'tuning');
-    assert.match(plan.reason, /4 -> 6 workers: predicted 400 -> 540 samples\/s \(\+35\.0%/);
+    assert.match(plan.reason, /4 -> 6 workers: predicted 400 -> 540 samples\/s \(\+35\.0%\)/);
+    assert.match(plan.reason, /8 workers would reach 565 samples\/s, less than 5% more for 2 more pods/);
     assert.match(plan.reason, /gain over remaining ~60\.0 min = 15\.6 min > 2 x rescale cost 50 s/);
   });
 
@@ -123,7 +134,9 @@ describe('decideTuning scale-up', () => {
 
   it('acts at a gain just above hysteresis and not just below it', () => {
     const at = (tp5: number) =>
-      decideTuning(input({ job: job({}, [role({ maxReplicas: 5 })]), model: tableModel({ 4: 400, 5: tp5 }) }));
+      decideTuning(
+        input({ job: job({}, [role({ maxReplicas: 5 })]), model: tableModel({ 4: 400, 5: tp5 }) }),
+      );
     assert.equal(replicaChange(at(421)).to, 5);
     const below = at(419);
     assert.deepEqual(below.changes, []);
@@ -143,12 +156,16 @@ describe('decideTuning scale-up', () => {
     // 400 -> 500: saved = R * (1 - 0.8) = 0.2 R against 2 x 50 s = 100 s.
     const at = (remainingSeconds: number) =>
       decideTuning(
-        input({ job: job({}, [role({ maxReplicas: 5 })]), model: tableModel({ 4: 400, 5: 500 }), remainingSeconds }),
+        input({
+          job: job({}, [role({ maxReplicas: 5 })]),
+          model: tableModel({ 4: 400, 5: 500 }),
+          remainingSeconds,
+        }),
       );
     assert.equal(replicaChange(at(600)).to, 5);
     const short = at(400);
     assert.deepEqual(short.changes, []);
-    assert.match(short.reason, /saves only 80 s over remaining ~400 s/);
+    assert.match(short.reason, /saves only 80 s over remaining ~6\.7 min/);
   });
 
   it('assumes an hour when the remaining time is unknown and says so', () => {
@@ -180,7 +197,9 @@ describe('decideTuning scale-up', () => {
   it('keeps the global batch fixed: every candidate is predicted at globalBatchSize / K', () => {
     const seen: Placement[] = [];
     const j = job({ globalBatchSize: 1024 });
-    decideTuning(input({ job: j, current: { ...current, localBatchSize: 256 }, model: tableModel({}, { seen }) }));
+    decideTuning(
+      input({ job: j, current: { ...current, localBatchSize: 256 }, model: tableModel({}, { seen }) }),
+    );
     assert.ok(seen.length >= 2);
     for (const p of seen) assert.equal(p.replicas * p.localBatchSize, 1024);
     assert.ok(seen.some((p) => p.replicas !== 4));
@@ -230,15 +249,21 @@ describe('decideTuning scale-down', () => {
 
 describe('decideTuning gates', () => {
   it('does nothing in cool-down and says how long is left', () => {
-    const cooling = decideTuning(input({ job: job({ state: { oomCount: 0, paused: false, lastActionAt: NOW - 100 } }) }));
+    const cooling = decideTuning(
+      input({ job: job({ state: { oomCount: 0, paused: false, lastActionAt: NOW - 100 } }) }),
+    );
     assert.deepEqual(cooling.changes, []);
     assert.match(cooling.reason, /cool-down: 200 s left of 300 s/);
-    const done = decideTuning(input({ job: job({ state: { oomCount: 0, paused: false, lastActionAt: NOW - 300 } }) }));
+    const done = decideTuning(
+      input({ job: job({ state: { oomCount: 0, paused: false, lastActionAt: NOW - 300 } }) }),
+    );
     assert.equal(replicaChange(done).to, 6);
   });
 
   it('does nothing while paused', () => {
-    const plan = decideTuning(input({ job: job({ state: { oomCount: 0, paused: true, pauseReason: 'crash loop' } }) }));
+    const plan = decideTuning(
+      input({ job: job({ state: { oomCount: 0, paused: true, pauseReason: 'crash loop' } }) }),
+    );
     assert.deepEqual(plan.changes, []);
     assert.match(plan.reason, /paused \(crash loop\)/);
   });
@@ -256,9 +281,14 @@ describe('decideTuning gates', () => {
   });
 
   it('keeps the job and explains both directions when nothing qualifies', () => {
-    const plan = decideTuning(input({ model: tableModel({ 3: 200, 4: 400, 5: 401, 6: 402, 7: 403, 8: 404 }) }));
+    const plan = decideTuning(
+      input({ model: tableModel({ 3: 200, 4: 400, 5: 401, 6: 402, 7: 403, 8: 404 }) }),
+    );
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /^keep 4 workers at 400 samples\/s: .*hysteresis.*; 4 -> 3 workers would lose 50\.0%/);
+    assert.match(
+      plan.reason,
+      /^keep 4 workers at 400 samples\/s: .*hysteresis.*; 4 -> 3 workers would lose 50\.0%/,
+    );
   });
 });
 
@@ -266,26 +296,45 @@ describe('decideTuning parameter servers (TFJob)', () => {
   const tfjob = (ps: number, psMax: number) =>
     job({ ref: { kind: 'TFJob', namespace: 'ml', name: 'resnet' } }, [
       role({ maxReplicas: 4 }),
-      role({ role: 'PS', replicas: ps, minReplicas: 1, maxReplicas: psMax, requests: { ...PS_REQ }, limits: { ...PS_REQ } }),
+      role({
+        role: 'PS',
+        replicas: ps,
+        minReplicas: 1,
+        maxReplicas: psMax,
+        requests: { ...PS_REQ },
+        limits: { ...PS_REQ },
+      }),
     ]);
 
   it('adds a PS when that is the gain (workers at max)', () => {
     const plan = decideTuning(
-      input({ job: tfjob(1, 3), current: { ...current, ps: 1 }, model: tableModel({}, { psTable: { 1: 300, 2: 400 } }) }),
+      input({
+        job: tfjob(1, 3),
+        current: { ...current, ps: 1 },
+        model: tableModel({}, { psTable: { 1: 300, 2: 400 } }),
+      }),
     );
     assert.deepEqual(replicaChange(plan), { kind: 'replicas', role: 'PS', from: 1, to: 2 });
   });
 
   it('does not add a PS beyond its max', () => {
     const plan = decideTuning(
-      input({ job: tfjob(1, 1), current: { ...current, ps: 1 }, model: tableModel({}, { psTable: { 1: 300, 2: 400 } }) }),
+      input({
+        job: tfjob(1, 1),
+        current: { ...current, ps: 1 },
+        model: tableModel({}, { psTable: { 1: 300, 2: 400 } }),
+      }),
     );
     assert.deepEqual(plan.changes, []);
   });
 
   it('removes a PS that adds nearly nothing', () => {
     const plan = decideTuning(
-      input({ job: tfjob(2, 3), current: { ...current, ps: 2 }, model: tableModel({}, { psTable: { 1: 398, 2: 400, 3: 401 } }) }),
+      input({
+        job: tfjob(2, 3),
+        current: { ...current, ps: 2 },
+        model: tableModel({}, { psTable: { 1: 398, 2: 400, 3: 401 } }),
+      }),
     );
     assert.deepEqual(replicaChange(plan), { kind: 'replicas', role: 'PS', from: 2, to: 1 });
   });

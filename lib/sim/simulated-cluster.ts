@@ -1,0 +1,1161 @@
+// An in-process Kubernetes cluster for the demo and for tests: an API server (jobs, pods, nodes, events,
+// ConfigMaps with resourceVersion semantics), the Kubeflow training-operator and StatefulSet controller,
+// kube-scheduler (first fit, priority preemption), kubelets (start, OOM kill, crash-loop restarts) and the
+// training itself (progress from the applications' measured step times). It is both the ClusterClient and
+// the MetricsSource the handlers are given, so the production handlers run unchanged against it.
+// Everything is driven by a simulated clock and a seeded PRNG: the same seed replays the same run.
+// What it assumes and how jobs fail: simulation-assumptions.ts.
+import type { CoreV1Event, V1ConfigMap, V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
+import type {
+  AuditEventInput,
+  ClusterClient,
+  JsonPatchOp,
+  KubeObject,
+  WriteOptions,
+} from '../cluster/cluster-client.js';
+import { ApiError, ConflictError, MissingMetricsError, NotFoundError } from '../errors.js';
+import type { MetricsSource } from '../metrics/metrics-source.js';
+import type {
+  ContainerUsage,
+  JobKind,
+  JobRef,
+  Resources,
+  RoleName,
+  StepSample,
+  WorkerStepTimes,
+} from '../types.js';
+import { applyJsonPatchLikeApiServer } from './api-server-patch.js';
+import type { SimulatedAppModel } from './app-model.js';
+import { matchesLabels, parseLabelSelector } from './label-selector.js';
+import { mulberry32, type Prng, uniform } from './prng.js';
+import { bytesToMemoryQuantity, millisToCpuQuantity } from './quantity.js';
+import {
+  type BoundPod,
+  choosePreemption,
+  firstFitNode,
+  fits,
+  freeOn,
+  insufficientResources,
+  type SchedulingNode,
+} from './scheduler-emulation.js';
+import { SimulatedClock, toRfc3339 } from './simulated-clock.js';
+import {
+  type PodSizing,
+  podSizing,
+  readSimulatedJobSpec,
+  type SimulatedJobSpec,
+  type SimulatedRole,
+} from './simulated-job-spec.js';
+import {
+  markBound,
+  markDisrupted,
+  markOomKilled,
+  markRestarted,
+  markRunning,
+  markSucceeded,
+  markUnbound,
+  markUnschedulable,
+  newPod,
+  podMetadata,
+  podSpec,
+} from './simulated-pod.js';
+import { GPU_RESOURCE } from './training-job-manifests.js';
+import {
+  advanceTraining,
+  localBatchSizeFor,
+  type TrainingWorld,
+  worldStepTime,
+} from './training-progress.js';
+
+const GiB = 1024 ** 3;
+
+export interface SimulatedNodeSpec {
+  name: string;
+  gpus: number;
+  cpuMillis: number;
+  memoryBytes: number;
+}
+
+/** 4 nodes x 4 GPUs, 32 cores, 128 GiB: a small GPU pool where jobs compete. */
+export const DEFAULT_SIMULATED_NODES: readonly SimulatedNodeSpec[] = [0, 1, 2, 3].map((i) => ({
+  name: `gpu-node-${i}`,
+  gpus: 4,
+  cpuMillis: 32_000,
+  memoryBytes: 128 * GiB,
+}));
+
+export interface SimulationTiming {
+  /** Granularity of the emulated controllers; step(seconds) runs in sub-steps of at most this. */
+  subStepSeconds: number;
+  /** From binding to a running container (image pull, container start). */
+  podStartSeconds: number;
+  /** Lost progress each time the world is re-formed (worker count change, pod restart or replacement). */
+  rescaleCostSeconds: number;
+  /** A training container limited below its app's memory need is OOM-killed this long after it starts. */
+  oomAfterSeconds: number;
+  /** A job fails when one of its pods stays unschedulable this long while its peers wait in rendezvous. */
+  pendingTimeoutSeconds: number;
+  /** Crash-loop back-off after a container's first restart, doubled per restart up to the maximum. */
+  crashLoopBackoffSeconds: number;
+  maxCrashLoopBackoffSeconds: number;
+  /** At most one step-time sample per job per interval. */
+  sampleIntervalSeconds: number;
+  /** Relative measurement noise on step times (uniform, +-). */
+  stepTimeNoise: number;
+}
+
+export const DEFAULT_SIMULATION_TIMING: SimulationTiming = {
+  subStepSeconds: 10,
+  podStartSeconds: 20,
+  rescaleCostSeconds: 30,
+  oomAfterSeconds: 60,
+  pendingTimeoutSeconds: 600,
+  crashLoopBackoffSeconds: 10,
+  maxCrashLoopBackoffSeconds: 300,
+  sampleIntervalSeconds: 60,
+  stepTimeNoise: 0.03,
+};
+
+export interface SimulatedClusterOptions {
+  seed: number;
+  apps: SimulatedAppModel;
+  nodes?: readonly SimulatedNodeSpec[];
+  clock?: SimulatedClock;
+  /** PriorityClass name -> value, resolved into pod.spec.priority like the admission plugin does. */
+  priorityClasses?: Record<string, number>;
+  timing?: Partial<SimulationTiming>;
+}
+
+/** Pending: never trained yet. Restarting: trained before, now waiting for its world or paying the rescale cost. */
+export type SimulatedJobPhase = 'Pending' | 'Running' | 'Restarting' | 'Succeeded' | 'Failed';
+
+export interface SimulatedJobStatus {
+  ref: JobRef;
+  app: string;
+  phase: SimulatedJobPhase;
+  submittedAt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  /** Completion time minus submission time; null unless the job succeeded. */
+  jctSeconds: number | null;
+  processedSamples: number;
+  targetSamples: number;
+  failureReason?: string;
+}
+
+export interface JobTimelinePoint {
+  at: number;
+  /** Training replicas the job asks for (spec), and how many of them have a running container. */
+  workersDesired: number;
+  workersRunning: number;
+  /** Mean samples/s over the tick that ended at `at`. */
+  throughput: number;
+  processedSamples: number;
+  phase: SimulatedJobPhase;
+}
+
+export interface WriteLogEntry {
+  at: number;
+  verb: 'create' | 'patch' | 'evict' | 'create-event' | 'put-configmap';
+  /** 'PyTorchJob team-a/bert', 'Pod team-a/bert-worker-0', 'ConfigMap ns/name', ... */
+  target: string;
+  patch?: JsonPatchOp[];
+  /** The resourceVersion the write produced. */
+  resourceVersion?: string;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+export type SimulatedWatchEvent =
+  | { type: WatchEventType; object: V1Pod }
+  | { type: WatchEventType; object: KubeObject };
+
+interface RecordedSample extends StepSample {
+  workers: Array<{ index: number; pod: string; stepTime: number }>;
+}
+
+interface JobRecord {
+  key: string;
+  ref: JobRef;
+  object: KubeObject;
+  spec: SimulatedJobSpec;
+  submittedAt: number;
+  phase: SimulatedJobPhase;
+  processed: number;
+  target: number;
+  startedAt?: number;
+  finishedAt?: number;
+  failureReason?: string;
+  /** Identity of the last world the job trained with (pods and their restart counts). */
+  worldKey?: string;
+  stalledUntil: number;
+  /** Since when some pods run while a peer cannot be scheduled (the rendezvous wait). */
+  rendezvousWaitSince?: number;
+  samples: RecordedSample[];
+  lastSampleAt?: number;
+  timeline: JobTimelinePoint[];
+  timelineClosed: boolean;
+  processedAtTickStart: number;
+}
+
+interface PodRecord {
+  key: string;
+  seq: number;
+  pod: V1Pod;
+  jobKey: string;
+  role: RoleName;
+  index: number;
+  trains: boolean;
+  gatesProgress: boolean;
+  revision: string;
+  sizing: PodSizing;
+  /** Index of the training container in the pod's containers. */
+  trainingContainer: number;
+  priority: number;
+  pendingSince: number;
+  boundAt?: number;
+  /** Set while the training container runs. */
+  runningSince?: number;
+  /** Set while the container waits in crash-loop back-off. */
+  restartAt?: number;
+  /** Real peak memory and CPU as fractions of the app's need (what right-sizing can learn). */
+  memoryFactor: number;
+  cpuFactor: number;
+  stragglerFactor: number;
+}
+
+interface SimulatedNode extends SchedulingNode {
+  object: V1Node;
+}
+
+function jobKey(ref: JobRef): string {
+  return `${ref.kind}/${ref.namespace}/${ref.name}`;
+}
+
+function describe(ref: JobRef): string {
+  return `${ref.kind} ${ref.namespace}/${ref.name}`;
+}
+
+function isTerminal(rec: PodRecord): boolean {
+  const phase = rec.pod.status?.phase;
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+function isFinished(job: JobRecord): boolean {
+  return job.phase === 'Succeeded' || job.phase === 'Failed';
+}
+
+export class SimulatedCluster implements ClusterClient, MetricsSource {
+  readonly clock: SimulatedClock;
+  readonly timing: SimulationTiming;
+  readonly #apps: SimulatedAppModel;
+  readonly #prng: Prng;
+  readonly #priorityClasses: Record<string, number>;
+  readonly #nodes: SimulatedNode[];
+  readonly #jobs = new Map<string, JobRecord>();
+  readonly #pods = new Map<string, PodRecord>();
+  readonly #configMaps = new Map<string, V1ConfigMap>();
+  readonly #events: CoreV1Event[] = [];
+  readonly #writeLog: WriteLogEntry[] = [];
+  #watch: SimulatedWatchEvent[] = [];
+  /** One counter for every object, like etcd's revision. */
+  #revision = 1000;
+  #uids = 0;
+  #podSeq = 0;
+  #fault: Error | undefined;
+
+  constructor(options: SimulatedClusterOptions) {
+    this.clock = options.clock ?? new SimulatedClock();
+    this.timing = { ...DEFAULT_SIMULATION_TIMING, ...options.timing };
+    this.#apps = options.apps;
+    this.#prng = mulberry32(options.seed);
+    this.#priorityClasses = { ...options.priorityClasses };
+    this.#nodes = (options.nodes ?? DEFAULT_SIMULATED_NODES).map((spec) => this.#newNode(spec));
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  // ---- test and demo controls -------------------------------------------------------------------------
+
+  /** The next write (any verb, dry run included) fails with `error`, like a flaky API server. */
+  failNextWrite(error: Error): void {
+    this.#fault = error;
+  }
+
+  /** Makes a pod run `factor` times slower than its peers until it is replaced. */
+  injectStraggler(namespace: string, podName: string, factor: number): void {
+    const rec = this.#pods.get(`${namespace}/${podName}`);
+    if (!rec) throw new NotFoundError(`Pod ${namespace}/${podName}`);
+    rec.stragglerFactor = factor;
+  }
+
+  /** Creates a job as `kubectl apply` would; its pods appear at the next step. */
+  submitJob(manifest: KubeObject): KubeObject {
+    const what = `create ${manifest.kind} ${manifest.metadata.namespace ?? 'default'}/${manifest.metadata.name}`;
+    this.#takeFault();
+    const object: KubeObject = structuredClone(manifest);
+    object.metadata.namespace ??= 'default';
+    const ref = {
+      kind: object.kind as JobKind,
+      namespace: object.metadata.namespace,
+      name: object.metadata.name,
+    };
+    let spec: SimulatedJobSpec;
+    try {
+      spec = readSimulatedJobSpec(object);
+    } catch (error) {
+      throw new ApiError(what, 422, (error as Error).message, { cause: error });
+    }
+    if (!this.#apps.knows(spec.app))
+      throw new ApiError(what, 422, `the simulator has no profile for '${spec.app}'`);
+    const key = jobKey(ref);
+    if (this.#jobs.has(key)) throw new ConflictError(`${describe(ref)} (already exists)`);
+    const now = this.now();
+    object.metadata.uid = this.#newUid();
+    object.metadata.generation = 1;
+    object.metadata.creationTimestamp = toRfc3339(now);
+    object.metadata.resourceVersion = this.#nextRevision();
+    const job: JobRecord = {
+      key,
+      ref,
+      object,
+      spec,
+      submittedAt: now,
+      phase: 'Pending',
+      processed: 0,
+      target: spec.targetSamples ?? this.#apps.defaultTargetSamples(spec.app),
+      stalledUntil: now,
+      samples: [],
+      timeline: [],
+      timelineClosed: false,
+      processedAtTickStart: 0,
+    };
+    this.#jobs.set(key, job);
+    this.#setJobCondition(job, 'Created', `${ref.kind} ${ref.name} is created.`, now, false);
+    this.#watch.push({ type: 'ADDED', object: structuredClone(job.object) });
+    this.#log({
+      at: now,
+      verb: 'create',
+      target: describe(ref),
+      resourceVersion: job.object.metadata.resourceVersion,
+    });
+    return structuredClone(job.object);
+  }
+
+  /** Advances the simulated clock, running controllers, scheduler, kubelets and training in sub-steps. */
+  step(seconds: number): void {
+    let left = seconds;
+    while (left > 1e-9) {
+      const dt = Math.min(this.timing.subStepSeconds, left);
+      this.#subStep(dt);
+      left -= dt;
+    }
+    this.#recordTimelines(seconds);
+  }
+
+  /** Watch events (pods and jobs) since the last call, oldest first. */
+  drainEvents(): SimulatedWatchEvent[] {
+    const events = this.#watch;
+    this.#watch = [];
+    return events;
+  }
+
+  jobStatus(ref: JobRef): SimulatedJobStatus {
+    return this.#statusOf(this.#job(ref));
+  }
+
+  jobStatuses(): SimulatedJobStatus[] {
+    return [...this.#jobs.values()].map((job) => this.#statusOf(job));
+  }
+
+  timeline(ref: JobRef): JobTimelinePoint[] {
+    return structuredClone(this.#job(ref).timeline);
+  }
+
+  writeLog(): WriteLogEntry[] {
+    return structuredClone(this.#writeLog);
+  }
+
+  recordedEvents(): CoreV1Event[] {
+    return structuredClone(this.#events);
+  }
+
+  // ---- ClusterClient ----------------------------------------------------------------------------------
+
+  async getJob(ref: JobRef): Promise<KubeObject> {
+    return structuredClone(this.#job(ref).object);
+  }
+
+  async listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]> {
+    return [...this.#jobs.values()]
+      .filter((job) => job.ref.kind === kind && (namespace === undefined || job.ref.namespace === namespace))
+      .map((job) => structuredClone(job.object));
+  }
+
+  async patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
+    this.#takeFault();
+    const job = this.#job(ref);
+    const next = applyJsonPatchLikeApiServer(job.object, patch, `patch ${describe(ref)}`);
+    if (JSON.stringify(next.spec) !== JSON.stringify(job.object.spec)) {
+      next.metadata.generation = (job.object.metadata.generation ?? 1) + 1;
+    }
+    if (options.dryRun) return next;
+    next.metadata.resourceVersion = this.#nextRevision();
+    job.object = next;
+    job.spec = readSimulatedJobSpec(next);
+    this.#watch.push({ type: 'MODIFIED', object: structuredClone(next) });
+    this.#log({
+      at: this.now(),
+      verb: 'patch',
+      target: describe(ref),
+      patch: structuredClone(patch),
+      resourceVersion: next.metadata.resourceVersion,
+    });
+    return structuredClone(next);
+  }
+
+  async listPods(namespace: string | undefined, labelSelector?: string): Promise<V1Pod[]> {
+    let requirements: ReturnType<typeof parseLabelSelector>;
+    try {
+      requirements = parseLabelSelector(labelSelector);
+    } catch (error) {
+      throw new ApiError('list pods', 400, (error as Error).message);
+    }
+    return [...this.#pods.values()]
+      .filter((rec) => namespace === undefined || rec.pod.metadata?.namespace === namespace)
+      .filter((rec) => matchesLabels(requirements, rec.pod.metadata?.labels))
+      .sort((a, b) => a.key.localeCompare(b.key))
+      .map((rec) => structuredClone(rec.pod));
+  }
+
+  async listNodes(): Promise<V1Node[]> {
+    return this.#nodes.map((node) => structuredClone(node.object));
+  }
+
+  /** The Eviction API: the pod fails with reason Evicted and its controller replaces it. No PDBs exist here. */
+  async evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
+    this.#takeFault();
+    const rec = this.#pods.get(`${namespace}/${name}`);
+    if (!rec) throw new NotFoundError(`Pod ${namespace}/${name}`);
+    if (options.dryRun || isTerminal(rec)) return;
+    this.#disrupt(rec, 'Evicted', 'Evicted through the Eviction API.', this.now());
+    this.#log({ at: this.now(), verb: 'evict', target: `Pod ${namespace}/${name}` });
+  }
+
+  async createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
+    this.#takeFault();
+    const now = new Date(this.now() * 1000);
+    const { ref, uid, apiVersion } = event.involved;
+    const created: CoreV1Event = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: {
+        name: `${ref.name}.${(this.#revision + 1).toString(16)}`,
+        namespace: ref.namespace,
+        uid: this.#newUid(),
+        creationTimestamp: now,
+      },
+      involvedObject: { apiVersion, kind: ref.kind, name: ref.name, namespace: ref.namespace, uid },
+      type: event.type,
+      reason: event.reason,
+      message: event.message,
+      count: 1,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      source: { component: 'trainscaler' },
+      reportingComponent: 'trainscaler',
+    };
+    if (options.dryRun) return created;
+    created.metadata.resourceVersion = this.#nextRevision();
+    this.#events.push(created);
+    this.#log({
+      at: this.now(),
+      verb: 'create-event',
+      target: `Event ${ref.namespace}/${created.metadata.name}`,
+    });
+    return structuredClone(created);
+  }
+
+  async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    const configMap = this.#configMaps.get(`${namespace}/${name}`);
+    return configMap ? structuredClone(configMap) : undefined;
+  }
+
+  /** Create when no resourceVersion is given (409 if it exists); else replace guarded by it (409 if stale). */
+  async putConfigMap(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    resourceVersion: string | undefined,
+    options: WriteOptions,
+  ): Promise<V1ConfigMap> {
+    this.#takeFault();
+    const what = `ConfigMap ${namespace}/${name}`;
+    const existing = this.#configMaps.get(`${namespace}/${name}`);
+    if (resourceVersion === undefined && existing) throw new ConflictError(`${what} (already exists)`);
+    if (resourceVersion !== undefined) {
+      if (!existing) throw new NotFoundError(what);
+      if (existing.metadata?.resourceVersion !== resourceVersion) throw new ConflictError(what);
+    }
+    const size = Object.entries(data).reduce((sum, [k, v]) => sum + k.length + Buffer.byteLength(v), 0);
+    if (size > 1024 * 1024)
+      throw new ApiError(`put ${what}`, 422, `data is ${size} bytes, over the 1 MiB limit`);
+    const configMap: V1ConfigMap = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name,
+        namespace,
+        uid: existing?.metadata?.uid ?? this.#newUid(),
+        creationTimestamp: existing?.metadata?.creationTimestamp ?? new Date(this.now() * 1000),
+        resourceVersion: options.dryRun ? existing?.metadata?.resourceVersion : this.#nextRevision(),
+      },
+      data: { ...data },
+    };
+    if (options.dryRun) return configMap;
+    this.#configMaps.set(`${namespace}/${name}`, configMap);
+    this.#log({
+      at: this.now(),
+      verb: 'put-configmap',
+      target: what,
+      resourceVersion: configMap.metadata?.resourceVersion,
+    });
+    return structuredClone(configMap);
+  }
+
+  // ---- MetricsSource ----------------------------------------------------------------------------------
+
+  async stepSamples(ref: JobRef, windowSeconds: number): Promise<StepSample[]> {
+    const samples = this.#samplesInWindow(ref, windowSeconds);
+    return samples.map(({ workers: _workers, ...sample }) => ({ ...sample }));
+  }
+
+  /** Per pod with a started container: the app's real CPU use and peak memory, capped by the limits. */
+  async containerUsage(ref: JobRef, _windowSeconds: number): Promise<ContainerUsage[]> {
+    const job = this.#job(ref);
+    const usage: ContainerUsage[] = [];
+    for (const rec of this.#podsOf(job)) {
+      const started = rec.runningSince !== undefined || rec.restartAt !== undefined;
+      if (!started || isTerminal(rec)) continue;
+      usage.push({ pod: rec.pod.metadata?.name ?? '', role: rec.role, ...this.#realUsage(job, rec) });
+    }
+    if (usage.length === 0) throw new MissingMetricsError(`no running containers for ${describe(ref)}`);
+    return usage;
+  }
+
+  async workerStepTimes(ref: JobRef, windowSeconds: number): Promise<WorkerStepTimes[]> {
+    const series = new Map<number, WorkerStepTimes>();
+    for (const sample of this.#samplesInWindow(ref, windowSeconds)) {
+      for (const worker of sample.workers) {
+        const entry = series.get(worker.index) ?? { worker: worker.index, samples: [] };
+        entry.pod = worker.pod;
+        entry.samples.push({ at: sample.at ?? 0, stepTime: worker.stepTime });
+        series.set(worker.index, entry);
+      }
+    }
+    return [...series.values()].sort((a, b) => a.worker - b.worker);
+  }
+
+  /** Undefined until the job first trained (a job that never started reports nothing). */
+  async samplesProcessed(ref: JobRef): Promise<number | undefined> {
+    const job = this.#job(ref);
+    return job.startedAt === undefined ? undefined : Math.floor(job.processed);
+  }
+
+  // ---- simulation -------------------------------------------------------------------------------------
+
+  #subStep(dt: number): void {
+    const t = this.now();
+    const active = [...this.#jobs.values()].filter((job) => !isFinished(job));
+    for (const job of active) this.#reconcileJob(job, t);
+    this.#schedulePendingPods(t);
+    this.#runKubelets(t);
+    for (const job of active) {
+      if (!isFinished(job)) this.#checkRendezvousTimeout(job, t);
+      if (!isFinished(job)) this.#advanceTraining(job, t, dt);
+    }
+    this.clock.advance(dt);
+  }
+
+  /** The training-operator / StatefulSet controller: one pod per replica index, disrupted pods replaced. */
+  #reconcileJob(job: JobRecord, t: number): void {
+    for (const role of job.spec.roles) {
+      let pods = this.#podsOf(job).filter((rec) => rec.role === role.role);
+      for (const rec of pods.filter((r) => r.pod.status?.phase === 'Failed')) this.#deletePod(rec);
+      pods = pods.filter((r) => this.#pods.has(r.key));
+      // Scale-down removes the highest indices first, like both controllers do.
+      const extras = pods.filter((r) => r.index >= role.replicas).sort((a, b) => b.index - a.index);
+      for (const rec of extras) this.#deletePod(rec);
+      pods = pods.filter((r) => r.index < role.replicas);
+      if (job.ref.kind === 'StatefulSet') this.#rollStatefulSet(role, pods);
+      const present = new Set(pods.filter((r) => this.#pods.has(r.key)).map((r) => r.index));
+      for (let index = 0; index < role.replicas; index++) {
+        if (present.has(index)) continue;
+        if (job.spec.orderedStart && !this.#lowerIndicesRunning(job, role.role, index)) break;
+        this.#createPod(job, role, index, t);
+      }
+    }
+  }
+
+  /** RollingUpdate: replace the highest-index pod of an old revision once every other pod runs. */
+  #rollStatefulSet(role: SimulatedRole, pods: PodRecord[]): void {
+    const stale = pods.filter((r) => r.revision !== role.revision).sort((a, b) => b.index - a.index);
+    const first = stale[0];
+    if (!first) return;
+    const othersRunning = pods.every((r) => r === first || r.runningSince !== undefined);
+    if (othersRunning && pods.length === role.replicas) this.#deletePod(first);
+  }
+
+  #lowerIndicesRunning(job: JobRecord, role: RoleName, index: number): boolean {
+    const running = this.#podsOf(job).filter((r) => r.role === role && r.runningSince !== undefined);
+    return running.filter((r) => r.index < index).length === index;
+  }
+
+  #createPod(job: JobRecord, role: SimulatedRole, index: number, t: number): void {
+    const template = role.template;
+    const className = template.spec?.priorityClassName;
+    const priority = template.spec?.priority ?? (className ? (this.#priorityClasses[className] ?? 0) : 0);
+    const pod = newPod({
+      job: {
+        kind: job.ref.kind,
+        apiVersion: job.object.apiVersion,
+        name: job.ref.name,
+        namespace: job.ref.namespace,
+        uid: job.object.metadata.uid ?? '',
+      },
+      role: role.role,
+      index,
+      template,
+      revisionHash: revisionHash(role.revision),
+      priority,
+      uid: this.#newUid(),
+      at: t,
+    });
+    const name = pod.metadata?.name ?? '';
+    const rec: PodRecord = {
+      key: `${job.ref.namespace}/${name}`,
+      seq: this.#podSeq++,
+      pod,
+      jobKey: job.key,
+      role: role.role,
+      index,
+      trains: role.trains,
+      gatesProgress: role.gatesProgress,
+      revision: role.revision,
+      sizing: podSizing(template.spec?.containers ?? [], job.spec.trainingContainer),
+      trainingContainer: trainingContainerIndex(template.spec?.containers ?? [], job.spec.trainingContainer),
+      priority,
+      pendingSince: t,
+      memoryFactor: uniform(this.#prng, 0.9, 1),
+      cpuFactor: uniform(this.#prng, 0.85, 1),
+      stragglerFactor: 1,
+    };
+    this.#pods.set(rec.key, rec);
+    this.#emitPod('ADDED', rec);
+  }
+
+  #deletePod(rec: PodRecord): void {
+    this.#pods.delete(rec.key);
+    this.#emitPod('DELETED', rec);
+  }
+
+  #boundPods(): BoundPod[] {
+    const bound: BoundPod[] = [];
+    for (const rec of this.#pods.values()) {
+      const nodeName = rec.pod.spec?.nodeName;
+      if (!nodeName || isTerminal(rec)) continue;
+      bound.push({
+        key: rec.key,
+        nodeName,
+        requests: rec.sizing.requests,
+        priority: rec.priority,
+        boundAt: rec.boundAt ?? 0,
+      });
+    }
+    return bound;
+  }
+
+  /** kube-scheduler: higher priority first, then the longest waiting; first fit, else preempt lower priority. */
+  #schedulePendingPods(t: number): void {
+    const pending = [...this.#pods.values()]
+      .filter((rec) => !rec.pod.spec?.nodeName && rec.pod.status?.phase === 'Pending')
+      .sort((a, b) => b.priority - a.priority || a.pendingSince - b.pendingSince || a.seq - b.seq);
+    for (const rec of pending) {
+      let bound = this.#boundPods();
+      let nodeName = firstFitNode(this.#nodes, bound, rec.sizing.requests);
+      if (!nodeName) {
+        const preemption = choosePreemption(this.#nodes, bound, {
+          requests: rec.sizing.requests,
+          priority: rec.priority,
+        });
+        if (preemption) {
+          for (const victimKey of preemption.victims) {
+            const victim = this.#pods.get(victimKey);
+            if (!victim) continue;
+            const message = `Preempted in order to admit critical pod ${rec.key} on node ${preemption.nodeName}.`;
+            this.#disrupt(victim, 'Preempted', message, t);
+          }
+          bound = this.#boundPods();
+          if (fits(rec.sizing.requests, freeOn(this.#node(preemption.nodeName), bound))) {
+            nodeName = preemption.nodeName;
+          }
+        }
+      }
+      if (nodeName) {
+        rec.boundAt = t;
+        markBound(rec.pod, nodeName, t);
+        this.#emitPod('MODIFIED', rec);
+        continue;
+      }
+      const short = insufficientResources(this.#nodes, bound, rec.sizing.requests);
+      const message = `0/${this.#nodes.length} nodes are available: ${short.map((r) => `Insufficient ${r}`).join(', ')}.`;
+      if (markUnschedulable(rec.pod, message, t)) this.#emitPod('MODIFIED', rec);
+    }
+  }
+
+  #runKubelets(t: number): void {
+    for (const rec of [...this.#pods.values()]) {
+      if (!rec.pod.spec?.nodeName || isTerminal(rec) || rec.boundAt === undefined) continue;
+      const job = this.#jobs.get(rec.jobKey);
+      if (!job || isFinished(job)) continue;
+      if (rec.restartAt !== undefined) {
+        if (t >= rec.restartAt) this.#restartContainer(job, rec, t);
+      } else if (rec.runningSince === undefined) {
+        if (t >= rec.boundAt + this.timing.podStartSeconds) {
+          rec.runningSince = t;
+          markRunning(rec.pod, t);
+          this.#emitPod('MODIFIED', rec);
+        }
+      } else if (this.#outOfMemory(job, rec) && t >= rec.runningSince + this.timing.oomAfterSeconds) {
+        this.#oomKill(job, rec, t);
+      }
+    }
+  }
+
+  #outOfMemory(job: JobRecord, rec: PodRecord): boolean {
+    const limit = rec.sizing.limits.memoryBytes;
+    return rec.trains && limit !== undefined && limit < this.#apps.memoryNeedBytes(job.spec.app);
+  }
+
+  #oomKill(job: JobRecord, rec: PodRecord, t: number): void {
+    const restarts = markOomKilled(rec.pod, rec.trainingContainer, rec.runningSince ?? t, t);
+    rec.runningSince = undefined;
+    const backoff = this.timing.crashLoopBackoffSeconds * 2 ** Math.max(0, restarts - 1);
+    rec.restartAt = t + Math.min(backoff, this.timing.maxCrashLoopBackoffSeconds);
+    this.#emitPod('MODIFIED', rec);
+    // Like the training-operator's backoffLimit: restarts summed over the job's pods.
+    const total = this.#podsOf(job).reduce((sum, r) => sum + restartCount(r), 0);
+    if (total > job.spec.backoffLimit) {
+      this.#failJob(
+        job,
+        'BackoffLimitExceeded',
+        `${job.ref.kind} ${job.ref.name} has failed because it has reached the specified backoff limit (${total} restarts > ${job.spec.backoffLimit}).`,
+        t,
+      );
+    }
+  }
+
+  /** After back-off the container restarts; in the simulator it picks up the role's current template. */
+  #restartContainer(job: JobRecord, rec: PodRecord, t: number): void {
+    rec.restartAt = undefined;
+    const role = job.spec.roles.find((r) => r.role === rec.role);
+    if (role && role.revision !== rec.revision) {
+      const containers = role.template.spec?.containers ?? [];
+      const sizing = podSizing(containers, job.spec.trainingContainer);
+      rec.revision = role.revision;
+      rec.sizing = sizing;
+      rec.trainingContainer = trainingContainerIndex(containers, job.spec.trainingContainer);
+      const spec = podSpec(rec.pod);
+      spec.containers = structuredClone(containers);
+      const node = this.#node(spec.nodeName ?? '');
+      const others = this.#boundPods().filter((p) => p.key !== rec.key);
+      if (!fits(sizing.requests, freeOn(node, others))) {
+        // The new size does not fit where the pod was: it goes back to the scheduler.
+        markUnbound(rec.pod, rec.trainingContainer);
+        rec.boundAt = undefined;
+        rec.pendingSince = t;
+        this.#emitPod('MODIFIED', rec);
+        return;
+      }
+    }
+    rec.runningSince = t;
+    markRestarted(rec.pod, rec.trainingContainer, t);
+    this.#emitPod('MODIFIED', rec);
+  }
+
+  /** Preemption or eviction: the pod fails now; its controller replaces it at the next reconcile. */
+  #disrupt(rec: PodRecord, reason: 'Preempted' | 'Evicted', message: string, t: number): void {
+    markDisrupted(rec.pod, reason, message, t);
+    rec.runningSince = undefined;
+    rec.restartAt = undefined;
+    this.#emitPod('MODIFIED', rec);
+  }
+
+  /**
+   * torchrun with a fixed world waits in rendezvous for every peer; when a peer cannot be scheduled the
+   * waiting workers time out and the job fails. A job none of whose pods runs is merely queued.
+   */
+  #checkRendezvousTimeout(job: JobRecord, t: number): void {
+    const pods = this.#podsOf(job).filter((r) => r.gatesProgress && !isTerminal(r));
+    const someRunning = pods.some((r) => r.runningSince !== undefined || r.restartAt !== undefined);
+    const stuck = pods.some((r) => !r.pod.spec?.nodeName);
+    if (!(someRunning && stuck)) {
+      job.rendezvousWaitSince = undefined;
+      return;
+    }
+    job.rendezvousWaitSince ??= t;
+    if (t - job.rendezvousWaitSince >= this.timing.pendingTimeoutSeconds) {
+      const waiting = pods.filter((r) => !r.pod.spec?.nodeName).map((r) => r.pod.metadata?.name);
+      this.#failJob(
+        job,
+        'PendingTimeout',
+        `pods ${waiting.join(', ')} stayed unschedulable for ${this.timing.pendingTimeoutSeconds} s while their peers waited in rendezvous.`,
+        t,
+      );
+    }
+  }
+
+  /** The job's pods form a complete world when every gating replica index has a running container. */
+  #currentWorld(job: JobRecord): { world: TrainingWorld; key: string; training: PodRecord[] } | undefined {
+    const pods = this.#podsOf(job);
+    const members: PodRecord[] = [];
+    for (const role of job.spec.roles) {
+      if (!role.gatesProgress) continue;
+      const rolePods = pods.filter((r) => r.role === role.role && r.index < role.replicas);
+      const running = rolePods.filter((r) => r.runningSince !== undefined && !isTerminal(r));
+      if (running.length !== role.replicas) return undefined;
+      members.push(...running);
+    }
+    const training = members.filter((r) => r.trains);
+    if (training.length === 0) return undefined;
+    const appCpu = this.#apps.cpuMillis(job.spec.app);
+    const slowdown = Math.max(
+      ...training.map((r) => {
+        const cpuLimit = r.sizing.limits.cpuMillis;
+        const throttle = cpuLimit !== undefined && cpuLimit < appCpu ? appCpu / cpuLimit : 1;
+        return r.stragglerFactor * throttle;
+      }),
+    );
+    const world: TrainingWorld = {
+      replicas: training.length,
+      nodes: new Set(training.map((r) => r.pod.spec?.nodeName)).size,
+      ps: members.filter((r) => r.role === 'PS').length,
+      localBatchSize: localBatchSizeFor(
+        job.spec,
+        training.length,
+        this.#apps.defaultLocalBatchSize(job.spec.app),
+      ),
+      slowdown,
+    };
+    const key = members
+      .map((r) => `${r.pod.metadata?.uid}:${restartCount(r)}`)
+      .sort()
+      .join(',');
+    return { world, key, training };
+  }
+
+  #advanceTraining(job: JobRecord, t: number, dt: number): void {
+    const current = this.#currentWorld(job);
+    if (!current) {
+      job.phase = job.startedAt === undefined ? 'Pending' : 'Restarting';
+      return;
+    }
+    if (current.key !== job.worldKey) {
+      // Every re-formed world (new size, replaced or restarted pod) costs a restart from checkpoint.
+      if (job.startedAt !== undefined) job.stalledUntil = t + this.timing.rescaleCostSeconds;
+      job.worldKey = current.key;
+      if (job.startedAt === undefined) {
+        job.startedAt = t;
+        this.#setJobCondition(job, 'Running', `${job.ref.kind} ${job.ref.name} is running.`, t, false);
+      }
+    }
+    const stepTime = worldStepTime(this.#apps, job.spec.app, current.world);
+    const throughput = (current.world.replicas * current.world.localBatchSize) / stepTime;
+    const advance = advanceTraining({
+      processed: job.processed,
+      target: job.target,
+      throughput,
+      from: t,
+      to: t + dt,
+      stalledUntil: job.stalledUntil,
+    });
+    job.processed = advance.processed;
+    job.phase = job.stalledUntil > t ? 'Restarting' : 'Running';
+    const sampleAt = advance.completedAt ?? t + dt;
+    const due =
+      job.lastSampleAt === undefined || sampleAt - job.lastSampleAt >= this.timing.sampleIntervalSeconds;
+    if (advance.effectiveSeconds > 0 && due) this.#recordSample(job, current, stepTime, sampleAt);
+    if (advance.completedAt !== undefined) this.#completeJob(job, advance.completedAt);
+  }
+
+  #recordSample(
+    job: JobRecord,
+    current: { world: TrainingWorld; training: PodRecord[] },
+    stepTime: number,
+    at: number,
+  ): void {
+    const noise = () => 1 + uniform(this.#prng, -this.timing.stepTimeNoise, this.timing.stepTimeNoise);
+    const base = stepTime / current.world.slowdown;
+    const appCpu = this.#apps.cpuMillis(job.spec.app);
+    const workers = current.training.map((r) => {
+      const cpuLimit = r.sizing.limits.cpuMillis;
+      const throttle = cpuLimit !== undefined && cpuLimit < appCpu ? appCpu / cpuLimit : 1;
+      return {
+        index: r.index,
+        pod: r.pod.metadata?.name ?? '',
+        stepTime: base * r.stragglerFactor * throttle * noise(),
+      };
+    });
+    const sample: RecordedSample = {
+      replicas: current.world.replicas,
+      nodes: current.world.nodes,
+      localBatchSize: current.world.localBatchSize,
+      stepTime: stepTime * noise(),
+      at,
+      workers,
+    };
+    if (current.world.ps > 0) sample.ps = current.world.ps;
+    job.samples.push(sample);
+    job.lastSampleAt = at;
+  }
+
+  #completeJob(job: JobRecord, at: number): void {
+    job.phase = 'Succeeded';
+    job.finishedAt = at;
+    job.processed = job.target;
+    for (const rec of this.#podsOf(job)) {
+      if (isTerminal(rec)) continue;
+      if (!rec.pod.spec?.nodeName) {
+        this.#deletePod(rec);
+        continue;
+      }
+      rec.runningSince = undefined;
+      rec.restartAt = undefined;
+      markSucceeded(rec.pod, at);
+      this.#emitPod('MODIFIED', rec);
+    }
+    this.#setJobCondition(
+      job,
+      'Succeeded',
+      `${job.ref.kind} ${job.ref.name} is successfully completed.`,
+      at,
+      true,
+    );
+  }
+
+  /** A failed job's pods are deleted (cleanPodPolicy Running), so its resources return to the pool. */
+  #failJob(job: JobRecord, reason: string, message: string, t: number): void {
+    job.phase = 'Failed';
+    job.finishedAt = t;
+    job.failureReason = `${reason}: ${message}`;
+    for (const rec of this.#podsOf(job)) this.#deletePod(rec);
+    this.#setJobCondition(job, 'Failed', message, t, true, reason);
+  }
+
+  #setJobCondition(
+    job: JobRecord,
+    type: 'Created' | 'Running' | 'Succeeded' | 'Failed',
+    message: string,
+    at: number,
+    terminal: boolean,
+    reason?: string,
+  ): void {
+    if (job.ref.kind === 'StatefulSet') return; // StatefulSets have no job conditions.
+    const time = toRfc3339(at);
+    const status = (isRecordLike(job.object.status) ? job.object.status : {}) as {
+      conditions?: Array<Record<string, string>>;
+      startTime?: string;
+      completionTime?: string;
+    };
+    const conditions = (status.conditions ?? []).map((c) =>
+      terminal && c.type === 'Running' ? { ...c, status: 'False', lastTransitionTime: time } : c,
+    );
+    conditions.push({
+      type,
+      status: 'True',
+      reason: reason ?? `${job.ref.kind}${type}`,
+      message,
+      lastUpdateTime: time,
+      lastTransitionTime: time,
+    });
+    status.conditions = conditions;
+    if (type === 'Running') status.startTime = time;
+    if (terminal) status.completionTime = time;
+    job.object = { ...job.object, status };
+    job.object.metadata = { ...job.object.metadata, resourceVersion: this.#nextRevision() };
+    if (type !== 'Created') this.#watch.push({ type: 'MODIFIED', object: structuredClone(job.object) });
+  }
+
+  #recordTimelines(tickSeconds: number): void {
+    const now = this.now();
+    for (const job of this.#jobs.values()) {
+      if (job.timelineClosed) continue;
+      const desired = job.spec.roles.filter((r) => r.trains).reduce((sum, r) => sum + r.replicas, 0);
+      const running = this.#podsOf(job).filter((r) => r.trains && r.runningSince !== undefined).length;
+      const tick = Math.min(tickSeconds, now - job.submittedAt);
+      job.timeline.push({
+        at: now,
+        workersDesired: desired,
+        workersRunning: isFinished(job) ? 0 : running,
+        throughput: tick > 0 ? (job.processed - job.processedAtTickStart) / tick : 0,
+        processedSamples: job.processed,
+        phase: job.phase,
+      });
+      job.processedAtTickStart = job.processed;
+      if (isFinished(job)) job.timelineClosed = true;
+    }
+  }
+
+  // ---- helpers ----------------------------------------------------------------------------------------
+
+  #realUsage(job: JobRecord, rec: PodRecord): { cpuMillis: number; memoryBytes: number } {
+    const limits = rec.sizing.limits;
+    if (!rec.trains) {
+      // Parameter servers and evaluators are not profiled: they use most of what they ask for.
+      return {
+        cpuMillis: Math.round(rec.sizing.requests.cpuMillis * rec.cpuFactor * 0.8),
+        memoryBytes: Math.round(rec.sizing.requests.memoryBytes * rec.memoryFactor * 0.8),
+      };
+    }
+    const cpu = this.#apps.cpuMillis(job.spec.app) * rec.cpuFactor;
+    const memory = this.#apps.memoryNeedBytes(job.spec.app) * rec.memoryFactor;
+    return {
+      cpuMillis: Math.round(Math.min(cpu, limits.cpuMillis ?? Number.POSITIVE_INFINITY)),
+      // A container that hits its limit is killed there: its observed peak is the limit.
+      memoryBytes: Math.round(this.#outOfMemory(job, rec) ? (limits.memoryBytes ?? memory) : memory),
+    };
+  }
+
+  #samplesInWindow(ref: JobRef, windowSeconds: number): RecordedSample[] {
+    const job = this.#job(ref);
+    const from = this.now() - windowSeconds;
+    const samples = job.samples.filter((s) => (s.at ?? 0) >= from);
+    if (samples.length === 0) {
+      throw new MissingMetricsError(`no step samples for ${describe(ref)} in the last ${windowSeconds} s`);
+    }
+    return samples;
+  }
+
+  #podsOf(job: JobRecord): PodRecord[] {
+    return [...this.#pods.values()].filter((rec) => rec.jobKey === job.key);
+  }
+
+  #job(ref: JobRef): JobRecord {
+    const job = this.#jobs.get(jobKey(ref));
+    if (!job) throw new NotFoundError(describe(ref));
+    return job;
+  }
+
+  #node(name: string): SimulatedNode {
+    const node = this.#nodes.find((n) => n.name === name);
+    if (!node) throw new NotFoundError(`Node ${name}`);
+    return node;
+  }
+
+  #statusOf(job: JobRecord): SimulatedJobStatus {
+    const status: SimulatedJobStatus = {
+      ref: { ...job.ref },
+      app: job.spec.app,
+      phase: job.phase,
+      submittedAt: job.submittedAt,
+      jctSeconds:
+        job.phase === 'Succeeded' && job.finishedAt !== undefined ? job.finishedAt - job.submittedAt : null,
+      processedSamples: job.processed,
+      targetSamples: job.target,
+    };
+    if (job.startedAt !== undefined) status.startedAt = job.startedAt;
+    if (job.finishedAt !== undefined) status.finishedAt = job.finishedAt;
+    if (job.failureReason !== undefined) status.failureReason = job.failureReason;
+    return status;
+  }
+
+  #emitPod(type: WatchEventType, rec: PodRecord): void {
+    podMetadata(rec.pod).resourceVersion = this.#nextRevision();
+    this.#watch.push({ type, object: structuredClone(rec.pod) });
+  }
+
+  #takeFault(): void {
+    const fault = this.#fault;
+    if (!fault) return;
+    this.#fault = undefined;
+    throw fault;
+  }
+
+  #log(entry: WriteLogEntry): void {
+    this.#writeLog.push(entry);
+  }
+
+  #nextRevision(): string {
+    this.#revision += 1;
+    return String(this.#revision);
+  }
+
+  /** UUID-shaped and deterministic (a counter), so that replays produce identical objects. */
+  #newUid(): string {
+    this.#uids += 1;
+    return `00000000-0000-4000-8000-${this.#uids.toString(16).padStart(12, '0')}`;
+  }
+
+  #newNode(spec: SimulatedNodeSpec): SimulatedNode {
+    const quantities: Record<string, string> = {
+      cpu: millisToCpuQuantity(spec.cpuMillis),
+      memory: bytesToMemoryQuantity(spec.memoryBytes),
+      [GPU_RESOURCE]: String(spec.gpus),
+      pods: '110',
+    };
+    const allocatable: Resources = {
+      cpuMillis: spec.cpuMillis,
+      memoryBytes: spec.memoryBytes,
+      gpus: spec.gpus,
+    };
+    const object: V1Node = {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: spec.name,
+        uid: this.#newUid(),
+        labels: { 'kubernetes.io/hostname': spec.name, 'nvidia.com/gpu.present': 'true' },
+      },
+      spec: {},
+      status: {
+        capacity: { ...quantities },
+        allocatable: { ...quantities },
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'KubeletReady',
+            message: 'kubelet is posting ready status',
+          },
+        ],
+      },
+    };
+    return { name: spec.name, allocatable, object };
+  }
+}
+
+function restartCount(rec: PodRecord): number {
+  return rec.pod.status?.containerStatuses?.[rec.trainingContainer]?.restartCount ?? 0;
+}
+
+function trainingContainerIndex(containers: V1Container[], name: string | undefined): number {
+  return Math.max(
+    0,
+    containers.findIndex((c) => c.name === name),
+  );
+}
+
+function isRecordLike(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A short stable hash of a template revision, for the controller-revision-hash label. */
+function revisionHash(revision: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < revision.length; i++) {
+    hash ^= revision.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, '0');
+}

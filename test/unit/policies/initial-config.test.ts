@@ -1,0 +1,319 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../../../lib/config.js';
+import type { Placement, ThroughputModel } from '../../../lib/model/throughput-model.js';
+import { decideInitialConfig, type InitialConfigInput } from '../../../lib/policies/initial-config.js';
+import type { JobProfile } from '../../../lib/policies/profiles.js';
+import type { Change, ClusterCapacity, JobView, Resources, RoleView } from '../../../lib/types.js';
+
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG }; // mrg 5%, headroom 20%
+const WORKER_REQ: Resources = { cpuMillis: 4000, memoryBytes: 16 * GiB, gpus: 1 };
+
+function role(overrides: Partial<RoleView> = {}): RoleView {
+  return {
+    role: 'Worker',
+    replicas: 4,
+    minReplicas: 2,
+    maxReplicas: 8,
+    containerName: 'pytorch',
+    containerIndex: 0,
+    requests: { ...WORKER_REQ },
+    limits: { ...WORKER_REQ },
+    ...overrides,
+  };
+}
+
+function job(overrides: Partial<JobView> = {}, roles: RoleView[] = [role()]): JobView {
+  return {
+    ref: { kind: 'PyTorchJob', namespace: 'ml', name: 'bert' },
+    uid: 'uid-1',
+    resourceVersion: '1',
+    priority: 0,
+    elastic: true,
+    signature: 'bert-large',
+    localBatchSize: 32,
+    roles,
+    managed: true,
+    state: { oomCount: 0, paused: false },
+    ...overrides,
+  };
+}
+
+/** Empty nodes of 8 GPUs, 64 cores, 512 GiB; `gpus` limits the free GPUs of the last one. */
+function capacity(nodes: number, lastNodeGpus = 8, cpuPerNode = 64_000): ClusterCapacity {
+  return {
+    nodes: Array.from({ length: nodes }, (_, i) => ({
+      name: `n${i}`,
+      allocatable: { cpuMillis: cpuPerNode, memoryBytes: 512 * GiB, gpus: 8 },
+      allocated: { cpuMillis: 0, memoryBytes: 0, gpus: i === nodes - 1 ? 8 - lastNodeGpus : 0 },
+      schedulable: true,
+    })),
+  };
+}
+
+function profile(overrides: Partial<JobProfile> = {}): JobProfile {
+  return {
+    version: 1,
+    signature: 'bert-large',
+    runs: 3,
+    peaks: {},
+    steps: [],
+    updatedAt: 1_700_000_000,
+    ...overrides,
+  };
+}
+
+/** Closed-form model: throughput per worker count from a table, exact (no stdev). */
+function tableModel(table: Record<number, number>, seen?: Placement[]): ThroughputModel {
+  return {
+    sampleCount: 6,
+    distinctScales: 3,
+    predict(p: Placement) {
+      seen?.push(p);
+      const tp = table[p.replicas] ?? 1;
+      return { stepTime: (p.replicas * p.localBatchSize) / tp, stdev: 0, throughput: tp };
+    },
+  };
+}
+
+const DIMINISHING = { 2: 200, 3: 290, 4: 370, 5: 380, 6: 385, 7: 386, 8: 386 };
+
+function input(overrides: Partial<InitialConfigInput> = {}): InitialConfigInput {
+  return { job: job(), profile: undefined, model: undefined, capacity: capacity(1), config, ...overrides };
+}
+
+function workerReplicas(changes: Change[]): number | undefined {
+  const c = changes.find((x) => x.kind === 'replicas' && x.role === 'Worker');
+  return c?.kind === 'replicas' ? c.to : undefined;
+}
+
+function resource(changes: Change[], roleName: string, res: 'cpu' | 'memory', field: 'requests' | 'limits') {
+  const c = changes.find(
+    (x) => x.kind === 'resources' && x.role === roleName && x.resource === res && x.field === field,
+  );
+  return c?.kind === 'resources' ? c.to : undefined;
+}
+
+describe('decideInitialConfig without a profile', () => {
+  it("keeps the user's configuration when it is within bounds and fits", () => {
+    const plan = decideInitialConfig(input());
+    assert.equal(plan.policy, 'initial');
+    assert.deepEqual(plan.changes, []);
+    assert.match(plan.reason, /no profile for signature bert-large: keep 4 workers/);
+  });
+
+  it('clamps into [min, max]', () => {
+    assert.equal(
+      workerReplicas(
+        decideInitialConfig(input({ job: job({}, [role({ replicas: 12 })]), capacity: capacity(2) })).changes,
+      ),
+      8,
+    );
+    assert.equal(
+      workerReplicas(decideInitialConfig(input({ job: job({}, [role({ replicas: 1 })]) })).changes),
+      2,
+    );
+  });
+
+  it('clamps into what fits now, but never below min', () => {
+    const five = decideInitialConfig(
+      input({ job: job({}, [role({ replicas: 8 })]), capacity: capacity(1, 5) }),
+    );
+    assert.equal(workerReplicas(five.changes), 5);
+    assert.match(five.reason, /free capacity holds 5 workers/);
+    const none = decideInitialConfig(
+      input({ job: job({}, [role({ replicas: 8 })]), capacity: capacity(1, 1) }),
+    );
+    assert.equal(workerReplicas(none.changes), 2);
+    assert.match(none.reason, /pods will wait/);
+  });
+
+  it("leaves room for the job's other roles", () => {
+    const master = role({ role: 'Master', replicas: 1, minReplicas: 1, maxReplicas: 1 });
+    const plan = decideInitialConfig(
+      input({ job: job({}, [master, role({ replicas: 8 })]), capacity: capacity(1, 8) }),
+    );
+    assert.equal(workerReplicas(plan.changes), 7);
+  });
+
+  it('does not touch a job that opted out', () => {
+    assert.deepEqual(
+      decideInitialConfig(input({ job: job({ managed: false }, [role({ replicas: 12 })]) })).changes,
+      [],
+    );
+  });
+});
+
+describe('decideInitialConfig with a profile', () => {
+  it('picks the smallest worker count within hysteresis of the best predicted throughput', () => {
+    // best 386 at 7; 370 * 1.05 = 388.5 > 386 so 4 is enough; 290 * 1.05 = 304.5 is not.
+    const plan = decideInitialConfig(
+      input({ job: job({}, [role({ replicas: 8 })]), profile: profile(), model: tableModel(DIMINISHING) }),
+    );
+    assert.equal(workerReplicas(plan.changes), 4);
+    assert.match(
+      plan.reason,
+      /profile of bert-large \(3 runs\): 8 -> 4 workers: predicted 386 -> 370 samples\/s/,
+    );
+    assert.match(plan.reason, /7 workers would reach 386 samples\/s, less than 5% more/);
+  });
+
+  it('takes one more worker when the smaller count falls just outside hysteresis', () => {
+    const plan = decideInitialConfig(
+      input({ profile: profile(), model: tableModel({ ...DIMINISHING, 4: 367 }) }), // 367 * 1.05 = 385.35 < 386
+    );
+    assert.equal(workerReplicas(plan.changes), 5);
+  });
+
+  it('is limited by what fits in free capacity', () => {
+    const plan = decideInitialConfig(
+      input({ profile: profile(), model: tableModel(DIMINISHING), capacity: capacity(1, 3) }),
+    );
+    assert.equal(workerReplicas(plan.changes), 3);
+    assert.match(plan.reason, /free capacity holds at most 3 workers/);
+  });
+
+  it('stays within [min, max] whatever the model says', () => {
+    const growing = tableModel({ 2: 200, 4: 400, 8: 800, 16: 1600 });
+    const plan = decideInitialConfig(input({ profile: profile(), model: growing, capacity: capacity(4) }));
+    assert.equal(workerReplicas(plan.changes), 8);
+    const shrinking = tableModel({ 1: 1000, 2: 200, 3: 150, 4: 100 });
+    assert.equal(
+      workerReplicas(decideInitialConfig(input({ profile: profile(), model: shrinking })).changes),
+      2,
+    );
+  });
+
+  it('predicts with the global batch kept fixed and nodes spanned by dense packing', () => {
+    const seen: Placement[] = [];
+    decideInitialConfig(
+      input({
+        job: job({ globalBatchSize: 960 }),
+        profile: profile(),
+        model: tableModel(DIMINISHING, seen),
+        capacity: capacity(2),
+        config: { ...config, rightsizeHeadroom: 0 },
+      }),
+    );
+    for (const p of seen) {
+      assert.ok(Math.abs(p.replicas * p.localBatchSize - 960) < 1e-9);
+      assert.equal(p.nodes, Math.ceil(p.replicas / 8));
+    }
+  });
+
+  it('sizes requests from observed peaks plus headroom; memory never below the peak; GPUs untouched', () => {
+    const plan = decideInitialConfig(
+      input({
+        profile: profile({ peaks: { Worker: { cpuMillis: 2000, memoryBytes: 8 * GiB } } }),
+        model: tableModel(DIMINISHING),
+      }),
+    );
+    assert.equal(resource(plan.changes, 'Worker', 'cpu', 'requests'), 2400);
+    assert.equal(
+      resource(plan.changes, 'Worker', 'memory', 'requests'),
+      Math.ceil((8 * GiB * 1.2) / MiB) * MiB,
+    );
+    assert.ok(
+      plan.changes.every((c) => c.kind !== 'resources' || c.resource === 'cpu' || c.resource === 'memory'),
+    );
+    assert.match(
+      plan.reason,
+      /Worker requests from observed peak \+ 20%: cpu 4 cores -> 2.4 cores, memory 16\.0 GiB -> 9\.6 GiB/,
+    );
+
+    const capped = decideInitialConfig(
+      input({
+        profile: profile({ peaks: { Worker: { cpuMillis: 2000, memoryBytes: 8 * GiB } } }),
+        config: { ...config, maxMemoryBytes: 8.5 * GiB },
+      }),
+    );
+    assert.equal(resource(capped.changes, 'Worker', 'memory', 'requests'), 8.5 * GiB);
+    const belowPeak = decideInitialConfig(
+      input({
+        profile: profile({ peaks: { Worker: { cpuMillis: 2000, memoryBytes: 8 * GiB } } }),
+        config: { ...config, maxMemoryBytes: 4 * GiB },
+      }),
+    );
+    assert.equal(resource(belowPeak.changes, 'Worker', 'memory', 'requests'), 8 * GiB);
+  });
+
+  it('raises a limit that the new request would exceed, and only then', () => {
+    const peaks = { Worker: { cpuMillis: 5000, memoryBytes: 20 * GiB } };
+    const plan = decideInitialConfig(input({ profile: profile({ peaks }) }));
+    assert.equal(resource(plan.changes, 'Worker', 'cpu', 'limits'), 6000);
+    assert.equal(resource(plan.changes, 'Worker', 'memory', 'limits'), 24 * GiB);
+    const roomy = job({}, [role({ limits: { cpuMillis: 16_000, memoryBytes: 64 * GiB, gpus: 1 } })]);
+    const none = decideInitialConfig(input({ job: roomy, profile: profile({ peaks }) }));
+    assert.equal(resource(none.changes, 'Worker', 'cpu', 'limits'), undefined);
+    assert.equal(resource(none.changes, 'Worker', 'memory', 'limits'), undefined);
+  });
+
+  it('counts what fits with the right-sized requests, not the submitted ones', () => {
+    // 8 cores asked on a 24-core node: 3 fit; right-sized to 2.4 cores: 8 fit (GPU-bound).
+    const fat = job({}, [role({ replicas: 8, requests: { ...WORKER_REQ, cpuMillis: 8000 } })]);
+    const asSubmitted = decideInitialConfig(input({ job: fat, capacity: capacity(1, 8, 24_000) }));
+    assert.equal(workerReplicas(asSubmitted.changes), 3);
+    const rightsized = decideInitialConfig(
+      input({
+        job: fat,
+        capacity: capacity(1, 8, 24_000),
+        profile: profile({ peaks: { Worker: { cpuMillis: 2000, memoryBytes: 8 * GiB } } }),
+      }),
+    );
+    assert.equal(workerReplicas(rightsized.changes), undefined);
+  });
+
+  it('without a model keeps the user count but still right-sizes', () => {
+    const plan = decideInitialConfig(
+      input({
+        profile: profile({ peaks: { Worker: { cpuMillis: 2000, memoryBytes: 8 * GiB } } }),
+        model: undefined,
+      }),
+    );
+    assert.equal(workerReplicas(plan.changes), undefined);
+    assert.equal(resource(plan.changes, 'Worker', 'cpu', 'requests'), 2400);
+    assert.match(plan.reason, /has no throughput model/);
+  });
+});
+
+describe('decideInitialConfig for TFJob parameter servers', () => {
+  const ps = (replicas: number) =>
+    role({
+      role: 'PS',
+      replicas,
+      minReplicas: 1,
+      maxReplicas: 4,
+      requests: { cpuMillis: 4000, memoryBytes: 8 * GiB, gpus: 0 },
+      limits: { cpuMillis: 4000, memoryBytes: 8 * GiB, gpus: 0 },
+    });
+  const tf = (workers: number, psCount: number) =>
+    job({ ref: { kind: 'TFJob', namespace: 'ml', name: 'resnet' } }, [
+      role({ replicas: workers }),
+      ps(psCount),
+    ]);
+
+  it("scales PS with the profile's PS:worker ratio", () => {
+    const plan = decideInitialConfig(
+      input({
+        job: tf(8, 1),
+        profile: profile({ best: { replicas: 4, ps: 2, localBatchSize: 32, throughput: 370 } }),
+        model: tableModel({ ...DIMINISHING, 5: 400, 6: 420, 7: 421, 8: 421 }),
+      }),
+    );
+    assert.equal(workerReplicas(plan.changes), 6);
+    assert.ok(
+      plan.changes.some((c) => c.kind === 'replicas' && c.role === 'PS' && c.from === 1 && c.to === 3),
+    );
+    assert.match(plan.reason, /PS 1 -> 3 \(profile's best run had 0\.50 PS per worker\)/);
+  });
+
+  it('keeps the PS count without a ratio in the profile', () => {
+    const plan = decideInitialConfig(
+      input({ job: tf(8, 1), profile: profile(), model: tableModel(DIMINISHING) }),
+    );
+    assert.equal(workerReplicas(plan.changes), 4);
+    assert.ok(!plan.changes.some((c) => c.kind === 'replicas' && c.role === 'PS'));
+  });
+});

@@ -1,0 +1,359 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../../../lib/config.js';
+import type { Placement, ThroughputModel } from '../../../lib/model/throughput-model.js';
+import {
+  decideRebalance,
+  type PendingDemand,
+  type RebalanceInput,
+  type RebalanceJob,
+} from '../../../lib/policies/rebalance.js';
+import type { ClusterCapacity, JobView, Plan, Resources } from '../../../lib/types.js';
+
+const GiB = 1024 ** 3;
+const NOW = 1_700_000_000;
+const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG }; // mrg 5%, step 4, cool-down 300 s
+const ONE_GPU: Resources = { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 };
+
+/** Closed-form model: throughput per worker count from a table, exact; 1 sample/s off the table. */
+function tableModel(table: Record<number, number>): ThroughputModel {
+  return {
+    sampleCount: 6,
+    distinctScales: 3,
+    predict(p: Placement) {
+      const tp = table[p.replicas] ?? 1;
+      return { stepTime: (p.replicas * p.localBatchSize) / tp, stdev: 0, throughput: tp };
+    },
+  };
+}
+
+interface JobSpec {
+  name: string;
+  k: number;
+  table?: Record<number, number>;
+  priority?: number;
+  min?: number;
+  max?: number;
+  gpus?: number;
+  lastActionAt?: number;
+  remainingSeconds?: number;
+  elastic?: boolean;
+}
+
+function view(
+  spec: { name: string; priority?: number },
+  worker?: Partial<JobView['roles'][number]>,
+): JobView {
+  const requests = { ...ONE_GPU, ...(worker?.requests ?? {}) };
+  return {
+    ref: { kind: 'PyTorchJob', namespace: 'ml', name: spec.name },
+    uid: `uid-${spec.name}`,
+    resourceVersion: '1',
+    priority: spec.priority ?? 0,
+    elastic: true,
+    signature: spec.name,
+    localBatchSize: 32,
+    roles: [
+      {
+        role: 'Worker',
+        replicas: 4,
+        minReplicas: 1,
+        maxReplicas: 16,
+        containerName: 'pytorch',
+        containerIndex: 0,
+        limits: requests,
+        ...worker,
+        requests,
+      },
+    ],
+    managed: true,
+    state: { oomCount: 0, paused: false },
+  };
+}
+
+function entry(spec: JobSpec): RebalanceJob {
+  const job = view(spec, {
+    replicas: spec.k,
+    minReplicas: spec.min ?? 1,
+    maxReplicas: spec.max ?? 16,
+    requests: { ...ONE_GPU, gpus: spec.gpus ?? 1 },
+  });
+  job.elastic = spec.elastic ?? true;
+  if (spec.lastActionAt !== undefined) job.state.lastActionAt = spec.lastActionAt;
+  return {
+    job,
+    model: spec.table ? tableModel(spec.table) : undefined,
+    current: { replicas: spec.k, nodes: 1, localBatchSize: 32 },
+    ...(spec.remainingSeconds !== undefined ? { remainingSeconds: spec.remainingSeconds } : {}),
+  };
+}
+
+/** One node with `total` GPUs of which `used` are taken by 1-GPU pods (so release() can give them back). */
+function capacity(used: number, total = 32): ClusterCapacity {
+  return {
+    nodes: [
+      {
+        name: 'n1',
+        allocatable: { cpuMillis: total * 1000, memoryBytes: total * GiB, gpus: total },
+        allocated: { cpuMillis: used * 1000, memoryBytes: used * GiB, gpus: used },
+        schedulable: true,
+      },
+    ],
+  };
+}
+
+function pending(priority: number, pods: number): PendingDemand {
+  return { job: view({ name: 'urgent', priority }), demand: ONE_GPU, pods };
+}
+
+function rebalance(jobs: JobSpec[], overrides: Partial<RebalanceInput> = {}): Plan[] {
+  const used = jobs.reduce((n, j) => n + j.k * (j.gpus ?? 1), 0);
+  return decideRebalance({
+    jobs: jobs.map(entry),
+    capacity: capacity(used, used),
+    config,
+    now: NOW,
+    ...overrides,
+  });
+}
+
+/** Worker counts after the plans, by job name (only jobs that change). */
+function sizes(plans: Plan[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of plans) {
+    assert.equal(p.policy, 'rebalance');
+    for (const c of p.changes) if (c.kind === 'replicas') out[p.ref.name] = c.to;
+  }
+  return out;
+}
+
+const SMALL = { 2: 200, 3: 290, 4: 330, 5: 340 }; // +45%, +13.8%, +3%
+const BIG = { 8: 800, 9: 880, 10: 950, 11: 960 }; // +10%, +8.0%, +1.1%
+
+describe('decideRebalance: idle capacity', () => {
+  const small = (extra: Partial<JobSpec> = {}): JobSpec => ({ name: 'small', k: 2, table: SMALL, ...extra });
+  const big = (extra: Partial<JobSpec> = {}): JobSpec => ({ name: 'big', k: 8, table: BIG, ...extra });
+  const withFree = (jobs: JobSpec[], free: number, overrides: Partial<RebalanceInput> = {}) =>
+    rebalance(jobs, { capacity: capacity(10, 10 + free), ...overrides });
+
+  it('returns no plans when nothing can change', () => {
+    assert.deepEqual(rebalance([small(), big()]), []);
+  });
+
+  it('gives each free GPU to the job with the highest relative gain', () => {
+    assert.deepEqual(sizes(withFree([small(), big()], 1)), { small: 3 });
+    assert.deepEqual(sizes(withFree([small(), big()], 2)), { small: 4 }); // +13.8% still beats +10%
+    // small's 5th worker adds 3% (< 5%): the next GPUs go to big.
+    assert.deepEqual(sizes(withFree([small(), big()], 4)), { small: 4, big: 10 });
+    // big's 11th adds 1.1%: the 5th and later GPUs stay idle.
+    assert.deepEqual(sizes(withFree([small(), big()], 8)), { small: 4, big: 10 });
+  });
+
+  it('explains a growth with its numbers', () => {
+    const [plan] = withFree([small()], 2);
+    assert.ok(plan);
+    assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 2, to: 4 }]);
+    assert.match(
+      plan.reason,
+      /^2 -> 4 workers: predicted 200 -> 330 samples\/s \(\+65\.0%\); \+2 from idle capacity/,
+    );
+    assert.match(
+      plan.reason,
+      /gain over remaining ~60\.0 min \(unknown, assumed\) = 23\.6 min > 2 x rescale cost 50 s/,
+    );
+  });
+
+  it('compares gains per GPU', () => {
+    // small's workers hold 4 GPUs: +30% is 7.5%/GPU, below big's 10%/GPU; +45% is 11.25%/GPU, above it.
+    const fourGpu = (table: Record<number, number>) => ({ name: 'small', k: 2, gpus: 4, table });
+    const plans = (table: Record<number, number>) =>
+      decideRebalance({
+        jobs: [entry(fourGpu(table)), entry(big())],
+        capacity: capacity(16, 20),
+        config,
+        now: NOW,
+      });
+    assert.deepEqual(sizes(plans({ 2: 200, 3: 260 })), { big: 10 });
+    assert.deepEqual(sizes(plans({ 2: 200, 3: 290 })), { small: 3 });
+  });
+
+  it('respects max, maxReplicaStep, cool-down and hysteresis', () => {
+    assert.deepEqual(sizes(withFree([small({ max: 3 }), big()], 2)), { small: 3, big: 9 });
+    const linear = { name: 'lin', k: 2, table: { 2: 200, 3: 300, 4: 400, 5: 500, 6: 600, 7: 700 } };
+    assert.deepEqual(sizes(withFree([linear], 8, { config: { ...config, maxReplicaStep: 3 } })), { lin: 5 });
+    const cooling = small({ lastActionAt: NOW - 299 });
+    assert.deepEqual(sizes(withFree([cooling, big()], 1)), { big: 9 });
+    assert.deepEqual(sizes(withFree([small({ lastActionAt: NOW - 300 }), big()], 1)), { small: 3 });
+    const flat = big({ table: { 8: 800, 9: 838 } }); // +4.75%
+    assert.deepEqual(withFree([flat], 4), []);
+  });
+
+  it('does not grow a job whose gain cannot pay for the rescale before it ends', () => {
+    // 800 -> 880 saves R x 9.1% against 2 x 50 s: 1090 s saves 99 s, 1200 s saves 109 s.
+    assert.deepEqual(withFree([big({ remainingSeconds: 1090 })], 1), []);
+    assert.deepEqual(sizes(withFree([big({ remainingSeconds: 1200 })], 1)), { big: 9 });
+  });
+
+  it('leaves paused, unmanaged, non-elastic and mid-rescale jobs alone', () => {
+    const paused = entry(small());
+    paused.job.state.paused = true;
+    const unmanaged = entry(small());
+    unmanaged.job.managed = false;
+    const rescaling = entry(small());
+    rescaling.current = { ...rescaling.current, replicas: 1 };
+    for (const e of [paused, unmanaged, rescaling, entry(small({ elastic: false }))]) {
+      assert.deepEqual(decideRebalance({ jobs: [e], capacity: capacity(10, 12), config, now: NOW }), []);
+    }
+  });
+});
+
+describe('decideRebalance: pending higher-priority work', () => {
+  const low = (name: string, priority: number, extra: Partial<JobSpec> = {}): JobSpec => ({
+    name,
+    k: 4,
+    min: 2,
+    priority,
+    table: { 2: 200, 3: 300, 4: 400 },
+    ...extra,
+  });
+  const jobs = [low('l1', 1), low('l2', 5), low('peer', 100, { k: 8, min: 1 })];
+
+  it('shrinks the lowest priority first, never below min', () => {
+    assert.deepEqual(sizes(rebalance(jobs, { pending: [pending(101, 2)] })), { l1: 2 });
+    assert.deepEqual(sizes(rebalance(jobs, { pending: [pending(101, 3)] })), { l1: 2, l2: 3 });
+  });
+
+  it('never touches jobs of equal or higher priority', () => {
+    // l2 has priority 5: a pending job of priority 5 can only take from l1.
+    assert.deepEqual(rebalance(jobs, { pending: [pending(5, 3)] }), []);
+    assert.deepEqual(sizes(rebalance(jobs, { pending: [pending(5, 2)] })), { l1: 2 });
+    // peer has the pending job's priority: 4 pods can come from l1 and l2, a 5th cannot.
+    assert.deepEqual(sizes(rebalance(jobs, { pending: [pending(100, 4)] })), { l1: 2, l2: 2 });
+  });
+
+  it('shrinks nothing when the pending job still would not fit', () => {
+    // l1 and l2 can free 4 (down to their min); peer has the pending job's priority.
+    assert.deepEqual(rebalance(jobs, { pending: [pending(100, 5)] }), []);
+  });
+
+  it('shrinks nothing when the pending job already fits', () => {
+    assert.deepEqual(rebalance(jobs, { pending: [pending(101, 2)], capacity: capacity(16, 18) }), []);
+  });
+
+  it('among equal priorities takes the worker whose loss per GPU is smallest', () => {
+    const cheap = low('zz-cheap', 1, { table: { 2: 200, 3: 390, 4: 400 } }); // -2.5%
+    const dear = low('aa-dear', 1, { table: { 2: 200, 3: 300, 4: 400 } }); // -25%
+    assert.deepEqual(sizes(rebalance([cheap, dear], { pending: [pending(9, 1)] })), { 'zz-cheap': 3 });
+  });
+
+  it('skips a victim in cool-down', () => {
+    const cooling = low('l1', 1, { lastActionAt: NOW - 10 });
+    assert.deepEqual(sizes(rebalance([cooling, low('l2', 5)], { pending: [pending(101, 1)] })), { l2: 3 });
+  });
+
+  it('names the pending job and the priorities', () => {
+    const [plan] = rebalance(jobs, { pending: [pending(101, 2)] });
+    assert.match(
+      plan?.reason ?? '',
+      /^4 -> 2 workers: predicted 400 -> 200 samples\/s \(-50\.0%\); -2 to admit ml\/urgent \(priority 101 > 1, needs 2 pods\)/,
+    );
+  });
+
+  it('keeps free capacity for pending pods instead of growing into it', () => {
+    const grower = { name: 'g', k: 2, table: SMALL };
+    assert.deepEqual(
+      decideRebalance({
+        jobs: [entry(grower)],
+        pending: [pending(0, 2)],
+        capacity: capacity(2, 4),
+        config,
+        now: NOW,
+      }),
+      [],
+    );
+    assert.deepEqual(
+      sizes(
+        decideRebalance({
+          jobs: [entry(grower)],
+          pending: [pending(0, 1)],
+          capacity: capacity(2, 4),
+          config,
+          now: NOW,
+        }),
+      ),
+      { g: 3 },
+    );
+  });
+});
+
+describe('decideRebalance: reclaiming workers that add nearly nothing', () => {
+  const gainer = { name: 'gainer', k: 4, table: { 4: 400, 5: 480 } }; // +20%
+
+  it('moves a worker whose contribution is below hysteresis to a job that gains more', () => {
+    const idle = { name: 'idle', k: 4, table: { 2: 100, 3: 392, 4: 400 } }; // last worker +2.0%
+    const plans = rebalance([idle, gainer]);
+    assert.deepEqual(sizes(plans), { idle: 3, gainer: 5 });
+    const byName = Object.fromEntries(plans.map((p) => [p.ref.name, p.reason]));
+    assert.match(
+      byName.idle ?? '',
+      /-1 to ml\/gainer: last worker adds only \+2\.0% \(< 5%\) while ml\/gainer gains \+20\.0% per GPU/,
+    );
+    assert.match(byName.gainer ?? '', /\+1 from ml\/idle/);
+  });
+
+  it('keeps a worker that adds at least hysteresis', () => {
+    const busy = { name: 'busy', k: 4, table: { 3: 380, 4: 400 } }; // +5.3%
+    assert.deepEqual(rebalance([busy, gainer]), []);
+  });
+
+  it('never takes from a higher-priority job to feed a lower one', () => {
+    const idle = { name: 'idle', k: 4, priority: 10, table: { 3: 392, 4: 400 } };
+    assert.deepEqual(rebalance([idle, { ...gainer, priority: 5 }]), []);
+    assert.deepEqual(sizes(rebalance([idle, { ...gainer, priority: 10 }])), { idle: 3, gainer: 5 });
+  });
+});
+
+describe('decideRebalance: jobs without a model', () => {
+  const unknown = { name: 'unknown', k: 4 };
+
+  it('get one probe worker from idle capacity, and only one', () => {
+    const plans = rebalance([unknown], { capacity: capacity(4, 8) });
+    assert.deepEqual(sizes(plans), { unknown: 5 });
+    assert.match(plans[0]?.reason ?? '', /\+1 probe: no throughput model yet/);
+  });
+
+  it('probe after modelled jobs have taken what they gain from', () => {
+    const small = { name: 'small', k: 2, table: SMALL };
+    assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 7) })), { small: 3 });
+    assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 9) })), {
+      small: 4,
+      unknown: 5,
+    });
+  });
+
+  it('are not reclaimed from, but are shrunk for priority', () => {
+    const gainer = { name: 'gainer', k: 4, table: { 4: 400, 5: 480 } };
+    assert.deepEqual(rebalance([unknown, gainer]), []);
+    assert.deepEqual(sizes(rebalance([unknown, gainer], { pending: [pending(10, 1)] })), { unknown: 3 });
+  });
+});
+
+describe('decideRebalance determinism', () => {
+  it('gives the same plans whatever the input order', () => {
+    const jobs: JobSpec[] = [
+      { name: 'b', k: 2, table: SMALL },
+      { name: 'a', k: 2, table: SMALL },
+      { name: 'c', k: 8, table: BIG },
+      { name: 'd', k: 4 },
+    ];
+    const forward = rebalance(jobs, { capacity: capacity(16, 19) });
+    const backward = rebalance([...jobs].reverse(), { capacity: capacity(16, 19) });
+    assert.deepEqual(backward, forward);
+    // Equal gains: the tie goes by name.
+    assert.deepEqual(sizes(forward), { a: 4, b: 3 });
+    assert.deepEqual(
+      forward.map((p) => p.ref.name),
+      ['a', 'b'],
+    );
+  });
+});
