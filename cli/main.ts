@@ -23,9 +23,11 @@ program
   .action(async (options: { json?: boolean; report?: string; seed: number }) => {
     const { runDemo } = await import('./demo.js');
     const { renderDemoTables } = await import('./demo-table.js');
-    const progress = (line: string) => process.stderr.write(`\r${line.padEnd(78)}`);
+    // Redraw one line on a terminal; one line per update when stderr is a file or a pipe (CI logs).
+    const progress = (line: string) =>
+      process.stderr.write(process.stderr.isTTY ? `\r${line.padEnd(78)}` : `${line}\n`);
     const result = await runDemo({ seed: options.seed, onProgress: progress });
-    process.stderr.write('\n');
+    if (process.stderr.isTTY) process.stderr.write('\n');
     if (options.report) {
       const { renderDemoReportHtml } = await import('./demo-report-html.js');
       await writeFile(options.report, renderDemoReportHtml(result));

@@ -2,7 +2,7 @@ import { actOnJob } from '../lib/actuator.js';
 import { readJob } from '../lib/adapters/job-adapter.js';
 import { getArray, isObject } from '../lib/adapters/unstructured.js';
 import type { KubeObject } from '../lib/cluster/cluster-client.js';
-import { loadCapacity } from '../lib/cluster/load-capacity.js';
+import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { recordRun } from '../lib/decisions/profile-store.js';
 import { MissingMetricsError } from '../lib/errors.js';
 import { decideOnFault } from '../lib/policies/faults.js';
@@ -45,7 +45,8 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
       return { ...result, ignored: `profile of ${view.signature} updated` };
     }
     if (trigger.type === 'DELETED') return { ...result, ignored: 'pod deleted' };
-    const { capacity } = await loadCapacity(deps.cluster);
+    const cluster = await loadCapacity(deps.cluster);
+    const capacity = capacityOf(cluster.nodes, cluster.pods, { holdRoomFor: exceptPodsOf(ref) });
     const outcome = await actOnJob(
       ref,
       (snapshot) =>

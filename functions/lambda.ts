@@ -1,28 +1,73 @@
 // AWS Lambda entry points: one per trigger, each a thin wrapper that builds the clients once per
 // container (the only module-level state) and hands the event to the same handler the other runtimes use.
-import { ValidationError } from '../lib/errors.js';
+// infra/lambda/bundle.ts bundles each export on its own; the /* @__PURE__ */ marks let esbuild drop the
+// handlers a function does not export.
+
+import { ConfigError, ValidationError } from '../lib/errors.js';
 import { handleAlarm } from './alarm.js';
 import { handleClusterEvent } from './cluster-event.js';
 import type { Handler, HandlerDeps, HandlerResult } from './handler-deps.js';
-import { loadRuntimeDeps } from './runtime-deps.js';
+import {
+  buildRuntimeDeps,
+  loadKubeConfigFor,
+  type RuntimeConfig,
+  readRuntimeConfig,
+} from './runtime-deps.js';
 import { handleSchedule } from './schedule.js';
 import { handleSubmit } from './submit.js';
 
-let deps: Promise<HandlerDeps> | undefined;
+type Env = Record<string, string | undefined>;
 
-function runtimeDeps(): Promise<HandlerDeps> {
-  deps ??= loadRuntimeDeps(process.env);
-  return deps;
+/**
+ * Validates the configuration now (cold start) and starts building the clients (eks:DescribeCluster) during
+ * the init phase. A bad configuration is logged once here and rejects every invocation with the same
+ * ConfigError; a failed build (network, throttling) is forgotten so the next invocation retries it.
+ */
+export function runtimeDepsLoader(env: Env, log: (line: string) => void = console.error) {
+  let config: RuntimeConfig | undefined;
+  let configError: ConfigError | undefined;
+  try {
+    config = readRuntimeConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    configError = error;
+    log(JSON.stringify({ level: 'error', code: error.code, msg: error.message }));
+  }
+  let pending: Promise<HandlerDeps> | undefined;
+  const start = (valid: RuntimeConfig) => {
+    const building = loadKubeConfigFor(valid.kube).then((kc) => buildRuntimeDeps(valid, kc));
+    building.catch(() => {
+      if (pending === building) pending = undefined;
+    });
+    return building;
+  };
+  if (config) pending = start(config);
+  return (): Promise<HandlerDeps> => {
+    if (!config) return Promise.reject(configError);
+    pending ??= start(config);
+    return pending;
+  };
 }
 
-function lambda(handler: Handler) {
+let loader: (() => Promise<HandlerDeps>) | undefined;
+
+function runtimeDeps(): Promise<HandlerDeps> {
+  loader ??= runtimeDepsLoader(process.env);
+  return loader();
+}
+
+// Module init is the cold start: on Lambda, validate and begin connecting before the first event arrives
+// (elsewhere, e.g. a test importing this file, nothing happens until a handler is called).
+if (process.env.AWS_LAMBDA_FUNCTION_NAME) runtimeDeps().catch(() => {});
+
+export function lambda(handler: Handler) {
   return async (event: unknown): Promise<HandlerResult> => handler(event, await runtimeDeps());
 }
 
-export const alarm = lambda(handleAlarm);
-export const clusterEvent = lambda(handleClusterEvent);
-export const schedule = lambda(handleSchedule);
-export const submit = lambda(handleSubmit);
+export const alarm = /* @__PURE__ */ lambda(handleAlarm);
+export const clusterEvent = /* @__PURE__ */ lambda(handleClusterEvent);
+export const schedule = /* @__PURE__ */ lambda(handleSchedule);
+export const submit = /* @__PURE__ */ lambda(handleSubmit);
 
 interface HttpEvent {
   body?: string | null;

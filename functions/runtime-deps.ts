@@ -1,4 +1,11 @@
+// Real clients from the environment, shared by the Lambda entry points and `trainscaler run`. Reading the
+// configuration is synchronous and separate from building clients, so a typo fails at cold start with a
+// ConfigError naming the variable, before any network call.
+
+import { EKSClient } from '@aws-sdk/client-eks';
+import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
+import { loadEksKubeConfig } from '../lib/cluster/eks-kubeconfig.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../lib/config.js';
 import { ConfigError } from '../lib/errors.js';
@@ -6,6 +13,30 @@ import { PrometheusMetricsSource } from '../lib/metrics/prometheus-metrics-sourc
 import type { HandlerDeps } from './handler-deps.js';
 
 type Env = Record<string, string | undefined>;
+
+/** Where the Kubernetes API is and how to authenticate, in the order the variables are consulted. */
+export type KubeAccess =
+  /** AWS Lambda: endpoint and CA from eks:DescribeCluster, token signed with the function's role. */
+  | { mode: 'eks'; clusterName: string; region: string }
+  | { mode: 'kubeconfig'; path: string }
+  /** A pod: the mounted ServiceAccount token. */
+  | { mode: 'in-cluster' }
+  /** ~/.kube/config, as kubectl. */
+  | { mode: 'default' };
+
+export interface RuntimeConfig {
+  prometheusUrl: string;
+  kube: KubeAccess;
+  policy: PolicyConfig;
+  dryRun: boolean;
+  logLevel: string;
+  profiles: { namespace: string; configMapName: string };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+// EKS cluster names: 1-100 characters, alphanumerics, hyphens and underscores, starting alphanumeric.
+const EKS_CLUSTER_NAME = /^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 function numberFrom(env: Env, name: string, fallback: number): number {
   const raw = env[name];
@@ -16,12 +47,30 @@ function numberFrom(env: Env, name: string, fallback: number): number {
   return value;
 }
 
+/** 'true' / 'false' / unset only: a misspelt TRAINSCALER_DRY_RUN must not silently mean "write". */
+function booleanFrom(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new ConfigError(`${name} must be 'true' or 'false', got '${raw}'`);
+}
+
+function dnsLabelFrom(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!DNS_LABEL.test(raw)) throw new ConfigError(`${name} must be a Kubernetes object name, got '${raw}'`);
+  return raw;
+}
+
 /** Policy knobs from the environment (TRAINSCALER_COOLDOWN_SECONDS, ...), validated: a typo fails at start. */
 export function policyConfigFromEnv(env: Env): PolicyConfig {
   const allowlist = (env.TRAINSCALER_NAMESPACES ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+  for (const ns of allowlist)
+    if (!DNS_LABEL.test(ns)) throw new ConfigError(`TRAINSCALER_NAMESPACES: '${ns}' is not a namespace name`);
   return {
     ...DEFAULT_POLICY_CONFIG,
     cooldownSeconds: numberFrom(env, 'TRAINSCALER_COOLDOWN_SECONDS', DEFAULT_POLICY_CONFIG.cooldownSeconds),
@@ -36,30 +85,94 @@ export function policyConfigFromEnv(env: Env): PolicyConfig {
   };
 }
 
-/** Clients for a real cluster and Prometheus, from the environment. Fails with a ConfigError naming the variable. */
-export async function loadRuntimeDeps(env: Env): Promise<HandlerDeps> {
+/** EKS_CLUSTER_NAME (Lambda) > KUBECONFIG > in-cluster ServiceAccount > ~/.kube/config. */
+export function kubeAccessFromEnv(env: Env): KubeAccess {
+  const clusterName = env.EKS_CLUSTER_NAME;
+  if (clusterName) {
+    if (!EKS_CLUSTER_NAME.test(clusterName))
+      throw new ConfigError(`EKS_CLUSTER_NAME is not an EKS cluster name: '${clusterName}'`);
+    // Lambda always sets AWS_REGION; elsewhere the SDK's other variable is accepted too.
+    const region = env.AWS_REGION || env.AWS_DEFAULT_REGION;
+    if (!region) throw new ConfigError('AWS_REGION is not set (needed with EKS_CLUSTER_NAME)');
+    if (!/^[a-z]{2}(-[a-z]+)+-\d+$/.test(region))
+      throw new ConfigError(`AWS_REGION is not an AWS region: '${region}'`);
+    return { mode: 'eks', clusterName, region };
+  }
+  if (env.KUBECONFIG) return { mode: 'kubeconfig', path: env.KUBECONFIG };
+  // On Lambda there is no ~/.kube/config to fall back to: say what is missing instead of failing obscurely.
+  if (env.AWS_LAMBDA_FUNCTION_NAME)
+    throw new ConfigError('EKS_CLUSTER_NAME is not set (required on AWS Lambda: the EKS cluster to manage)');
+  if (env.KUBERNETES_SERVICE_HOST) return { mode: 'in-cluster' };
+  return { mode: 'default' };
+}
+
+/** Everything the environment says, validated; throws a ConfigError naming the first bad variable. */
+export function readRuntimeConfig(env: Env): RuntimeConfig {
   const prometheusUrl = env.PROMETHEUS_URL;
   if (!prometheusUrl)
     throw new ConfigError('PROMETHEUS_URL is not set (the Prometheus that scrapes the trainscaler sidecars)');
+  let parsed: URL;
   try {
-    new URL(prometheusUrl);
+    parsed = new URL(prometheusUrl);
   } catch {
     throw new ConfigError(`PROMETHEUS_URL is not a URL: '${prometheusUrl}'`);
   }
-  const kubeOptions: { kubeconfig?: string; inCluster?: boolean } = {};
-  if (env.KUBECONFIG) kubeOptions.kubeconfig = env.KUBECONFIG;
-  else if (env.KUBERNETES_SERVICE_HOST) kubeOptions.inCluster = true;
-  const clock = () => Math.floor(Date.now() / 1000);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new ConfigError(`PROMETHEUS_URL must be http(s), got '${prometheusUrl}'`);
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
   return {
-    cluster: new KubernetesClusterClient(loadKubeConfig(kubeOptions)),
-    metrics: new PrometheusMetricsSource(prometheusUrl, clock),
-    clock,
-    config: policyConfigFromEnv(env),
-    dryRun: env.TRAINSCALER_DRY_RUN === 'true',
-    logger: pino({ level: env.LOG_LEVEL ?? 'info' }),
+    prometheusUrl,
+    kube: kubeAccessFromEnv(env),
+    policy: policyConfigFromEnv(env),
+    dryRun: booleanFrom(env, 'TRAINSCALER_DRY_RUN', false),
+    logLevel,
     profiles: {
-      namespace: env.TRAINSCALER_PROFILES_NAMESPACE ?? 'trainscaler-system',
-      configMapName: env.TRAINSCALER_PROFILES_CONFIGMAP ?? 'trainscaler-profiles',
+      namespace: dnsLabelFrom(env, 'TRAINSCALER_PROFILES_NAMESPACE', 'trainscaler-system'),
+      configMapName: env.TRAINSCALER_PROFILES_CONFIGMAP || 'trainscaler-profiles',
     },
   };
+}
+
+/** Credentials for the API server; for EKS this calls eks:DescribeCluster once. */
+export async function loadKubeConfigFor(access: KubeAccess, eks?: EKSClient): Promise<KubeConfig> {
+  if (access.mode === 'eks') {
+    return loadEksKubeConfig({
+      clusterName: access.clusterName,
+      region: access.region,
+      eks: eks ?? new EKSClient({ region: access.region }),
+    });
+  }
+  try {
+    if (access.mode === 'kubeconfig') return loadKubeConfig({ kubeconfig: access.path });
+    if (access.mode === 'in-cluster') return loadKubeConfig({ inCluster: true });
+    return loadKubeConfig();
+  } catch (error) {
+    const variable =
+      access.mode === 'kubeconfig' ? `KUBECONFIG '${access.path}'` : `${access.mode} credentials`;
+    throw new ConfigError(
+      `cannot load ${variable}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+/** Handler dependencies on a KubeConfig already loaded (the runner shares it with its informers). */
+export function buildRuntimeDeps(config: RuntimeConfig, kubeConfig: KubeConfig): HandlerDeps {
+  const clock = () => Math.floor(Date.now() / 1000);
+  return {
+    cluster: new KubernetesClusterClient(kubeConfig),
+    metrics: new PrometheusMetricsSource(config.prometheusUrl, clock),
+    clock,
+    config: config.policy,
+    dryRun: config.dryRun,
+    logger: pino({ level: config.logLevel }),
+    profiles: config.profiles,
+  };
+}
+
+/** Clients for a real cluster and Prometheus, from the environment. Fails with a ConfigError naming the variable. */
+export async function loadRuntimeDeps(env: Env): Promise<HandlerDeps> {
+  const config = readRuntimeConfig(env);
+  return buildRuntimeDeps(config, await loadKubeConfigFor(config.kube));
 }

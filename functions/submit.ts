@@ -1,5 +1,5 @@
 import { actOnJob } from '../lib/actuator.js';
-import { loadCapacity } from '../lib/cluster/load-capacity.js';
+import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { loadProfile } from '../lib/decisions/profile-store.js';
 import { fitThroughputModel } from '../lib/model/throughput-model.js';
 import { decideInitialConfig } from '../lib/policies/initial-config.js';
@@ -11,7 +11,7 @@ import type { HandlerDeps, HandlerResult } from './handler-deps.js';
 /** A job was submitted: configure its initial size from earlier runs of the same signature and free capacity. */
 export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
   const ref = parseSubmit(payload);
-  const { capacity } = await loadCapacity(deps.cluster);
+  const cluster = await loadCapacity(deps.cluster);
   const outcome = await actOnJob(
     ref,
     async (snapshot) => {
@@ -19,6 +19,11 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
       if (problem) deps.logger.warn({ job: ref }, problem);
       const samples = profile ? profileSamples(profile) : [];
       const model = samples.length > 0 ? fitThroughputModel(samples) : undefined;
+      // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it.
+      const capacity = capacityOf(cluster.nodes, cluster.pods, {
+        preemptibleBelow: snapshot.view.priority,
+        holdRoomFor: exceptPodsOf(ref),
+      });
       return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });
     },
     actuatorDeps(deps),

@@ -1,8 +1,8 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import { readPod } from '../adapters/pod-view.js';
+import { jobOfPod, readPod } from '../adapters/pod-view.js';
 import { cpuToMillis, parseQuantity } from '../adapters/quantity.js';
-import type { ClusterCapacity, NodeView, Resources } from '../types.js';
-import { addResources, ZERO_RESOURCES } from './capacity.js';
+import type { ClusterCapacity, JobRef, NodeView, Resources } from '../types.js';
+import { addResources, reserve, ZERO_RESOURCES } from './capacity.js';
 import type { ClusterClient } from './cluster-client.js';
 
 function allocatableOf(node: V1Node): Resources {
@@ -22,13 +22,29 @@ function podRequests(pod: V1Pod): Resources {
   );
 }
 
+export interface CapacityOptions {
+  /** Pods of lower priority count as free: the scheduler preempts them for a pod of this priority. */
+  preemptibleBelow?: number;
+  /**
+   * Pending pods already claim what they will be bound to; this says which to hold room for. Callers leave
+   * out the pods of the job they decide for, whose own pending pods are the question, not the answer.
+   */
+  holdRoomFor?: (pod: V1Pod) => boolean;
+}
+
+function isPendingUnbound(pod: V1Pod): boolean {
+  return pod.status?.phase === 'Pending' && !pod.spec?.nodeName;
+}
+
 /** Free capacity as the scheduler sees it: allocatable minus the requests of pods bound and not finished. */
-export function capacityOf(nodes: V1Node[], pods: V1Pod[]): ClusterCapacity {
+export function capacityOf(nodes: V1Node[], pods: V1Pod[], options: CapacityOptions = {}): ClusterCapacity {
+  const { preemptibleBelow, holdRoomFor = () => true } = options;
   const allocated = new Map<string, Resources>();
   for (const pod of pods) {
     const node = pod.spec?.nodeName;
     const phase = pod.status?.phase;
     if (!node || phase === 'Succeeded' || phase === 'Failed') continue;
+    if (preemptibleBelow !== undefined && (pod.spec?.priority ?? 0) < preemptibleBelow) continue;
     allocated.set(node, addResources(allocated.get(node) ?? ZERO_RESOURCES, podRequests(pod)));
   }
   const views: NodeView[] = nodes.map((node) => {
@@ -41,12 +57,36 @@ export function capacityOf(nodes: V1Node[], pods: V1Pod[]): ClusterCapacity {
       schedulable: ready && node.spec?.unschedulable !== true,
     };
   });
-  return { nodes: views.sort((a, b) => a.name.localeCompare(b.name)) };
+  let capacity: ClusterCapacity = { nodes: views.sort((a, b) => a.name.localeCompare(b.name)) };
+  // Pods created but not yet bound (a scale-up a moment ago) would otherwise be promised twice.
+  for (const pod of pods) {
+    if (!isPendingUnbound(pod) || !holdRoomFor(pod)) continue;
+    if (preemptibleBelow !== undefined && (pod.spec?.priority ?? 0) < preemptibleBelow) continue;
+    capacity = reserve(capacity, podRequests(pod), 1);
+  }
+  return capacity;
 }
 
-export async function loadCapacity(
-  cluster: ClusterClient,
-): Promise<{ capacity: ClusterCapacity; pods: V1Pod[] }> {
+export interface ClusterState {
+  capacity: ClusterCapacity;
+  nodes: V1Node[];
+  pods: V1Pod[];
+}
+
+export async function loadCapacity(cluster: ClusterClient): Promise<ClusterState> {
   const [nodes, pods] = await Promise.all([cluster.listNodes(), cluster.listPods(undefined)]);
-  return { capacity: capacityOf(nodes, pods), pods };
+  return { capacity: capacityOf(nodes, pods), nodes, pods };
+}
+
+/** Holds room for every pending pod except those of `ref`'s job. */
+export function exceptPodsOf(ref: JobRef): (pod: V1Pod) => boolean {
+  return (pod) => {
+    const owner = jobOfPod(pod);
+    return !(
+      owner &&
+      owner.kind === ref.kind &&
+      owner.namespace === ref.namespace &&
+      owner.name === ref.name
+    );
+  };
 }

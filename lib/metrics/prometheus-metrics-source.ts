@@ -4,153 +4,258 @@ import type { ContainerUsage, JobRef, RoleName, StepSample, WorkerStepTimes } fr
 import type { MetricsSource } from './metrics-source.js';
 
 /**
- * Step metrics exported by the trainscaler sidecar, and container usage from cAdvisor, read through the
- * Prometheus HTTP API. Series names:
- *   trainscaler_step_time_seconds{namespace,job_kind,job_name,pod,role,worker,replicas,nodes,local_batch_size}
- *   trainscaler_samples_total{namespace,job_kind,job_name,pod}
- *   container_cpu_usage_seconds_total / container_memory_working_set_bytes{namespace,pod,container}
+ * The series the trainscaler sidecar (infra/sidecar) exports, read here through the Prometheus HTTP API.
+ * Every series carries namespace, job_kind, job_name, pod, role (lower case) and worker; the step time also
+ * carries the scale it was measured at: replicas, nodes, local_batch_size (empty when unknown) and node.
+ * A test checks these names against the sidecar's, so the two cannot drift apart.
  */
+export const SIDECAR_SERIES = {
+  stepTime: 'trainscaler_step_time_seconds',
+  samples: 'trainscaler_samples_total',
+  trainerSamples: 'trainscaler_trainer_samples',
+  cpuUsage: 'trainscaler_cgroup_cpu_usage_seconds_total',
+  memoryWorkingSet: 'trainscaler_cgroup_memory_working_set_bytes',
+} as const;
+
+/** cAdvisor's series (kubelet), used for container usage when the sidecar exports no cgroup readings. */
+const CADVISOR = {
+  cpu: 'container_cpu_usage_seconds_total',
+  memory: 'container_memory_working_set_bytes',
+} as const;
+
+export interface PrometheusSourceOptions {
+  /** Per request. */
+  timeoutMs?: number;
+  /** Resolution of range queries, seconds (widened for long windows, see maxPointsPerSeries). */
+  stepSeconds?: number;
+  /** Prometheus refuses more than 11,000 points per series; the model needs far fewer. */
+  maxPointsPerSeries?: number;
+  /** Window of rate() over the CPU counter. */
+  rateWindowSeconds?: number;
+}
+
 interface MatrixResult {
-  metric: Record<string, string>;
+  metric: Record<string, string | undefined>;
   values: [number, string][];
 }
 interface VectorResult {
-  metric: Record<string, string>;
+  metric: Record<string, string | undefined>;
   value: [number, string];
 }
+interface PrometheusResponse {
+  status?: string;
+  data?: { resultType?: string; result?: unknown };
+  errorType?: string;
+  error?: string;
+}
 
-const STEP = 60;
+/** PromQL string literal: the label values come from validated job refs, but quoting must not depend on it. */
+function literal(value: string): string {
+  return `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`;
+}
 
 function selector(ref: JobRef): string {
-  return `namespace="${ref.namespace}",job_kind="${ref.kind}",job_name="${ref.name}"`;
+  return `namespace=${literal(ref.namespace)},job_kind=${literal(ref.kind)},job_name=${literal(ref.name)}`;
+}
+
+function positiveCount(label: string | undefined): number | undefined {
+  if (label === undefined || label === '') return undefined;
+  const n = Number(label);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+function job(ref: JobRef): string {
+  return `${ref.kind} ${ref.namespace}/${ref.name}`;
 }
 
 export class PrometheusMetricsSource implements MetricsSource {
   private readonly http: AxiosInstance;
+  private readonly stepSeconds: number;
+  private readonly maxPoints: number;
+  private readonly rateWindow: number;
+  private readonly timeoutMs: number;
 
   constructor(
-    baseURL: string,
+    private readonly baseURL: string,
     private readonly clock: () => number,
-    timeoutMs = 10_000,
+    options: PrometheusSourceOptions = {},
   ) {
-    this.http = axios.create({ baseURL, timeout: timeoutMs });
-  }
-
-  private async query<T>(path: string, params: Record<string, string | number>, what: string): Promise<T[]> {
-    try {
-      const response = await this.http.get<{ status: string; data?: { result: T[] }; error?: string }>(path, {
-        params,
-      });
-      if (response.data.status !== 'success' || !response.data.data) {
-        throw new ApiError(
-          `Prometheus ${what}`,
-          response.status,
-          response.data.error ?? 'unexpected response',
-        );
-      }
-      return response.data.data.result;
-    } catch (error) {
-      if (error instanceof ApiError) throw error;
-      const status = isAxiosError(error) ? error.response?.status : undefined;
-      const detail = isAxiosError(error)
-        ? (error.response?.data?.error ?? error.code ?? error.message)
-        : String(error);
-      throw new ApiError(`Prometheus ${what}`, status, String(detail), { cause: error });
-    }
-  }
-
-  private range(expr: string, windowSeconds: number, what: string): Promise<MatrixResult[]> {
-    const end = this.clock();
-    return this.query<MatrixResult>(
-      '/api/v1/query_range',
-      { query: expr, start: end - windowSeconds, end, step: STEP },
-      what,
-    );
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.stepSeconds = options.stepSeconds ?? 60;
+    this.maxPoints = options.maxPointsPerSeries ?? 1000;
+    this.rateWindow = options.rateWindowSeconds ?? 300;
+    this.http = axios.create({ baseURL, timeout: this.timeoutMs });
   }
 
   async stepSamples(ref: JobRef, windowSeconds: number): Promise<StepSample[]> {
-    const expr = `avg by (replicas, nodes, local_batch_size) (trainscaler_step_time_seconds{${selector(ref)},role="worker"})`;
-    const series = await this.range(expr, windowSeconds, 'step time query');
+    const workers = `${SIDECAR_SERIES.stepTime}{${selector(ref)},role="worker"}`;
+    const [means, nodeCounts, workerCounts] = await Promise.all([
+      this.range(`avg by (replicas, nodes, local_batch_size) (${workers})`, windowSeconds, 'step time query'),
+      // Where the sidecars were not told the node count, count the distinct nodes their pods report.
+      this.range(
+        `count by (replicas, local_batch_size) (count by (replicas, local_batch_size, node) (${SIDECAR_SERIES.stepTime}{${selector(ref)},role="worker",node!=""}))`,
+        windowSeconds,
+        'node count query',
+      ),
+      // Where they were not told the replica count, count the workers reporting.
+      this.range(`count by (replicas, local_batch_size) (${workers})`, windowSeconds, 'worker count query'),
+    ]);
+    const key = (m: MatrixResult['metric'], at: number) =>
+      `${m.replicas ?? ''}|${m.local_batch_size ?? ''}|${at}`;
+    const pointsOf = (series: MatrixResult[]) => {
+      const map = new Map<string, number>();
+      for (const s of series) for (const [at, v] of s.values) map.set(key(s.metric, at), Number(v));
+      return map;
+    };
+    const nodesAt = pointsOf(nodeCounts);
+    const workersAt = pointsOf(workerCounts);
+
     const samples: StepSample[] = [];
-    for (const s of series) {
-      const replicas = Number(s.metric.replicas);
-      const nodes = Number(s.metric.nodes);
-      const localBatchSize = Number(s.metric.local_batch_size);
-      if (!(replicas > 0 && nodes > 0 && localBatchSize > 0)) continue;
+    for (const s of means) {
+      const localBatchSize = positiveCount(s.metric.local_batch_size);
+      if (localBatchSize === undefined) continue; // a step time at an unknown batch size cannot be modelled
       for (const [at, value] of s.values) {
         const stepTime = Number(value);
-        if (stepTime > 0) samples.push({ replicas, nodes, localBatchSize, stepTime, at });
+        const replicas = positiveCount(s.metric.replicas) ?? workersAt.get(key(s.metric, at));
+        const nodes = positiveCount(s.metric.nodes) ?? nodesAt.get(key(s.metric, at));
+        if (!(stepTime > 0 && Number.isFinite(stepTime)) || !replicas || !nodes) continue;
+        samples.push({ replicas, nodes: Math.min(nodes, replicas), localBatchSize, stepTime, at });
       }
     }
     if (samples.length === 0)
       throw new MissingMetricsError(
-        `no trainscaler_step_time_seconds series for ${ref.namespace}/${ref.name}`,
+        `no ${SIDECAR_SERIES.stepTime} series with a known scale for ${job(ref)} in the last ${windowSeconds} s`,
       );
     return samples.sort((a, b) => (a.at ?? 0) - (b.at ?? 0));
   }
 
   async containerUsage(ref: JobRef, windowSeconds: number): Promise<ContainerUsage[]> {
-    const pods = `namespace="${ref.namespace}",pod=~"${ref.name}-.*",container!="",container!="POD"`;
-    const [cpu, memory, roles] = await Promise.all([
-      this.query<VectorResult>(
-        '/api/v1/query',
-        {
-          query: `max by (pod) (max_over_time(rate(container_cpu_usage_seconds_total{${pods}}[5m])[${windowSeconds}s:]))`,
-        },
-        'CPU usage query',
-      ),
-      this.query<VectorResult>(
-        '/api/v1/query',
-        {
-          query: `max by (pod) (max_over_time(container_memory_working_set_bytes{${pods}}[${windowSeconds}s]))`,
-        },
-        'memory usage query',
-      ),
-      this.query<VectorResult>(
-        '/api/v1/query',
-        { query: `max by (pod, role) (trainscaler_step_time_seconds{${selector(ref)}})` },
-        'role query',
-      ),
-    ]);
-    const roleOf = new Map(roles.map((r) => [r.metric.pod, r.metric.role]));
-    const cpuOf = new Map(cpu.map((r) => [r.metric.pod, Number(r.value[1])]));
-    const usage = memory
-      .filter((m) => m.metric.pod && cpuOf.has(m.metric.pod))
-      .map((m) => ({
-        pod: m.metric.pod as string,
-        role: roleName(roleOf.get(m.metric.pod)),
-        cpuMillis: Math.round((cpuOf.get(m.metric.pod) ?? 0) * 1000),
-        memoryBytes: Number(m.value[1]),
-      }));
-    if (usage.length === 0)
-      throw new MissingMetricsError(`no container usage for ${ref.namespace}/${ref.name}`);
-    return usage;
+    const sidecar = await this.usageQueries(
+      `max by (pod, role) (max_over_time(rate(${SIDECAR_SERIES.cpuUsage}{${selector(ref)}}[${this.rateWindow}s])[${windowSeconds}s:]))`,
+      `max by (pod, role) (max_over_time(${SIDECAR_SERIES.memoryWorkingSet}{${selector(ref)}}[${windowSeconds}s]))`,
+      ref,
+    );
+    if (sidecar.length > 0) return sidecar;
+    const pods = `namespace=${literal(ref.namespace)},pod=~${literal(`${ref.name}-.*`)},container!="",container!="POD"`;
+    const cadvisor = await this.usageQueries(
+      `max by (pod) (max_over_time(rate(${CADVISOR.cpu}{${pods}}[${this.rateWindow}s])[${windowSeconds}s:]))`,
+      `max by (pod) (max_over_time(${CADVISOR.memory}{${pods}}[${windowSeconds}s]))`,
+      ref,
+    );
+    if (cadvisor.length === 0)
+      throw new MissingMetricsError(`no container usage (sidecar cgroup or cAdvisor series) for ${job(ref)}`);
+    return cadvisor;
   }
 
   async workerStepTimes(ref: JobRef, windowSeconds: number): Promise<WorkerStepTimes[]> {
-    const expr = `max by (pod, worker) (trainscaler_step_time_seconds{${selector(ref)},role="worker"})`;
+    const expr = `max by (pod, worker) (${SIDECAR_SERIES.stepTime}{${selector(ref)},role="worker"})`;
     const series = await this.range(expr, windowSeconds, 'per-worker step time query');
-    if (series.length === 0)
-      throw new MissingMetricsError(`no per-worker step times for ${ref.namespace}/${ref.name}`);
-    return series.map((s) => {
-      const entry: WorkerStepTimes = {
-        worker: Number(s.metric.worker ?? 0),
-        samples: s.values.map(([at, v]) => ({ at, stepTime: Number(v) })).filter((x) => x.stepTime > 0),
-      };
-      if (s.metric.pod) entry.pod = s.metric.pod;
-      return entry;
-    });
+    const workers = series
+      .map((s) => {
+        const entry: WorkerStepTimes = {
+          worker: Number(s.metric.worker ?? 0),
+          samples: s.values
+            .map(([at, v]) => ({ at, stepTime: Number(v) }))
+            .filter((x) => x.stepTime > 0 && Number.isFinite(x.stepTime)),
+        };
+        if (s.metric.pod) entry.pod = s.metric.pod;
+        return entry;
+      })
+      .filter((w) => w.samples.length > 0);
+    if (workers.length === 0) throw new MissingMetricsError(`no per-worker step times for ${job(ref)}`);
+    return workers;
   }
 
   async samplesProcessed(ref: JobRef): Promise<number | undefined> {
-    const result = await this.query<VectorResult>(
-      '/api/v1/query',
-      { query: `sum(trainscaler_samples_total{${selector(ref)}})` },
-      'progress query',
-    );
-    const value = result[0]?.value[1];
-    return value === undefined ? undefined : Number(value);
+    // The trainer's own counts first (they survive pod restarts), else what the sidecars counted.
+    for (const series of [SIDECAR_SERIES.trainerSamples, SIDECAR_SERIES.samples]) {
+      const result = await this.instant(`sum(${series}{${selector(ref)}})`, 'progress query');
+      const value = Number(result[0]?.value[1]);
+      if (result.length > 0 && Number.isFinite(value)) return value;
+    }
+    return undefined;
   }
+
+  private async usageQueries(cpuExpr: string, memoryExpr: string, ref: JobRef): Promise<ContainerUsage[]> {
+    const [cpu, memory, roles] = await Promise.all([
+      this.instant(cpuExpr, 'CPU usage query'),
+      this.instant(memoryExpr, 'memory usage query'),
+      this.instant(`max by (pod, role) (${SIDECAR_SERIES.stepTime}{${selector(ref)}})`, 'role query'),
+    ]);
+    const roleOf = new Map<string, string | undefined>();
+    for (const r of [...roles, ...cpu, ...memory])
+      if (r.metric.pod && r.metric.role) roleOf.set(r.metric.pod, r.metric.role);
+    const cpuOf = new Map(cpu.map((r) => [r.metric.pod, Number(r.value[1])]));
+    const memoryOf = new Map(memory.map((r) => [r.metric.pod, Number(r.value[1])]));
+    const pods = new Set([...cpuOf.keys(), ...memoryOf.keys()].filter((p): p is string => Boolean(p)));
+    return [...pods].sort().map((pod) => ({
+      pod,
+      role: roleName(roleOf.get(pod)),
+      // A missing reading is 0, which right-sizing treats as "no data" for that resource.
+      cpuMillis: Math.round(finiteOr0(cpuOf.get(pod)) * 1000),
+      memoryBytes: finiteOr0(memoryOf.get(pod)),
+    }));
+  }
+
+  private range(expr: string, windowSeconds: number, what: string): Promise<MatrixResult[]> {
+    const end = this.clock();
+    const step = Math.max(this.stepSeconds, Math.ceil(windowSeconds / this.maxPoints));
+    return this.query<MatrixResult>(
+      '/api/v1/query_range',
+      { query: expr, start: end - windowSeconds, end, step },
+      'matrix',
+      what,
+    );
+  }
+
+  private instant(expr: string, what: string): Promise<VectorResult[]> {
+    return this.query<VectorResult>('/api/v1/query', { query: expr, time: this.clock() }, 'vector', what);
+  }
+
+  private async query<T>(
+    path: string,
+    params: Record<string, string | number>,
+    resultType: 'matrix' | 'vector',
+    what: string,
+  ): Promise<T[]> {
+    const label = `Prometheus ${what}`;
+    let body: PrometheusResponse;
+    let status: number;
+    try {
+      const response = await this.http.get<PrometheusResponse>(path, { params, responseType: 'json' });
+      body = response.data;
+      status = response.status;
+    } catch (error) {
+      throw new ApiError(
+        label,
+        isAxiosError(error) ? error.response?.status : undefined,
+        this.describe(error),
+        {
+          cause: error,
+        },
+      );
+    }
+    if (typeof body !== 'object' || body === null || body.status !== 'success')
+      throw new ApiError(label, status, body?.error ?? `unexpected response from ${this.baseURL}${path}`);
+    const data = body.data;
+    if (data?.resultType !== resultType || !Array.isArray(data.result))
+      throw new ApiError(label, status, `expected a ${resultType} result, got ${data?.resultType ?? 'none'}`);
+    return data.result as T[];
+  }
+
+  /** Says which failure it was: unreachable, timed out, or refused by Prometheus (with its own words). */
+  private describe(error: unknown): string {
+    if (!isAxiosError(error)) return String(error);
+    const body = error.response?.data as PrometheusResponse | undefined;
+    if (error.response) return body?.error ? `${body.errorType ?? 'error'}: ${body.error}` : error.message;
+    if (error.code === 'ECONNABORTED' || error.code === 'ETIMEDOUT')
+      return `no answer from ${this.baseURL} within ${this.timeoutMs} ms`;
+    return `${this.baseURL} unreachable (${error.code ?? error.message})`;
+  }
+}
+
+function finiteOr0(value: number | undefined): number {
+  return value !== undefined && Number.isFinite(value) && value > 0 ? value : 0;
 }
 
 function roleName(label: string | undefined): RoleName {
@@ -161,6 +266,8 @@ function roleName(label: string | undefined): RoleName {
       return 'Master';
     case 'chief':
       return 'Chief';
+    case 'evaluator':
+      return 'Evaluator';
     default:
       return 'Worker';
   }

@@ -342,6 +342,13 @@ export function evaluateStepTime(params: FittedParameters, placement: Placement)
   return combine(c, s, params.gamma);
 }
 
+/** The synchronisation part of the step time at a placement (before it is combined with compute). */
+export function evaluateSyncTime(params: FittedParameters, placement: Placement): number {
+  const form = FORMS[params.form];
+  const sc = scalePlacement(placement, params.refBatch, params.form === 'optimus');
+  return Math.max(dot(form.syncFeatures(sc), params.sync), 0);
+}
+
 /** For fixed gamma, fit step times directly (no sync measurements) by fixed-point NNLS iterations. */
 function fitJoint(
   obs: readonly Obs[],

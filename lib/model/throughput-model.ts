@@ -24,5 +24,5 @@ export interface ThroughputModel {
 }
 
 export type { FitOptions, FittedParameters, FittedThroughputModel } from './fit.js';
-export { evaluateStepTime, fitThroughputModel } from './fit.js';
+export { evaluateStepTime, evaluateSyncTime, fitThroughputModel } from './fit.js';
 export type { FormName } from './forms.js';

@@ -82,8 +82,10 @@ function decideOnOom(job: JobView, pods: PodView[], config: PolicyConfig): Decis
     // A pod that ran with less than the role's current size died before our last raise reached it.
     const fresh = killed.filter((p) => sizedBy(p) >= base);
     if (fresh.length === 0) {
+      // A container restarts inside its pod with the pod's old size: only a recreated pod gets the new one.
+      changes.push(...recreate(killed));
       notes.push(
-        `${names(killed)} OOMKilled at ${formatBytes(Math.max(...killed.map(sizedBy)))}, but ${role.role} memory was already raised to ${formatBytes(base)}`,
+        `${names(killed)} OOMKilled at ${formatBytes(Math.max(...killed.map(sizedBy)))}, but ${role.role} memory was already raised to ${formatBytes(base)}; evicting so that the controller recreates them at the new size`,
       );
       continue;
     }
@@ -109,11 +111,20 @@ function decideOnOom(job: JobView, pods: PodView[], config: PolicyConfig): Decis
       continue;
     }
     changes.push(...memoryChanges(role, raised));
+    // Pod resources are immutable: the killed pods are evicted so that the controller recreates them at the new size.
+    changes.push(...recreate(killed));
     notes.push(
-      `${killedAt}; raising ${role.role} memory to ${formatBytes(raised)} (${formatRatio(config.oomMemoryFactor)}, cap ${formatBytes(config.maxMemoryBytes)})`,
+      `${killedAt}; raising ${role.role} memory to ${formatBytes(raised)} (${formatRatio(config.oomMemoryFactor)}, cap ${formatBytes(config.maxMemoryBytes)}) and evicting ${names(killed)} to recreate them at that size`,
     );
   }
   return { changes, notes };
+}
+
+/** Evictions of the killed pods that still hold their old size; finished pods are the controller's to replace. */
+function recreate(killed: PodView[]): Change[] {
+  return killed
+    .filter((p) => p.phase !== 'Failed' && p.phase !== 'Succeeded')
+    .map((p): Change => ({ kind: 'evict-pod', pod: p.name }));
 }
 
 /**

@@ -218,7 +218,8 @@ function workersFromModel(
   maxFit: number | undefined,
   config: PolicyConfig,
 ): { workers: number; notes: string[] } | undefined {
-  const limit = maxFit ?? worker.minReplicas;
+  // Nothing fits now: the job queues whatever its size, so the size is chosen for when it runs.
+  const limit = maxFit ?? clamp(requested, worker.minReplicas, worker.maxReplicas);
   const scored: { k: number; tp: number }[] = [];
   for (let k = worker.minReplicas; k <= limit; k++) {
     const tp = pessimisticThroughput(model, placementFor(k));
@@ -247,7 +248,7 @@ function workersFromModel(
     );
   }
   if (maxFit === undefined) {
-    notes.push(`not even ${plural(worker.minReplicas, 'worker')} fit free capacity now; pods will wait`);
+    notes.push(`not even ${plural(worker.minReplicas, 'worker')} fit free capacity now; pods will queue`);
   } else if (maxFit < worker.maxReplicas) {
     notes.push(`free capacity holds at most ${plural(maxFit, 'worker')}`);
   }
@@ -264,8 +265,11 @@ function clampedToFit(
   const bounded = clamp(requested, worker.minReplicas, worker.maxReplicas);
   if (bounded !== requested) notes.push(`bounds [${worker.minReplicas}, ${worker.maxReplicas}]`);
   if (maxFit === undefined) {
-    notes.push(`not even ${plural(worker.minReplicas, 'worker')} fit free capacity now; pods will wait`);
-    return worker.minReplicas;
+    // Shrinking a job that has to queue anyway would only make it slower once it runs.
+    notes.push(
+      `not even ${plural(worker.minReplicas, 'worker')} fit free capacity now; size kept, pods will queue`,
+    );
+    return bounded;
   }
   if (maxFit < bounded) {
     notes.push(`free capacity holds ${plural(maxFit, 'worker')}`);

@@ -16,4 +16,6 @@ export interface SimulatedAppModel {
   defaultTargetSamples(app: string): number;
   /** True seconds per optimizer step at the placement (the simulator adds measurement noise on top). */
   stepTime(app: string, placement: Placement): number;
+  /** The synchronisation part of stepTime, when the app model knows it; reported as a sample's syncTime. */
+  syncTime?(app: string, placement: Placement): number;
 }

@@ -9,7 +9,12 @@
 // 1-D search). Regenerate with `npm run bench:model -- --profiles`. In-sample MAPE of these figures
 // over all rows: bert 5.3%, cifar10 7.5%, deepspeech2 8.2%, imagenet 6.8%, ncf 8.2%, yolov3 5.9%.
 // Memory and CPU needs are estimates (host memory of one worker pod), not measurements.
-import { evaluateStepTime, type FittedParameters, type Placement } from '../model/throughput-model.js';
+import {
+  evaluateStepTime,
+  evaluateSyncTime,
+  type FittedParameters,
+  type Placement,
+} from '../model/throughput-model.js';
 
 export type AppName = 'bert' | 'cifar10' | 'deepspeech2' | 'imagenet' | 'ncf' | 'yolov3';
 
@@ -161,4 +166,11 @@ export function groundTruthStepTime(app: AppName, placement: Placement): number 
     throw new Error(`groundTruthStepTime: invalid placement ${JSON.stringify(placement)}`);
   }
   return evaluateStepTime(profile.stepTime, placement);
+}
+
+/** The part of groundTruthStepTime spent in gradient synchronisation (what a DDP comm hook would time). */
+export function groundTruthSyncTime(app: AppName, placement: Placement): number {
+  const profile = APP_PROFILES[app];
+  if (!profile) throw new Error(`unknown application '${app}'`);
+  return evaluateSyncTime(profile.stepTime, placement);
 }

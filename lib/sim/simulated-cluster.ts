@@ -53,16 +53,15 @@ import {
   markRestarted,
   markRunning,
   markSucceeded,
-  markUnbound,
   markUnschedulable,
   newPod,
   podMetadata,
-  podSpec,
 } from './simulated-pod.js';
 import { GPU_RESOURCE } from './training-job-manifests.js';
 import {
   advanceTraining,
   localBatchSizeFor,
+  placementOf,
   type TrainingWorld,
   worldStepTime,
 } from './training-progress.js';
@@ -102,6 +101,8 @@ export interface SimulationTiming {
   sampleIntervalSeconds: number;
   /** Relative measurement noise on step times (uniform, +-). */
   stepTimeNoise: number;
+  /** Spacing of the per-job timeline points kept for reports. */
+  timelineIntervalSeconds: number;
 }
 
 export const DEFAULT_SIMULATION_TIMING: SimulationTiming = {
@@ -114,6 +115,7 @@ export const DEFAULT_SIMULATION_TIMING: SimulationTiming = {
   maxCrashLoopBackoffSeconds: 300,
   sampleIntervalSeconds: 60,
   stepTimeNoise: 0.03,
+  timelineIntervalSeconds: 60,
 };
 
 export interface SimulatedClusterOptions {
@@ -148,7 +150,7 @@ export interface JobTimelinePoint {
   /** Training replicas the job asks for (spec), and how many of them have a running container. */
   workersDesired: number;
   workersRunning: number;
-  /** Mean samples/s over the tick that ended at `at`. */
+  /** Mean samples/s since the previous point. */
   throughput: number;
   processedSamples: number;
   phase: SimulatedJobPhase;
@@ -194,7 +196,8 @@ interface JobRecord {
   lastSampleAt?: number;
   timeline: JobTimelinePoint[];
   timelineClosed: boolean;
-  processedAtTickStart: number;
+  lastTimelineAt: number;
+  processedAtLastPoint: number;
 }
 
 interface PodRecord {
@@ -329,7 +332,8 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       samples: [],
       timeline: [],
       timelineClosed: false,
-      processedAtTickStart: 0,
+      lastTimelineAt: now,
+      processedAtLastPoint: 0,
     };
     this.#jobs.set(key, job);
     this.#setJobCondition(job, 'Created', `${ref.kind} ${ref.name} is created.`, now, false);
@@ -351,7 +355,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       this.#subStep(dt);
       left -= dt;
     }
-    this.#recordTimelines(seconds);
+    this.#recordTimelines();
   }
 
   /** Watch events (pods and jobs) since the last call, oldest first. */
@@ -405,6 +409,8 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     job.object = next;
     job.spec = readSimulatedJobSpec(next);
     this.#watch.push({ type: 'MODIFIED', object: structuredClone(next) });
+    // The real controllers react to a spec change within milliseconds: pods are there for the next reader.
+    if (!isFinished(job)) this.#reconcileJob(job, this.now());
     this.#log({
       at: this.now(),
       verb: 'patch',
@@ -756,29 +762,12 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     }
   }
 
-  /** After back-off the container restarts; in the simulator it picks up the role's current template. */
-  #restartContainer(job: JobRecord, rec: PodRecord, t: number): void {
+  /**
+   * After back-off the kubelet restarts the container in the same pod, with the pod's own (immutable)
+   * resources: a changed template reaches only pods the controller creates anew, as in Kubernetes.
+   */
+  #restartContainer(_job: JobRecord, rec: PodRecord, t: number): void {
     rec.restartAt = undefined;
-    const role = job.spec.roles.find((r) => r.role === rec.role);
-    if (role && role.revision !== rec.revision) {
-      const containers = role.template.spec?.containers ?? [];
-      const sizing = podSizing(containers, job.spec.trainingContainer);
-      rec.revision = role.revision;
-      rec.sizing = sizing;
-      rec.trainingContainer = trainingContainerIndex(containers, job.spec.trainingContainer);
-      const spec = podSpec(rec.pod);
-      spec.containers = structuredClone(containers);
-      const node = this.#node(spec.nodeName ?? '');
-      const others = this.#boundPods().filter((p) => p.key !== rec.key);
-      if (!fits(sizing.requests, freeOn(node, others))) {
-        // The new size does not fit where the pod was: it goes back to the scheduler.
-        markUnbound(rec.pod, rec.trainingContainer);
-        rec.boundAt = undefined;
-        rec.pendingSince = t;
-        this.#emitPod('MODIFIED', rec);
-        return;
-      }
-    }
     rec.runningSince = t;
     markRestarted(rec.pod, rec.trainingContainer, t);
     this.#emitPod('MODIFIED', rec);
@@ -916,6 +905,8 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       workers,
     };
     if (current.world.ps > 0) sample.ps = current.world.ps;
+    const sync = this.#apps.syncTime?.(job.spec.app, placementOf(current.world));
+    if (sync !== undefined) sample.syncTime = Math.min(sample.stepTime, sync * noise());
     job.samples.push(sample);
     job.lastSampleAt = at;
   }
@@ -987,22 +978,25 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     if (type !== 'Created') this.#watch.push({ type: 'MODIFIED', object: structuredClone(job.object) });
   }
 
-  #recordTimelines(tickSeconds: number): void {
+  /** A point per job every timelineIntervalSeconds (and at its end), with the mean throughput since the last. */
+  #recordTimelines(): void {
     const now = this.now();
     for (const job of this.#jobs.values()) {
       if (job.timelineClosed) continue;
+      const elapsed = now - job.lastTimelineAt;
+      if (!isFinished(job) && elapsed < this.timing.timelineIntervalSeconds) continue;
       const desired = job.spec.roles.filter((r) => r.trains).reduce((sum, r) => sum + r.replicas, 0);
       const running = this.#podsOf(job).filter((r) => r.trains && r.runningSince !== undefined).length;
-      const tick = Math.min(tickSeconds, now - job.submittedAt);
       job.timeline.push({
         at: now,
         workersDesired: desired,
         workersRunning: isFinished(job) ? 0 : running,
-        throughput: tick > 0 ? (job.processed - job.processedAtTickStart) / tick : 0,
+        throughput: elapsed > 0 ? (job.processed - job.processedAtLastPoint) / elapsed : 0,
         processedSamples: job.processed,
         phase: job.phase,
       });
-      job.processedAtTickStart = job.processed;
+      job.lastTimelineAt = now;
+      job.processedAtLastPoint = job.processed;
       if (isFinished(job)) job.timelineClosed = true;
     }
   }

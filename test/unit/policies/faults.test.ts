@@ -129,6 +129,8 @@ describe('decideOnFault: OOM kills', () => {
     const plan = decide(job(), [pod(0), pod(1), oomKilled(2), pod(3)]);
     assert.deepEqual(plan.changes, [
       { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 8 * GiB, to: 12 * GiB },
+      // Pod resources are immutable: only a recreated pod runs at the new size.
+      { kind: 'evict-pod', pod: 'worker-2' },
     ]);
     assert.match(plan.reason, /worker-2 OOMKilled \(exit 137\) at 8\.0 GiB limit/);
     assert.match(plan.reason, /raising Worker memory to 12\.0 GiB \(x1\.50, cap 256\.0 GiB\)/);
@@ -169,8 +171,12 @@ describe('decideOnFault: OOM kills', () => {
   it('does not raise again when the pod ran with less than the role already has (raise already applied)', () => {
     const alreadyRaised = worker({ limits: { cpuMillis: 8000, memoryBytes: 12 * GiB, gpus: 1 } });
     const plan = decide(job({}, [alreadyRaised]), [oomKilled(2)]); // pod still carries the old 8 GiB limit
-    assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /already raised to 12\.0 GiB/);
+    assert.deepEqual(
+      plan.changes,
+      [{ kind: 'evict-pod', pod: 'worker-2' }],
+      'no second raise; the pod is recreated',
+    );
+    assert.match(plan.reason, /already raised to 12\.0 GiB; evicting/);
   });
 
   it('raises again when the pod already ran with the raised limit and was killed again', () => {
@@ -181,7 +187,14 @@ describe('decideOnFault: OOM kills', () => {
 
   it('raises once per role however many of its pods were OOM-killed', () => {
     const plan = decide(job(), [oomKilled(0), oomKilled(1), pod(2), pod(3)]);
-    assert.equal(plan.changes.length, 1);
+    assert.equal(plan.changes.filter((c) => c.kind === 'resources').length, 1);
+    assert.deepEqual(
+      plan.changes.filter((c) => c.kind === 'evict-pod'),
+      [
+        { kind: 'evict-pod', pod: 'worker-0' },
+        { kind: 'evict-pod', pod: 'worker-1' },
+      ],
+    );
     assert.match(plan.reason, /worker-0, worker-1 OOMKilled/);
   });
 
@@ -205,9 +218,10 @@ describe('decideOnFault: OOM kills', () => {
         from: 6 * GiB,
         to: 9 * GiB,
       },
+      { kind: 'evict-pod', pod: 'worker-0' },
     ]);
     const grown = worker({ limits: noLimit.limits, requests: { ...noLimit.requests, memoryBytes: 9 * GiB } });
-    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, []);
+    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [{ kind: 'evict-pod', pod: 'worker-0' }]);
   });
 });
 
@@ -359,6 +373,7 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
     const plan = decide(job(), [oomKilled(0), pod(1), pod(2), evicted(3)], FULL);
     assert.deepEqual(plan.changes, [
       { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 8 * GiB, to: 12 * GiB },
+      { kind: 'evict-pod', pod: 'worker-0' },
       { kind: 'replicas', role: 'Worker', from: 4, to: 3 },
     ]);
   });

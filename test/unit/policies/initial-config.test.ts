@@ -117,7 +117,7 @@ describe('decideInitialConfig without a profile', () => {
     );
   });
 
-  it('clamps into what fits now, but never below min', () => {
+  it('clamps into what fits now; when nothing fits, keeps the size (the job queues either way)', () => {
     const five = decideInitialConfig(
       input({ job: job({}, [role({ replicas: 8 })]), capacity: capacity(1, 5) }),
     );
@@ -126,8 +126,8 @@ describe('decideInitialConfig without a profile', () => {
     const none = decideInitialConfig(
       input({ job: job({}, [role({ replicas: 8 })]), capacity: capacity(1, 1) }),
     );
-    assert.equal(workerReplicas(none.changes), 2);
-    assert.match(none.reason, /pods will wait/);
+    assert.equal(workerReplicas(none.changes), undefined, 'no replica change: 8 is kept');
+    assert.match(none.reason, /size kept, pods will queue/);
   });
 
   it("leaves room for the job's other roles", () => {

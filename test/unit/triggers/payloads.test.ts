@@ -61,7 +61,8 @@ describe('parseAlarm', () => {
 
   it('names the offending field of malformed alarms', () => {
     const hook = alertmanagerWebhook([{ namespace: 'team-a', kind: 'PyTorchJob', name: 'a' }]);
-    delete (hook.alerts[0]?.labels as Partial<typeof dims>).job_name;
+    const labels: Partial<typeof dims> | undefined = hook.alerts[0]?.labels;
+    if (labels) delete labels.job_name;
     assert.equal(
       fieldOf(() => parseAlarm(hook)),
       '/alerts/0/labels/job_name',

@@ -1,0 +1,108 @@
+// Which informer events become handler calls. The Lambda deployment gets exactly the events an operator
+// routes to it; the runner sees everything its informers list and watch, including, on becoming leader, every
+// object that already exists. These rules keep that from re-deciding history:
+// - a pod event reviews its job for faults (coalesced per job: the handler re-reads all the job's pods);
+//   pods listed at start are reviewed too, so faults that happened during a leader change are handled;
+// - a job seen ADDED by the watch was submitted: initial configuration; one listed at start counts as
+//   submitted only if it is recent and trainscaler never decided on it (a running job keeps its size);
+// - a job that turns Succeeded updates its signature's profile, once: jobs already Succeeded when listed
+//   at start were recorded by an earlier leader.
+
+import type { V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION } from '../adapters/annotations.js';
+import { isSupportedKind } from '../adapters/job-adapter.js';
+import { jobOfPod } from '../adapters/pod-view.js';
+import { getArray, getString, isObject } from '../adapters/unstructured.js';
+
+export type WatchType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface WatchedObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    creationTimestamp?: string | Date;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+  };
+}
+
+export interface InformerEvent {
+  type: WatchType;
+  object: WatchedObject;
+  /** Part of the informer's first list (the state when this replica started watching), not a change. */
+  initial: boolean;
+}
+
+export interface RoutedTask {
+  /** Queue key: tasks with the same key coalesce. */
+  key: string;
+  trigger: 'cluster-event' | 'submit';
+  payload: { type: WatchType; object: WatchedObject };
+}
+
+export interface EventRouterOptions {
+  /** Epoch milliseconds. */
+  now?: () => number;
+  /** A job listed at start is still "just submitted" when created less than this long ago. */
+  submitGraceMs?: number;
+}
+
+function succeeded(obj: WatchedObject): boolean {
+  const conditions = getArray(obj, ['status', 'conditions']) ?? [];
+  return conditions.some((c) => isObject(c) && c.type === 'Succeeded' && c.status === 'True');
+}
+
+function createdAt(obj: WatchedObject): number {
+  const raw = obj.metadata.creationTimestamp;
+  if (raw === undefined) return Number.NaN;
+  return raw instanceof Date ? raw.getTime() : Date.parse(raw);
+}
+
+export class EventRouter {
+  private readonly now: () => number;
+  private readonly submitGraceMs: number;
+  /** Jobs whose success was already seen (or recorded): key -> uid. */
+  private readonly finished = new Map<string, string>();
+
+  constructor(options: EventRouterOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.submitGraceMs = options.submitGraceMs ?? 5 * 60_000;
+  }
+
+  route(event: InformerEvent): RoutedTask[] {
+    const { object } = event;
+    const payload = { type: event.type, object };
+    const namespace = object.metadata.namespace ?? 'default';
+    if (object.kind === 'Pod') {
+      // Watch objects are the API server's JSON; jobOfPod reads only metadata, which has the same shape.
+      const owner = jobOfPod(object as V1Pod);
+      if (!owner || !isSupportedKind(owner.kind)) return [];
+      return [{ key: `pods:${owner.kind}/${namespace}/${owner.name}`, trigger: 'cluster-event', payload }];
+    }
+    if (!isSupportedKind(object.kind)) return [];
+    const key = `${object.kind}/${namespace}/${object.metadata.name}`;
+    const uid = object.metadata.uid ?? '';
+    if (event.type === 'DELETED') {
+      this.finished.delete(key);
+      return [];
+    }
+    if (succeeded(object)) {
+      // A job recreated under the same name is a new run: compare uids, not names.
+      if (this.finished.get(key) === uid) return [];
+      this.finished.set(key, uid);
+      return event.initial ? [] : [{ key: `job:${key}`, trigger: 'cluster-event', payload }];
+    }
+    if (event.type !== 'ADDED') return [];
+    if (event.initial && !this.recentlySubmitted(object)) return [];
+    return [{ key: `submit:${key}`, trigger: 'submit', payload }];
+  }
+
+  private recentlySubmitted(object: WatchedObject): boolean {
+    if (getString(object, ['metadata', 'annotations', ANNOTATION.lastDecision]) !== undefined) return false;
+    const age = this.now() - createdAt(object);
+    return age >= 0 && age < this.submitGraceMs;
+  }
+}

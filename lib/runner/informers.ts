@@ -1,0 +1,175 @@
+// List+watch of the objects trainscaler reacts to, through client-node's informers: PyTorchJobs, TFJobs,
+// StatefulSets and pods, cluster-wide. Two things client-node leaves to the caller are done here:
+// - a list returns items without kind/apiVersion, and typed lists as class instances with Date fields, while
+//   watch events carry the API server's JSON; every object is normalised to the JSON form with its kind,
+//   which is what the handlers (and the Lambda deployment) receive;
+// - an informer stops for good on a watch or list error (e.g. the Kubeflow CRDs are not installed yet);
+//   it is restarted here with capped exponential backoff until the set is stopped.
+
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  makeInformer,
+} from '@kubernetes/client-node';
+import type { ActuatorLogger as Logger } from '../actuator.js';
+import { isObject } from '../adapters/unstructured.js';
+import type { InformerEvent, WatchedObject, WatchType } from './event-router.js';
+
+interface Source {
+  kind: string;
+  apiVersion: string;
+  path: string;
+  list: () => Promise<unknown>;
+  labelSelector?: string;
+}
+
+export interface InformerSetOptions {
+  onEvent: (event: InformerEvent) => void;
+  logger: Logger;
+  /** Only StatefulSets matching this label selector are watched (all when unset). */
+  statefulSetSelector?: string;
+  minRestartDelayMs?: number;
+  maxRestartDelayMs?: number;
+}
+
+export interface InformerSet {
+  /** Resolves when every informer has completed its first list. */
+  readonly synced: Promise<void>;
+  stop(): Promise<void>;
+}
+
+function sources(kc: KubeConfig, statefulSetSelector: string | undefined): Source[] {
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const crd = (kind: string, plural: string): Source => ({
+    kind,
+    apiVersion: 'kubeflow.org/v1',
+    path: `/apis/kubeflow.org/v1/${plural}`,
+    list: () => custom.listClusterCustomObject({ group: 'kubeflow.org', version: 'v1', plural }),
+  });
+  const statefulSets: Source = {
+    kind: 'StatefulSet',
+    apiVersion: 'apps/v1',
+    path: '/apis/apps/v1/statefulsets',
+    list: () => apps.listStatefulSetForAllNamespaces({ labelSelector: statefulSetSelector }),
+  };
+  if (statefulSetSelector) statefulSets.labelSelector = statefulSetSelector;
+  return [
+    crd('PyTorchJob', 'pytorchjobs'),
+    crd('TFJob', 'tfjobs'),
+    statefulSets,
+    { kind: 'Pod', apiVersion: 'v1', path: '/api/v1/pods', list: () => core.listPodForAllNamespaces() },
+  ];
+}
+
+/** The API server's JSON form of a list, each item with its kind and apiVersion. */
+export function normaliseList(
+  raw: unknown,
+  kind: string,
+  apiVersion: string,
+): KubernetesListObject<KubernetesObject> {
+  // A JSON round trip turns client-node's model instances (Date fields) back into the wire form.
+  const plain: unknown = JSON.parse(JSON.stringify(raw ?? {}));
+  const items = isObject(plain) && Array.isArray(plain.items) ? plain.items : [];
+  const metadata = isObject(plain) && isObject(plain.metadata) ? plain.metadata : {};
+  return {
+    apiVersion: `${apiVersion}`,
+    kind: `${kind}List`,
+    metadata: {
+      resourceVersion: typeof metadata.resourceVersion === 'string' ? metadata.resourceVersion : '',
+    },
+    items: items.filter(isObject).map((item) => ({ ...item, kind, apiVersion }) as KubernetesObject),
+  };
+}
+
+function asWatched(obj: KubernetesObject, source: Source): WatchedObject | undefined {
+  const name = obj.metadata?.name;
+  if (!name) return undefined;
+  return {
+    ...obj,
+    kind: obj.kind ?? source.kind,
+    apiVersion: obj.apiVersion ?? source.apiVersion,
+  } as WatchedObject;
+}
+
+export function startInformers(kc: KubeConfig, options: InformerSetOptions): InformerSet {
+  const minDelay = options.minRestartDelayMs ?? 1_000;
+  const maxDelay = options.maxRestartDelayMs ?? 30_000;
+  let stopped = false;
+  const timers = new Set<NodeJS.Timeout>();
+  const informers: Array<{ stop(): Promise<void> }> = [];
+  const syncs: Promise<void>[] = [];
+
+  for (const source of sources(kc, options.statefulSetSelector)) {
+    let initial = true;
+    let delay = minDelay;
+    let markSynced: () => void = () => {};
+    syncs.push(new Promise<void>((resolve) => (markSynced = resolve)));
+    const list = async () => {
+      const result = normaliseList(await source.list(), source.kind, source.apiVersion);
+      delay = minDelay;
+      if (initial) {
+        // The informer hands the listed items to its callbacks synchronously once this promise resolves,
+        // before it starts watching; the first macrotask after that marks the end of the initial state.
+        setImmediate(() => {
+          initial = false;
+          markSynced();
+        });
+      }
+      return result;
+    };
+    const informer = makeInformer(kc, source.path, list, source.labelSelector);
+    const emit = (type: WatchType) => (obj: KubernetesObject) => {
+      const object = asWatched(obj, source);
+      if (!object || stopped) return;
+      try {
+        options.onEvent({ type, object, initial });
+      } catch (error) {
+        options.logger.error({ kind: source.kind, error: String(error) }, 'event handling failed');
+      }
+    };
+    informer.on('add', emit('ADDED'));
+    informer.on('update', emit('MODIFIED'));
+    informer.on('delete', emit('DELETED'));
+    let restarting = false;
+    const restart = () => {
+      // The same failure can be reported twice (error callback and rejected start): restart once.
+      if (stopped || restarting) return;
+      restarting = true;
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        restarting = false;
+        if (!stopped) informer.start().catch(onError);
+      }, delay);
+      timers.add(timer);
+      delay = Math.min(delay * 2, maxDelay);
+    };
+    const onError = (error?: unknown) => {
+      if (stopped) return;
+      const detail = error instanceof Error ? error.message : String(error);
+      options.logger.warn(
+        { kind: source.kind, path: source.path, error: detail, retryInMs: delay },
+        'informer failed',
+      );
+      restart();
+    };
+    informer.on('error', onError);
+    informer.start().catch(onError);
+    informers.push(informer);
+  }
+
+  return {
+    synced: Promise.all(syncs).then(() => {}),
+    async stop() {
+      stopped = true;
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      await Promise.all(informers.map((i) => i.stop()));
+    },
+  };
+}

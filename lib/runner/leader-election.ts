@@ -1,0 +1,269 @@
+// Leader election on a coordination.k8s.io Lease, the protocol client-go's leaderelection package uses, so
+// that of the runner's replicas exactly one acts:
+// - every write to the Lease is guarded by its resourceVersion, so of two replicas racing for it one gets a
+//   409 and stays a follower;
+// - a follower judges expiry by its own clock from the moment it last saw the Lease change (not from the
+//   renewTime written by another machine's clock), and takes over only leaseDuration after that;
+// - the leader counts itself leader only for renewDeadline (< leaseDuration) after its last successful
+//   renewal, so it has stopped acting before anyone else can have taken over (isLeader() is the fence).
+
+import type { ActuatorLogger as Logger } from '../actuator.js';
+import { ConflictError } from '../errors.js';
+
+export interface LeaseRecord {
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  acquireTime: Date;
+  renewTime: Date;
+  leaseTransitions: number;
+  /** Set on what the server returned; an update must carry the one it read. */
+  resourceVersion?: string;
+}
+
+/** Storage of one Lease. create/update throw ConflictError when someone else wrote first. */
+export interface LeaseLock {
+  readonly description: string;
+  get(): Promise<LeaseRecord | undefined>;
+  create(record: LeaseRecord): Promise<LeaseRecord>;
+  update(record: LeaseRecord): Promise<LeaseRecord>;
+}
+
+export interface LeaderElectionTiming {
+  /** How long a follower waits, after last seeing the Lease change, before taking it over. */
+  leaseDurationMs: number;
+  /** The leader steps down (and stops acting) when it could not renew for this long. */
+  renewDeadlineMs: number;
+  /** Renewal period of the leader and polling period of followers. */
+  retryPeriodMs: number;
+}
+
+export const DEFAULT_TIMING: LeaderElectionTiming = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 5_000,
+};
+
+export interface LeaderElectorOptions {
+  lock: LeaseLock;
+  identity: string;
+  timing?: Partial<LeaderElectionTiming>;
+  /** Monotonic milliseconds (performance.now by default): immune to wall-clock steps. */
+  clock?: () => number;
+  /** Wall clock, only for the timestamps written into the Lease. */
+  wallClock?: () => Date;
+  logger?: Logger;
+  onStartedLeading?: () => void | Promise<void>;
+  onStoppedLeading?: () => void | Promise<void>;
+  random?: () => number;
+}
+
+const SILENT: Logger = { info() {}, warn() {}, error() {} };
+/** After a failed renewal the leader retries this soon, so one lost request does not cost it the lease. */
+const RENEW_RETRY_MS = 1_000;
+
+export class LeaderElector {
+  readonly identity: string;
+  private readonly lock: LeaseLock;
+  private readonly timing: LeaderElectionTiming;
+  private readonly clock: () => number;
+  private readonly wallClock: () => Date;
+  private readonly logger: Logger;
+  private readonly random: () => number;
+  private leading = false;
+  /** onStartedLeading ran and onStoppedLeading has not yet: the callbacks always come in pairs. */
+  private acting = false;
+  private lastRenewAt = Number.NEGATIVE_INFINITY;
+  private observedVersion: string | undefined;
+  private observedAt = 0;
+  private observedHolder = '';
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly options: LeaderElectorOptions) {
+    this.identity = options.identity;
+    this.lock = options.lock;
+    this.timing = { ...DEFAULT_TIMING, ...options.timing };
+    if (this.timing.renewDeadlineMs >= this.timing.leaseDurationMs)
+      throw new Error('renewDeadline must be shorter than leaseDuration, or two leaders could overlap');
+    this.clock = options.clock ?? (() => performance.now());
+    this.wallClock = options.wallClock ?? (() => new Date());
+    this.logger = options.logger ?? SILENT;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** True only while the last renewal is younger than renewDeadline: checked before every write. */
+  isLeader(): boolean {
+    return this.leading && this.clock() - this.lastRenewAt < this.timing.renewDeadlineMs;
+  }
+
+  /** The holder last seen on the Lease ('' when none). */
+  currentHolder(): string {
+    return this.observedHolder;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.stopped = false;
+    this.loop = this.run();
+  }
+
+  /**
+   * Stops campaigning. A leader first runs onStoppedLeading (the runner stops its informers and waits for
+   * the handler in flight), then, with `release`, clears the Lease so a follower takes over at its next
+   * poll instead of after leaseDuration.
+   */
+  async stop(options: { release?: boolean } = {}): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.wake?.();
+    await this.loop;
+    this.loop = undefined;
+    if (this.leading) {
+      this.leading = false;
+      await this.stopActing();
+      if (options.release ?? true) await this.release();
+    }
+  }
+
+  /** One campaign step; returns the delay before the next. Public so tests can step without timers. */
+  async tick(): Promise<number> {
+    const attemptAt = this.clock();
+    const acquired = await this.tryAcquireOrRenew(attemptAt);
+    if (acquired) {
+      // The renewal counts from when it was sent, never from when the answer arrived.
+      this.lastRenewAt = attemptAt;
+      if (!this.leading) {
+        this.leading = true;
+        // Acquired while stopping: stop() releases it without ever acting.
+        if (this.stopped) return 0;
+        this.logger.info({ lease: this.lock.description, identity: this.identity }, 'became leader');
+        this.acting = true;
+        await this.notify('onStartedLeading');
+      }
+      return this.timing.retryPeriodMs;
+    }
+    if (this.stopped) return 0;
+    if (this.leading) {
+      const lostToOther = this.observedHolder !== '' && this.observedHolder !== this.identity;
+      if (lostToOther || this.clock() - this.lastRenewAt >= this.timing.renewDeadlineMs) {
+        this.leading = false;
+        this.logger.warn(
+          { lease: this.lock.description, identity: this.identity, holder: this.observedHolder },
+          'lost leadership',
+        );
+        await this.stopActing();
+        return this.followerDelay();
+      }
+      return Math.min(RENEW_RETRY_MS, this.timing.retryPeriodMs);
+    }
+    return this.followerDelay();
+  }
+
+  private followerDelay(): number {
+    // Jitter keeps followers of a released lease from hitting the API server in lockstep.
+    return this.timing.retryPeriodMs * (1 + 0.2 * this.random());
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let delay: number;
+      try {
+        delay = await this.tick();
+      } catch (error) {
+        this.logger.error({ error: String(error) }, 'leader election step failed');
+        delay = this.timing.retryPeriodMs;
+      }
+      if (this.stopped) break;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        this.timer = setTimeout(resolve, delay);
+      });
+      this.wake = undefined;
+    }
+  }
+
+  private observe(record: LeaseRecord, at: number): void {
+    if (record.resourceVersion !== this.observedVersion) {
+      this.observedVersion = record.resourceVersion;
+      this.observedAt = at;
+    }
+    this.observedHolder = record.holderIdentity;
+  }
+
+  private async tryAcquireOrRenew(now: number): Promise<boolean> {
+    const wallNow = this.wallClock();
+    const durationSeconds = Math.ceil(this.timing.leaseDurationMs / 1000);
+    let current: LeaseRecord | undefined;
+    try {
+      current = await this.lock.get();
+    } catch (error) {
+      this.logger.warn({ lease: this.lock.description, error: String(error) }, 'cannot read lease');
+      return false;
+    }
+    if (!current) {
+      return this.write('create', {
+        holderIdentity: this.identity,
+        leaseDurationSeconds: durationSeconds,
+        acquireTime: wallNow,
+        renewTime: wallNow,
+        leaseTransitions: 0,
+      });
+    }
+    this.observe(current, now);
+    const mine = current.holderIdentity === this.identity;
+    if (!mine && current.holderIdentity !== '') {
+      // The holder's own duration decides, not ours: a replica with another setting must not steal early.
+      const expiresAt = this.observedAt + current.leaseDurationSeconds * 1000;
+      if (now < expiresAt) return false;
+    }
+    return this.write('update', {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: durationSeconds,
+      acquireTime: mine ? current.acquireTime : wallNow,
+      renewTime: wallNow,
+      leaseTransitions: mine ? current.leaseTransitions : current.leaseTransitions + 1,
+      ...(current.resourceVersion !== undefined ? { resourceVersion: current.resourceVersion } : {}),
+    });
+  }
+
+  private async write(verb: 'create' | 'update', record: LeaseRecord): Promise<boolean> {
+    try {
+      const written = await this.lock[verb](record);
+      this.observe(written, this.clock());
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConflictError))
+        this.logger.warn({ lease: this.lock.description, error: String(error) }, `cannot ${verb} lease`);
+      return false;
+    }
+  }
+
+  private async release(): Promise<void> {
+    try {
+      const current = await this.lock.get();
+      if (!current || current.holderIdentity !== this.identity) return;
+      const now = this.wallClock();
+      // client-go's release: no holder and a 1 s duration, so any follower may take it at once.
+      await this.lock.update({ ...current, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now });
+      this.logger.info({ lease: this.lock.description, identity: this.identity }, 'released leadership');
+    } catch (error) {
+      this.logger.warn({ lease: this.lock.description, error: String(error) }, 'cannot release lease');
+    }
+  }
+
+  private async stopActing(): Promise<void> {
+    if (!this.acting) return;
+    this.acting = false;
+    await this.notify('onStoppedLeading');
+  }
+
+  private async notify(which: 'onStartedLeading' | 'onStoppedLeading'): Promise<void> {
+    try {
+      await this.options[which]?.();
+    } catch (error) {
+      this.logger.error({ error: String(error) }, `${which} failed`);
+    }
+  }
+}

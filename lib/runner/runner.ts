@@ -1,0 +1,225 @@
+// `trainscaler run`: the same handlers as the Lambda functions, driven from inside (or against) a cluster.
+// Every replica serves /healthz and /metrics; only the one holding the Lease runs informers, the schedule
+// and handlers. Writes go through a client fenced on leadership, so a handler that outlives its replica's
+// lease cannot write either.
+
+import type { KubeConfig } from '@kubernetes/client-node';
+import { CronJob, validateCronExpression } from 'cron';
+import { handleAlarm } from '../../functions/alarm.js';
+import { handleClusterEvent } from '../../functions/cluster-event.js';
+import type { Handler, HandlerDeps } from '../../functions/handler-deps.js';
+import { handleSchedule } from '../../functions/schedule.js';
+import { handleSubmit } from '../../functions/submit.js';
+import { ConfigError } from '../errors.js';
+import { EventRouter, type RoutedTask } from './event-router.js';
+import { LeaderFencedClusterClient } from './fenced-cluster-client.js';
+import { startHttpServer } from './http-server.js';
+import { type InformerSet, startInformers } from './informers.js';
+import { type LeaderElectionTiming, LeaderElector, type LeaseLock } from './leader-election.js';
+import { KubernetesLeaseLock } from './lease-lock.js';
+import { RunnerMetrics, type Trigger } from './metrics.js';
+import { KeyedWorkQueue } from './work-queue.js';
+
+export const DEFAULT_LEASE_NAME = 'trainscaler-leader';
+/** Every five minutes, as the Lambda deployment's rate(5 minutes). */
+export const DEFAULT_SCHEDULE = '*/5 * * * *';
+
+export interface RunnerHandlers {
+  alarm: Handler;
+  clusterEvent: Handler;
+  schedule: Handler;
+  submit: Handler;
+}
+
+export interface RunnerOptions {
+  kubeConfig: KubeConfig;
+  deps: HandlerDeps;
+  /** Unique per replica: the pod name in a cluster. */
+  identity: string;
+  /** Namespace of the Lease. */
+  namespace: string;
+  leaseName?: string;
+  host: string;
+  port: number;
+  /** Cron expression (five fields, or six with seconds), UTC. */
+  schedule?: string;
+  timing?: Partial<LeaderElectionTiming>;
+  statefulSetSelector?: string;
+  submitGraceMs?: number;
+  /** Tests replace handlers and the lock. */
+  handlers?: Partial<RunnerHandlers>;
+  lock?: LeaseLock;
+}
+
+export interface Runner {
+  readonly url: string;
+  readonly identity: string;
+  readonly metrics: RunnerMetrics;
+  isLeader(): boolean;
+  /**
+   * Graceful stop: no new work, the handler in flight finishes (the lease is still renewed meanwhile), then
+   * the lease is released (unless `release: false`, which leaves it to expire, as a crash would).
+   */
+  stop(options?: { release?: boolean }): Promise<void>;
+}
+
+interface Work {
+  queue: KeyedWorkQueue;
+  informers: InformerSet;
+  cron: CronJob;
+}
+
+export async function startRunner(options: RunnerOptions): Promise<Runner> {
+  const schedule = options.schedule ?? DEFAULT_SCHEDULE;
+  const valid = validateCronExpression(schedule);
+  if (!valid.valid)
+    throw new ConfigError(`schedule '${schedule}' is not a cron expression: ${String(valid.error)}`);
+  const { logger } = options.deps;
+  const metrics = new RunnerMetrics();
+  const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
+  const lock = options.lock ?? new KubernetesLeaseLock(options.kubeConfig, options.namespace, leaseName);
+  const handlers: RunnerHandlers = {
+    alarm: handleAlarm,
+    clusterEvent: handleClusterEvent,
+    schedule: handleSchedule,
+    submit: handleSubmit,
+    ...options.handlers,
+  };
+
+  let stopping = false;
+  let work: Work | undefined;
+  const inFlight = new Set<Promise<unknown>>();
+  const track = (promise: Promise<unknown>) => {
+    const settled = promise.then(
+      () => {},
+      () => {},
+    );
+    inFlight.add(settled);
+    settled.finally(() => inFlight.delete(settled));
+  };
+
+  const elector: LeaderElector = new LeaderElector({
+    lock,
+    identity: options.identity,
+    ...(options.timing ? { timing: options.timing } : {}),
+    logger,
+    onStartedLeading: () => startWork(),
+    onStoppedLeading: () => stopWork(),
+  });
+  // New work starts only on a leader that is not shutting down; work already running may write for as long
+  // as the lease is held (it is renewed until that work has finished).
+  const isLeader = () => !stopping && elector.isLeader();
+  const deps: HandlerDeps = {
+    ...options.deps,
+    cluster: new LeaderFencedClusterClient(options.deps.cluster, () => elector.isLeader(), lock.description),
+  };
+
+  async function invoke(trigger: Trigger, handler: Handler, payload: unknown): Promise<void> {
+    if (!isLeader()) return;
+    const started = performance.now();
+    try {
+      const result = await handler(payload, deps);
+      metrics.recordResult(trigger, result, (performance.now() - started) / 1000);
+      for (const outcome of result.outcomes) {
+        if (outcome.applied || outcome.plan.changes.length > 0)
+          logger.info(
+            {
+              trigger,
+              job: outcome.ref,
+              applied: outcome.applied,
+              skipped: outcome.skipped,
+              reason: outcome.plan.reason,
+            },
+            'decision',
+          );
+      }
+    } catch (error) {
+      metrics.recordFailure(trigger, error, (performance.now() - started) / 1000);
+      logger.error(
+        { trigger, error: error instanceof Error ? error.message : String(error) },
+        'handler failed',
+      );
+    }
+  }
+
+  function startWork(): void {
+    if (work || stopping) return;
+    const queue = new KeyedWorkQueue({
+      onDrop: () => metrics.droppedEvents.inc(),
+      onError: (key, error) => logger.error({ key, error: String(error) }, 'queued task failed'),
+    });
+    const enqueue = (key: string, run: () => Promise<void>) => {
+      queue.enqueue(key, () => {
+        const promise = run();
+        track(promise);
+        return promise.finally(() => metrics.queueDepth.set(queue.size));
+      });
+      metrics.queueDepth.set(queue.size);
+    };
+    const router = new EventRouter(
+      options.submitGraceMs !== undefined ? { submitGraceMs: options.submitGraceMs } : {},
+    );
+    const dispatch = (task: RoutedTask) => {
+      const handler = task.trigger === 'submit' ? handlers.submit : handlers.clusterEvent;
+      enqueue(task.key, () => invoke(task.trigger, handler, task.payload));
+    };
+    const informers = startInformers(options.kubeConfig, {
+      onEvent: (event) => {
+        for (const task of router.route(event)) dispatch(task);
+      },
+      logger,
+      ...(options.statefulSetSelector ? { statefulSetSelector: options.statefulSetSelector } : {}),
+    });
+    informers.synced.then(() => logger.info({}, 'informers synced'));
+    const cron = CronJob.from({
+      cronTime: schedule,
+      timeZone: 'UTC',
+      start: true,
+      // A tick that finds the previous one still queued coalesces with it.
+      onTick: () => enqueue('schedule', () => invoke('schedule', handlers.schedule, {})),
+    });
+    work = { queue, informers, cron };
+    metrics.leader.set(1);
+  }
+
+  async function stopWork(): Promise<void> {
+    const current = work;
+    work = undefined;
+    metrics.leader.set(0);
+    if (current) {
+      await current.cron.stop();
+      await current.informers.stop();
+      await current.queue.close();
+    }
+    await Promise.all([...inFlight]);
+  }
+
+  const http = await startHttpServer({
+    host: options.host,
+    port: options.port,
+    metrics,
+    isLeader,
+    deps,
+    track,
+  });
+  elector.start();
+  logger.info({ identity: options.identity, lease: lock.description, url: http.url }, 'runner started');
+
+  let stopped: Promise<void> | undefined;
+  return {
+    url: http.url,
+    identity: options.identity,
+    metrics,
+    isLeader,
+    stop(stopOptions = {}) {
+      stopped ??= (async () => {
+        stopping = true;
+        await stopWork();
+        await elector.stop({ release: stopOptions.release ?? true });
+        await http.close();
+        logger.info({ identity: options.identity }, 'runner stopped');
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { EventRouter, type InformerEvent, type WatchedObject } from '../../../lib/runner/event-router.js';
+
+const NOW = Date.parse('2026-11-29T12:00:00Z');
+
+function job(name: string, extra: Partial<WatchedObject['metadata']> = {}, status?: unknown): WatchedObject {
+  return {
+    apiVersion: 'kubeflow.org/v1',
+    kind: 'PyTorchJob',
+    metadata: { name, namespace: 'ml', uid: `uid-${name}`, ...extra },
+    ...(status ? { status } : {}),
+  } as WatchedObject;
+}
+
+const SUCCEEDED = { conditions: [{ type: 'Succeeded', status: 'True' }] };
+
+function pod(name: string, jobName?: string): WatchedObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: 'ml',
+      ...(jobName ? { labels: { 'training.kubeflow.org/job-name': jobName } } : {}),
+    },
+  };
+}
+
+const ev = (type: InformerEvent['type'], object: WatchedObject, initial = false): InformerEvent => ({
+  type,
+  object,
+  initial,
+});
+
+describe('EventRouter', () => {
+  const router = () => new EventRouter({ now: () => NOW, submitGraceMs: 5 * 60_000 });
+
+  it('sends a job ADDED by the watch to submit, and only then', () => {
+    const r = router();
+    const tasks = r.route(ev('ADDED', job('bert')));
+    assert.deepEqual(
+      tasks.map((t) => [t.trigger, t.key]),
+      [['submit', 'submit:PyTorchJob/ml/bert']],
+    );
+    assert.deepEqual(tasks[0]?.payload.type, 'ADDED');
+    assert.deepEqual(r.route(ev('MODIFIED', job('bert'))), []);
+  });
+
+  it('treats a listed job as submitted only when recent and never decided on', () => {
+    const r = router();
+    const recent = '2026-11-29T11:58:00Z';
+    const old = '2026-11-29T11:00:00Z';
+    assert.equal(r.route(ev('ADDED', job('new', { creationTimestamp: recent }), true)).length, 1);
+    assert.equal(r.route(ev('ADDED', job('old', { creationTimestamp: old }), true)).length, 0);
+    const decided = job('decided', {
+      creationTimestamp: recent,
+      annotations: { 'trainscaler.io/last-decision': '{}' },
+    });
+    assert.equal(r.route(ev('ADDED', decided, true)).length, 0);
+  });
+
+  it('records a success once per run: not when listed already succeeded, not twice, again for a new uid', () => {
+    const r = router();
+    assert.deepEqual(r.route(ev('ADDED', job('done', {}, SUCCEEDED), true)), []);
+    assert.deepEqual(r.route(ev('MODIFIED', job('done', {}, SUCCEEDED))), []);
+    const finishing = r.route(ev('MODIFIED', job('bert', {}, SUCCEEDED)));
+    assert.deepEqual(
+      finishing.map((t) => [t.trigger, t.key]),
+      [['cluster-event', 'job:PyTorchJob/ml/bert']],
+    );
+    assert.deepEqual(r.route(ev('MODIFIED', job('bert', {}, SUCCEEDED))), []);
+    const rerun = job('bert', { uid: 'uid-bert-2' }, SUCCEEDED);
+    assert.equal(r.route(ev('MODIFIED', rerun)).length, 1);
+  });
+
+  it('reviews a job for faults on any event of its pods, one queue key per job, and ignores other pods', () => {
+    const r = router();
+    const a = r.route(ev('MODIFIED', pod('bert-worker-0', 'bert')));
+    const b = r.route(ev('ADDED', pod('bert-worker-1', 'bert'), true));
+    assert.equal(a[0]?.trigger, 'cluster-event');
+    assert.equal(a[0]?.key, 'pods:PyTorchJob/ml/bert');
+    assert.equal(b[0]?.key, a[0]?.key);
+    assert.deepEqual(r.route(ev('MODIFIED', pod('nginx-abc'))), []);
+  });
+});

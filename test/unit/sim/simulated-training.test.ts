@@ -1,0 +1,287 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { MissingMetricsError } from '../../../lib/errors.js';
+import { SimulatedCluster, type SimulatedClusterOptions } from '../../../lib/sim/simulated-cluster.js';
+import { type ContainerSizing, pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
+import type { JobRef } from '../../../lib/types.js';
+import { FIXED_APP_MODEL, fixedStepTime, GiB } from './fixed-app-model.js';
+
+const SIZING: ContainerSizing = { gpus: 1, cpuMillis: 4000, memoryBytes: 10 * GiB };
+const ONE_NODE = [{ name: 'node-a', gpus: 4, cpuMillis: 32_000, memoryBytes: 128 * GiB }];
+
+function refOf(name: string): JobRef {
+  return { kind: 'PyTorchJob', namespace: 'team-a', name };
+}
+
+function submit(
+  sim: SimulatedCluster,
+  name: string,
+  options: {
+    workers: number;
+    sizing?: ContainerSizing;
+    priorityClassName?: string;
+    globalBatchSize?: number;
+    backoffLimit?: number;
+    targetSamples?: number;
+  },
+): JobRef {
+  sim.submitJob(
+    pytorchJobManifest({
+      name,
+      namespace: 'team-a',
+      app: 'toy',
+      workers: options.workers,
+      minReplicas: 1,
+      maxReplicas: 8,
+      sizing: options.sizing ?? SIZING,
+      localBatchSize: 32,
+      targetSamples: options.targetSamples ?? 10_000_000,
+      ...(options.priorityClassName ? { priorityClassName: options.priorityClassName } : {}),
+      ...(options.globalBatchSize ? { globalBatchSize: options.globalBatchSize } : {}),
+      ...(options.backoffLimit !== undefined ? { backoffLimit: options.backoffLimit } : {}),
+    }),
+  );
+  return refOf(name);
+}
+
+function cluster(extra: Partial<SimulatedClusterOptions> = {}): SimulatedCluster {
+  return new SimulatedCluster({ seed: 42, apps: FIXED_APP_MODEL, ...extra });
+}
+
+async function pod(sim: SimulatedCluster, name: string): Promise<V1Pod | undefined> {
+  return (await sim.listPods('team-a')).find((p) => p.metadata?.name === name);
+}
+
+describe('simulated training progress', () => {
+  it('trains at K * m / stepTime once every worker runs', () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 2 });
+    sim.step(120);
+    const before = sim.jobStatus(ref).processedSamples;
+    sim.step(600);
+    const expected = (2 * 32) / fixedStepTime({ replicas: 2, nodes: 1, localBatchSize: 32 });
+    assert.ok(Math.abs((sim.jobStatus(ref).processedSamples - before) / 600 - expected) < 1e-6);
+    assert.ok(Math.abs((sim.timeline(ref).at(-1)?.throughput ?? 0) - expected) < 1e-6);
+  });
+
+  it('keeps the global batch fixed: m = global / K', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 4, globalBatchSize: 256 });
+    sim.step(300);
+    const samples = await sim.stepSamples(ref, 3600);
+    assert.ok(samples.every((s) => s.replicas === 4 && s.localBatchSize === 64 && s.nodes === 1));
+    const truth = fixedStepTime({ replicas: 4, nodes: 1, localBatchSize: 64 });
+    assert.ok(samples.every((s) => Math.abs(s.stepTime / truth - 1) <= 0.03 + 1e-9));
+  });
+
+  it('counts distinct nodes of the workers in the placement', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 6 });
+    sim.step(300);
+    const [sample] = await sim.stepSamples(ref, 3600);
+    assert.equal(sample?.nodes, 2);
+  });
+
+  it('charges the rescale cost on a worker-count change, and completes at the exact target', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 2, targetSamples: 400_000 });
+    sim.step(600);
+    const rate2 = (2 * 32) / fixedStepTime({ replicas: 2, nodes: 1, localBatchSize: 32 });
+    const rate1 = (1 * 32) / fixedStepTime({ replicas: 1, nodes: 1, localBatchSize: 32 });
+    const processed = sim.jobStatus(ref).processedSamples;
+    assert.ok(Math.abs(processed - rate2 * (600 - 20)) < 1e-6, 'trains from the pod start on');
+    await sim.patchJob(
+      ref,
+      [{ op: 'replace', path: '/spec/pytorchReplicaSpecs/Worker/replicas', value: 1 }],
+      {
+        dryRun: false,
+      },
+    );
+    sim.step(600);
+    assert.ok(Math.abs(sim.jobStatus(ref).processedSamples - processed - rate1 * (600 - 30)) < 1e-6);
+    sim.step(3 * 3600);
+    const status = sim.jobStatus(ref);
+    assert.equal(status.phase, 'Succeeded');
+    assert.equal(status.processedSamples, 400_000);
+    const expectedEnd = sim.jobStatus(ref).submittedAt + 1200 + (400_000 - processed - rate1 * 570) / rate1;
+    assert.ok(Math.abs((status.finishedAt ?? 0) - expectedEnd) < 1e-6);
+    assert.equal(status.jctSeconds, (status.finishedAt ?? 0) - status.submittedAt);
+    assert.ok((await sim.listPods('team-a')).every((p) => p.status?.phase === 'Succeeded'));
+  });
+
+  it('makes no progress while a worker cannot be scheduled (fixed world size)', () => {
+    const sim = cluster({ nodes: ONE_NODE });
+    const ref = submit(sim, 'toy', { workers: 5 });
+    sim.step(300);
+    assert.equal(sim.jobStatus(ref).processedSamples, 0);
+    assert.equal(sim.jobStatus(ref).phase, 'Pending');
+  });
+});
+
+describe('simulated failures', () => {
+  it('OOM-kills a container limited below the app need, and fails the job past backoffLimit', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', {
+      workers: 1,
+      sizing: { ...SIZING, memoryBytes: 6 * GiB },
+      backoffLimit: 2,
+    });
+    sim.step(90);
+    const killed = await pod(sim, 'toy-worker-0');
+    const status = killed?.status?.containerStatuses?.[0];
+    assert.equal(status?.restartCount, 1);
+    assert.equal(status?.lastState?.terminated?.reason, 'OOMKilled');
+    assert.equal(status?.lastState?.terminated?.exitCode, 137);
+    const oomEvents = sim
+      .drainEvents()
+      .filter(
+        (e) =>
+          e.object.kind === 'Pod' &&
+          (e.object as V1Pod).status?.containerStatuses?.[0]?.lastState?.terminated?.reason === 'OOMKilled',
+      );
+    assert.ok(oomEvents.length >= 1);
+    sim.step(600);
+    const final = sim.jobStatus(ref);
+    assert.equal(final.phase, 'Failed');
+    assert.match(final.failureReason ?? '', /BackoffLimitExceeded/);
+    assert.deepEqual(await sim.listPods('team-a'), []);
+    const job = await sim.getJob(ref);
+    const conditions = (job.status as { conditions: Array<{ type: string; status: string }> }).conditions;
+    assert.ok(conditions.some((c) => c.type === 'Failed' && c.status === 'True'));
+  });
+
+  it('restarts an OOM-killed container at its old size; a recreated pod gets the raised limit', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 1, sizing: { ...SIZING, memoryBytes: 6 * GiB } });
+    sim.step(85); // killed at 80 s, back-off until 90 s
+    const resources = '/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/resources';
+    await sim.patchJob(
+      ref,
+      [
+        { op: 'replace', path: `${resources}/limits/memory`, value: '12Gi' },
+        { op: 'replace', path: `${resources}/requests/memory`, value: '12Gi' },
+      ],
+      { dryRun: false },
+    );
+    sim.step(10); // restarted in place: pod resources are immutable
+    const restarted = await pod(sim, 'toy-worker-0');
+    assert.equal(restarted?.status?.containerStatuses?.[0]?.restartCount, 1);
+    assert.equal(restarted?.spec?.containers[0]?.resources?.limits?.memory, '6Gi');
+    await sim.evictPod(ref.namespace, 'toy-worker-0', { dryRun: false });
+    sim.step(1200);
+    const recreated = await pod(sim, 'toy-worker-0');
+    assert.equal(recreated?.spec?.containers[0]?.resources?.limits?.memory, '12Gi');
+    assert.equal(recreated?.status?.containerStatuses?.[0]?.restartCount, 0);
+    assert.equal(sim.jobStatus(ref).phase, 'Running');
+  });
+
+  it('preempts lower-priority pods for a higher-priority pod, and the operator recreates them Pending', async () => {
+    const sim = cluster({ nodes: ONE_NODE, priorityClasses: { 'production-high': 1000 } });
+    const low = submit(sim, 'low', { workers: 4 });
+    sim.step(120);
+    assert.equal(sim.jobStatus(low).phase, 'Running');
+    sim.drainEvents();
+    const high = submit(sim, 'high', { workers: 1, priorityClassName: 'production-high' });
+    sim.step(10);
+    const preempted = sim
+      .drainEvents()
+      .map((e) => e.object as V1Pod)
+      .filter((p) => p.kind === 'Pod' && p.status?.reason === 'Preempted');
+    assert.equal(preempted.length, 1);
+    assert.equal(preempted[0]?.status?.phase, 'Failed');
+    assert.equal((await pod(sim, 'high-worker-0'))?.spec?.nodeName, 'node-a');
+    assert.equal((await pod(sim, 'high-worker-0'))?.spec?.priority, 1000);
+    sim.step(10);
+    const victimName = preempted[0]?.metadata?.name ?? '';
+    const recreated = await pod(sim, victimName);
+    assert.equal(recreated?.status?.phase, 'Pending');
+    assert.notEqual(recreated?.metadata?.uid, preempted[0]?.metadata?.uid);
+    sim.step(60);
+    assert.equal(sim.jobStatus(high).phase, 'Running');
+    assert.equal(sim.jobStatus(low).phase, 'Restarting');
+  });
+
+  it('fails a job whose pod stays unschedulable while its peers wait, but only queues a job with no pod running', () => {
+    const sim = cluster({ nodes: ONE_NODE });
+    const partial = submit(sim, 'partial', { workers: 3, sizing: { ...SIZING, gpus: 2 } });
+    const queued = submit(sim, 'queued', { workers: 1, sizing: { ...SIZING, gpus: 4 } });
+    sim.step(590);
+    assert.equal(sim.jobStatus(partial).phase, 'Pending');
+    sim.step(60);
+    assert.equal(sim.jobStatus(partial).phase, 'Failed');
+    assert.match(sim.jobStatus(partial).failureReason ?? '', /PendingTimeout/);
+    assert.notEqual(sim.jobStatus(queued).phase, 'Failed');
+    sim.step(120);
+    assert.equal(sim.jobStatus(queued).phase, 'Running', 'the failed job released the GPUs');
+  });
+
+  it('replaces an evicted pod and drops an injected straggler with it', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 3 });
+    sim.step(120);
+    sim.injectStraggler('team-a', 'toy-worker-1', 2);
+    sim.step(300);
+    const series = await sim.workerStepTimes(ref, 240);
+    const mean = (w: number) => {
+      const s = series.find((x) => x.worker === w)?.samples ?? [];
+      return s.reduce((a, b) => a + b.stepTime, 0) / s.length;
+    };
+    assert.ok(mean(1) / mean(0) > 1.8);
+    await sim.evictPod('team-a', 'toy-worker-1', { dryRun: false });
+    assert.equal((await pod(sim, 'toy-worker-1'))?.status?.reason, 'Evicted');
+    sim.step(300);
+    const after = await sim.workerStepTimes(ref, 120);
+    const ratio = (after[1]?.samples[0]?.stepTime ?? 0) / (after[0]?.samples[0]?.stepTime ?? 1);
+    assert.ok(ratio < 1.1);
+  });
+});
+
+describe('simulated metrics', () => {
+  it('throws MissingMetricsError before a job trained, then reports usage near the real need', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', {
+      workers: 2,
+      sizing: { ...SIZING, cpuMillis: 16_000, memoryBytes: 32 * GiB },
+    });
+    await assert.rejects(sim.stepSamples(ref, 600), MissingMetricsError);
+    await assert.rejects(sim.containerUsage(ref, 600), MissingMetricsError);
+    assert.equal(await sim.samplesProcessed(ref), undefined);
+    sim.step(300);
+    const usage = await sim.containerUsage(ref, 600);
+    assert.equal(usage.length, 2);
+    for (const u of usage) {
+      assert.ok(u.memoryBytes >= 0.9 * 8 * GiB && u.memoryBytes <= 8 * GiB);
+      assert.ok(u.cpuMillis >= 0.85 * 4000 && u.cpuMillis <= 4000);
+    }
+    assert.ok(((await sim.samplesProcessed(ref)) ?? 0) > 0);
+  });
+
+  it('samples at most once a minute per job', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 1 });
+    sim.step(3600);
+    const samples = await sim.stepSamples(ref, 3600);
+    const gaps = samples.slice(1).map((s, i) => (s.at ?? 0) - (samples[i]?.at ?? 0));
+    assert.ok(gaps.every((g) => g >= 60));
+    assert.ok(samples.length >= 55);
+  });
+
+  it('replays identically for the same seed and differently for another', async () => {
+    const run = async (seed: number) => {
+      const sim = new SimulatedCluster({ seed, apps: FIXED_APP_MODEL });
+      const ref = submit(sim, 'toy', { workers: 3 });
+      submit(sim, 'other', { workers: 2, sizing: { ...SIZING, memoryBytes: 6 * GiB } });
+      sim.step(1800);
+      return JSON.stringify({
+        samples: await sim.stepSamples(ref, 3600),
+        usage: await sim.containerUsage(ref, 3600),
+        statuses: sim.jobStatuses(),
+        pods: await sim.listPods(undefined),
+        events: sim.drainEvents(),
+      });
+    };
+    assert.equal(await run(3), await run(3));
+    assert.notEqual(await run(3), await run(4));
+  });
+});
