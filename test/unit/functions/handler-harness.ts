@@ -1,0 +1,56 @@
+// A SimulatedCluster with handler deps around it, for handler tests: the same wiring as the demo.
+import { handleClusterEvent } from '../../../functions/cluster-event.js';
+import type { HandlerDeps } from '../../../functions/handler-deps.js';
+import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
+import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
+import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
+import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
+import type { JobRef } from '../../../lib/types.js';
+import { FIXED_APP_MODEL, GiB } from '../sim/fixed-app-model.js';
+
+export { GiB };
+
+export function harness(options: { dryRun?: boolean } = {}) {
+  const sim = new SimulatedCluster({ seed: 7, apps: FIXED_APP_MODEL });
+  const logged: string[] = [];
+  const log = (level: string) => (obj: object, msg?: string) =>
+    logged.push(`${level} ${msg ?? ''} ${JSON.stringify(obj)}`);
+  const deps: HandlerDeps = {
+    cluster: sim,
+    metrics: sim,
+    clock: sim.clock.now,
+    config: DEFAULT_POLICY_CONFIG,
+    dryRun: options.dryRun ?? false,
+    logger: { info: log('info'), warn: log('warn'), error: log('error') },
+    profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
+  };
+  return { sim, deps, logged };
+}
+
+export function toyJob(overrides: Partial<Parameters<typeof pytorchJobManifest>[0]> = {}): KubeObject {
+  return pytorchJobManifest({
+    name: 'toy',
+    namespace: 'team-a',
+    app: 'toy',
+    workers: 1,
+    minReplicas: 1,
+    maxReplicas: 4,
+    sizing: { gpus: 1, cpuMillis: 4000, memoryBytes: 10 * GiB },
+    targetSamples: 50_000_000,
+    ...overrides,
+  });
+}
+
+export const TOY: JobRef = { kind: 'PyTorchJob', namespace: 'team-a', name: 'toy' };
+
+/** Writes to jobs, pods and events (what a handler must not do on bad input), ignoring the test's own setup. */
+export function writesSince(sim: SimulatedCluster, mark: number) {
+  return sim.writeLog().slice(mark);
+}
+
+/** Feeds every pending watch event to the cluster-event handler, like the runner does. */
+export async function deliverEvents(sim: SimulatedCluster, deps: HandlerDeps) {
+  const results = [];
+  for (const event of sim.drainEvents()) results.push(await handleClusterEvent(event, deps));
+  return results;
+}

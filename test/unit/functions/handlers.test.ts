@@ -1,0 +1,241 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { handleAlarm } from '../../../functions/alarm.js';
+import { handleClusterEvent } from '../../../functions/cluster-event.js';
+import { handleSchedule } from '../../../functions/schedule.js';
+import { handleSubmit } from '../../../functions/submit.js';
+import { ANNOTATION } from '../../../lib/adapters/annotations.js';
+import { ApiError, ConflictError, UnsupportedJobKindError, ValidationError } from '../../../lib/errors.js';
+import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
+import { deliverEvents, GiB, harness, TOY, toyJob, writesSince } from './handler-harness.js';
+
+const alarmFor = (name = 'toy') => alertmanagerWebhook([{ namespace: 'team-a', kind: 'PyTorchJob', name }]);
+
+function workers(job: { spec?: unknown }): number | undefined {
+  return (job.spec as { pytorchReplicaSpecs: { Worker: { replicas: number } } }).pytorchReplicaSpecs.Worker
+    .replicas;
+}
+
+function memoryLimit(job: { spec?: unknown }): string | undefined {
+  const spec = job.spec as {
+    pytorchReplicaSpecs: {
+      Worker: { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } };
+    };
+  };
+  return spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]?.resources.limits.memory;
+}
+
+describe('alarm handler', () => {
+  it('scales a job that would gain, records the decision on the job and as an Event', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(900); // 15 minutes of samples at one worker
+    const before = await sim.getJob(TOY);
+    const result = await handleAlarm(alarmFor(), deps);
+    assert.equal(result.errors.length, 0);
+    const [outcome] = result.outcomes;
+    assert.ok(outcome?.applied, outcome?.plan.reason);
+    assert.equal(outcome.plan.policy, 'tuning');
+    const after = await sim.getJob(TOY);
+    assert.ok((workers(after) ?? 0) > (workers(before) ?? 0), 'more workers');
+    const record = JSON.parse(after.metadata.annotations?.[ANNOTATION.lastDecision] ?? '{}');
+    assert.equal(record.id, outcome.decisionId);
+    assert.equal(record.reason, outcome.plan.reason);
+    assert.deepEqual(record.changes[0], { kind: 'replicas', role: 'Worker', from: 1, to: workers(after) });
+    const events = sim.recordedEvents().filter((e) => e.involvedObject.name === 'toy');
+    assert.equal(events.length, 1);
+    assert.equal(events[0]?.reason, 'TrainscalerTuning');
+    assert.equal(events[0]?.message, outcome.plan.reason);
+  });
+
+  it('a duplicate alarm right after does not write again (cool-down recorded on the job)', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(900);
+    await handleAlarm(alarmFor(), deps);
+    const mark = sim.writeLog().length;
+    const again = await handleAlarm(alarmFor(), deps);
+    assert.equal(again.outcomes[0]?.applied, false);
+    assert.match(again.outcomes[0]?.plan.reason ?? '', /cool-down/);
+    assert.deepEqual(writesSince(sim, mark), []);
+  });
+
+  it('rejects a malformed alarm naming the field, before any read or write', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(900);
+    const mark = sim.writeLog().length;
+    const bad = alarmFor();
+    (bad.alerts[0]?.labels as Record<string, string>).job_kind = 'MPIJob';
+    await assert.rejects(
+      handleAlarm(bad, deps),
+      (e: unknown) => e instanceof ValidationError && e.field === '/alerts/0/labels/job_kind',
+    );
+    await assert.rejects(handleAlarm({ version: '4' }, deps), ValidationError);
+    assert.deepEqual(writesSince(sim, mark), []);
+  });
+
+  it('makes no decision on missing metrics and says so', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(10); // no training yet: no samples
+    const mark = sim.writeLog().length;
+    const result = await handleAlarm(alarmFor(), deps);
+    assert.deepEqual(result.outcomes, []);
+    assert.equal(result.errors[0]?.code, 'MISSING_METRICS');
+    assert.deepEqual(writesSince(sim, mark), []);
+  });
+
+  it('reports an unknown job as NOT_FOUND and still handles the other jobs of the webhook', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(900);
+    const hook = alertmanagerWebhook([
+      { namespace: 'team-a', kind: 'PyTorchJob', name: 'ghost' },
+      { namespace: 'team-a', kind: 'PyTorchJob', name: 'toy' },
+    ]);
+    const result = await handleAlarm(hook, deps);
+    assert.equal(result.errors[0]?.ref.name, 'ghost');
+    assert.equal(result.outcomes[0]?.ref.name, 'toy');
+  });
+
+  it('an API error on the write is reported with nothing changed', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(900);
+    const before = await sim.getJob(TOY);
+    sim.failNextWrite(new ApiError('patch PyTorchJob team-a/toy', 500, 'etcdserver: request timed out'));
+    const result = await handleAlarm(alarmFor(), deps);
+    assert.equal(result.errors[0]?.code, 'API_ERROR');
+    assert.match(result.errors[0]?.message ?? '', /HTTP 500/);
+    const after = await sim.getJob(TOY);
+    assert.equal(after.metadata.resourceVersion, before.metadata.resourceVersion);
+  });
+
+  it('on a 409 it re-reads and recomputes, then writes once', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(900);
+    sim.failNextWrite(new ConflictError('PyTorchJob team-a/toy'));
+    const result = await handleAlarm(alarmFor(), deps);
+    const [outcome] = result.outcomes;
+    assert.equal(outcome?.applied, true);
+    assert.equal(outcome?.conflicts, 1);
+    assert.equal(
+      sim.writeLog().filter((w) => w.verb === 'patch' && w.target.endsWith('team-a/toy')).length,
+      1,
+    );
+  });
+
+  it('dry-run computes the plan and writes nothing: resourceVersion unchanged, no Event', async () => {
+    const { sim, deps } = harness({ dryRun: true });
+    sim.submitJob(toyJob());
+    sim.step(900);
+    const before = await sim.getJob(TOY);
+    const mark = sim.writeLog().length;
+    const result = await handleAlarm(alarmFor(), deps);
+    const [outcome] = result.outcomes;
+    assert.equal(outcome?.skipped, 'dry-run');
+    assert.ok((outcome?.patch?.length ?? 0) > 0, 'the patch it would send is reported');
+    assert.equal((await sim.getJob(TOY)).metadata.resourceVersion, before.metadata.resourceVersion);
+    assert.deepEqual(writesSince(sim, mark), []);
+    assert.equal(sim.recordedEvents().length, 0);
+  });
+
+  it('leaves jobs annotated managed=false alone', async () => {
+    const { sim, deps } = harness();
+    const job = toyJob();
+    job.metadata.annotations = { ...job.metadata.annotations, [ANNOTATION.managed]: 'false' };
+    sim.submitJob(job);
+    sim.step(900);
+    const mark = sim.writeLog().length;
+    const result = await handleAlarm(alarmFor(), deps);
+    assert.equal(result.outcomes[0]?.skipped, 'not-managed');
+    assert.deepEqual(writesSince(sim, mark), []);
+  });
+});
+
+describe('cluster-event handler', () => {
+  it('raises memory of an OOM-killed job once, recreates the pods, and the job then trains', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob({ workers: 2, sizing: { gpus: 1, cpuMillis: 4000, memoryBytes: 6 * GiB } })); // app needs 8 GiB
+    let raised = 0;
+    for (let i = 0; i < 30; i++) {
+      sim.step(10);
+      for (const result of await deliverEvents(sim, deps)) {
+        for (const o of result.outcomes)
+          if (o.applied && o.plan.changes.some((c) => c.kind === 'resources')) raised++;
+      }
+    }
+    assert.equal(raised, 1, 'one raise for one OOM kill of two pods');
+    const job = await sim.getJob(TOY);
+    assert.equal(memoryLimit(job), '9Gi');
+    assert.equal(sim.jobStatus(TOY).phase, 'Running');
+    assert.ok(sim.recordedEvents().some((e) => e.reason === 'TrainscalerFault' && e.type === 'Warning'));
+  });
+
+  it('rejects an unknown object kind with the field, and ignores pods of no job', async () => {
+    const { sim, deps } = harness();
+    const mark = sim.writeLog().length;
+    await assert.rejects(
+      handleClusterEvent(
+        { type: 'ADDED', object: { kind: 'Deployment', metadata: { name: 'x', namespace: 'a' } } },
+        deps,
+      ),
+      (e: unknown) => e instanceof ValidationError && e.field === '/object/kind',
+    );
+    const result = await handleClusterEvent(
+      { type: 'MODIFIED', object: { kind: 'Pod', metadata: { name: 'x', namespace: 'a' } } },
+      deps,
+    );
+    assert.match(result.ignored ?? '', /belongs to no job/);
+    assert.deepEqual(writesSince(sim, mark), []);
+  });
+});
+
+describe('submit handler', () => {
+  it('clamps a submitted job into its bounds and records why', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob({ workers: 6, minReplicas: 1, maxReplicas: 4 }));
+    const result = await handleSubmit({ kind: 'PyTorchJob', namespace: 'team-a', name: 'toy' }, deps);
+    assert.equal(result.outcomes[0]?.applied, true, result.outcomes[0]?.plan.reason);
+    assert.equal(workers(await sim.getJob(TOY)), 4);
+    assert.match(result.outcomes[0]?.plan.reason ?? '', /bounds \[1, 4\]/);
+  });
+
+  it('rejects unknown kinds and malformed references with no write', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    const mark = sim.writeLog().length;
+    await assert.rejects(
+      handleSubmit({ kind: 'MPIJob', namespace: 'team-a', name: 'toy' }, deps),
+      UnsupportedJobKindError,
+    );
+    await assert.rejects(handleSubmit({ kind: 'PyTorchJob', namespace: 'team-a' }, deps), ValidationError);
+    assert.deepEqual(writesSince(sim, mark), []);
+  });
+});
+
+describe('schedule handler', () => {
+  it('rebalances idle GPUs to a job that gains from them', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob({ workers: 1 }));
+    sim.step(1200);
+    const result = await handleSchedule(scheduledEvent(), deps);
+    assert.equal(result.errors.length, 0);
+    const applied = result.outcomes.filter((o) => o.applied);
+    assert.equal(applied.length, 1, JSON.stringify(result.outcomes.map((o) => o.plan.reason)));
+    assert.equal(applied[0]?.plan.policy, 'rebalance');
+    assert.ok((workers(await sim.getJob(TOY)) ?? 0) > 1);
+  });
+
+  it('rejects other EventBridge events, with no write', async () => {
+    const { sim, deps } = harness();
+    const mark = sim.writeLog().length;
+    await assert.rejects(
+      handleSchedule({ ...scheduledEvent(), 'detail-type': 'Object Created' }, deps),
+      ValidationError,
+    );
+    assert.deepEqual(writesSince(sim, mark), []);
+  });
+});
