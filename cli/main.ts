@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
+import { registerRunCommand } from './run.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -35,6 +36,8 @@ program
     }
     process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : renderDemoTables(result));
   });
+
+registerRunCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);

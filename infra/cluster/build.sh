@@ -10,6 +10,7 @@
 #
 # Usage: infra/cluster/build.sh [component...]   (default: all)
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator
+#               (+ kubectl v$KUBE_VERSION, by default only when no kubectl is on PATH)
 # Env:
 #   TRAINSCALER_CACHE        cache root (see above)
 #   TRAINSCALER_BUILD_JOBS   go build -p value (default 2)
@@ -45,7 +46,7 @@ stamp_of() { # component -> expected stamp content
   local v
   case "$1" in
     etcd) v="$ETCD_VERSION" ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler) v="$KUBE_VERSION" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) v="$KUBE_VERSION" ;;
     kwok) v="$KWOK_VERSION" ;;
     training-operator) v="$TRAINING_OPERATOR_VERSION" ;;
     *) die "unknown component $1" ;;
@@ -103,7 +104,7 @@ prepare_kube() {
   local dir="$SRC/kubernetes-$KUBE_VERSION" gomod minor staging
   [[ -f "$dir/.ready" ]] && return 0
   log "preparing wrapper module for k8s.io/kubernetes $KUBE_VERSION"
-  gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+  gomod="$(run_timed "kubernetes $KUBE_VERSION: download k8s.io/kubernetes" go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
   [[ -f "$gomod" ]] || die "could not download k8s.io/kubernetes@$KUBE_VERSION"
   minor="${KUBE_VERSION#v1.}"; staging="v0.${minor}"
   new_module "$dir" trainscaler.local/kube-build "k8s.io/kubernetes $KUBE_VERSION"
@@ -160,39 +161,42 @@ build_kwok() {
 }
 
 # training-operator v1.9 has no flag to turn its webhook server off, and out of cluster two
-# things in it are wrong for us; both are fixed with `go build -overlay` (the module cache
-# stays pristine) and the patch is verified to apply:
+# things in it are wrong for us.  Go refuses -overlay for files in GOMODCACHE, so build.sh
+# copies the pinned module source out of the module cache into $SRC, patches two lines
+# (each patch is verified to apply) and builds it as the main module, exactly like upstream
+# builds it (its own go.mod/go.sum):
 #  1. the webhook server listens on ":<port>" (all interfaces) -> honour $WEBHOOK_SERVER_HOST
 #     (up.sh sets 127.0.0.1);
 #  2. the cert rotator looks for the serving certs in the hard-coded /tmp/k8s-webhook-server/
 #     serving-certs while controller-runtime's webhook server uses $TMPDIR/... -> use
 #     os.TempDir() in both, so up.sh can give each cluster its own TMPDIR.
 build_training_operator() {
-  local dir="$SRC/training-operator-$TRAINING_OPERATOR_VERSION" moddir main cert
+  local dir="$SRC/training-operator-$TRAINING_OPERATOR_VERSION" moddir
   is_current training-operator && return 0
   log "building training-operator $TRAINING_OPERATOR_VERSION"
-  new_module "$dir" trainscaler.local/training-operator-build "github.com/kubeflow/training-operator $TRAINING_OPERATOR_VERSION"
-  (cd "$dir" && run_timed "training-operator $TRAINING_OPERATOR_VERSION: resolve+download deps" \
-    go list -mod=mod -deps github.com/kubeflow/training-operator/cmd/training-operator.v1 >/dev/null)
-  moddir="$(cd "$dir" && go list -mod=mod -m -f '{{.Dir}}' github.com/kubeflow/training-operator)"
-  main="$moddir/cmd/training-operator.v1/main.go"
-  cert="$moddir/pkg/cert/cert.go"
-  mkdir -p "$dir/overlay"
-  sed 's|^\([[:space:]]*\)Port: webhookServerPort,|\1Host: os.Getenv("WEBHOOK_SERVER_HOST"), Port: webhookServerPort,|' "$main" >"$dir/overlay/main.go"
-  sed 's|^\([[:space:]]*\)CertDir:[[:space:]]*certDir,|\1CertDir: os.TempDir() + "/k8s-webhook-server/serving-certs",|' "$cert" >"$dir/overlay/cert.go"
-  grep -q 'Host: os.Getenv("WEBHOOK_SERVER_HOST")' "$dir/overlay/main.go" || die "training-operator main.go patch did not apply"
-  grep -q 'CertDir: os.TempDir()' "$dir/overlay/cert.go" || die "training-operator cert.go patch did not apply"
-  printf '{"Replace":{"%s":"%s","%s":"%s"}}\n' "$main" "$dir/overlay/main.go" "$cert" "$dir/overlay/cert.go" >"$dir/overlay.json"
-  (cd "$dir" && run_timed "training-operator $TRAINING_OPERATOR_VERSION: compile+link" \
-    go build -mod=mod -p "$JOBS" -overlay "$dir/overlay.json" -ldflags "-s -w" -o "$dir/training-operator.new" \
-      github.com/kubeflow/training-operator/cmd/training-operator.v1)
+  rm -rf "$dir"; mkdir -p "$dir"
+  moddir="$(run_timed "training-operator $TRAINING_OPERATOR_VERSION: download module" \
+    go mod download -json "github.com/kubeflow/training-operator@$TRAINING_OPERATOR_VERSION" \
+    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -f "$moddir/go.mod" ]] || die "could not download github.com/kubeflow/training-operator@$TRAINING_OPERATOR_VERSION"
+  cp -R "$moddir" "$dir/src"
+  chmod -R u+w "$dir/src"
+  local main="$dir/src/cmd/training-operator.v1/main.go" cert="$dir/src/pkg/cert/cert.go"
+  sed -i 's|^\([[:space:]]*\)Port: webhookServerPort,|\1Host: os.Getenv("WEBHOOK_SERVER_HOST"), Port: webhookServerPort,|' "$main"
+  sed -i 's|^\([[:space:]]*\)CertDir:[[:space:]]*certDir,|\1CertDir: os.TempDir() + "/k8s-webhook-server/serving-certs",|' "$cert"
+  grep -q 'Host: os.Getenv("WEBHOOK_SERVER_HOST")' "$main" || die "training-operator main.go patch did not apply"
+  grep -q 'CertDir: os.TempDir()' "$cert" || die "training-operator cert.go patch did not apply"
+  (cd "$dir/src" && run_timed "training-operator $TRAINING_OPERATOR_VERSION: resolve+download deps" \
+    go list -deps ./cmd/training-operator.v1 >/dev/null)
+  (cd "$dir/src" && run_timed "training-operator $TRAINING_OPERATOR_VERSION: compile+link" \
+    go build -p "$JOBS" -ldflags "-s -w" -o "$dir/training-operator.new" ./cmd/training-operator.v1)
   install_bin training-operator "$dir/training-operator.new"
 }
 
 build_one() {
   case "$1" in
     etcd) build_etcd ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler) build_kube "$1" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) build_kube "$1" ;;
     kwok) build_kwok ;;
     training-operator) build_training_operator ;;
     *) die "unknown component: $1" ;;
@@ -200,6 +204,8 @@ build_one() {
 }
 
 ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator)
+# kubectl is only built when none is on PATH (the scripts then use $BIN/kubectl).
+command -v kubectl >/dev/null || ALL+=(kubectl)
 want=("$@"); [[ ${#want[@]} -gt 0 ]] || want=("${ALL[@]}")
 
 # Fast path without taking the lock.

@@ -4,6 +4,7 @@
 # cache is kept.  Set TRAINSCALER_KEEP_LOGS=1 to keep $RUN_DIR/logs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+take_cluster_lock
 
 if [[ ! -f "$PIDFILE" ]]; then
   log "no cluster running ($PIDFILE absent)"

@@ -44,8 +44,10 @@ POD_CIDR="10.244.0.1/16"
 log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { printf '[cluster] ERROR: %s\n' "$*" >&2; exit 1; }
 
-# kubectl as cluster admin, output to stderr so stdout stays clean for callers.
-kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+# kubectl from PATH, else the one build.sh builds when there is none.
+if command -v kubectl >/dev/null; then KUBECTL="$(command -v kubectl)"; else KUBECTL="$BIN/kubectl"; fi
+# kubectl as cluster admin.
+kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
 # pid_alive NAME PID: PID runs our binary NAME from $BIN (guards against PID reuse).
 pid_alive() {
@@ -53,6 +55,18 @@ pid_alive() {
   exe="$(readlink "/proc/$2/exe" 2>/dev/null)" || return 1
   exe="${exe% (deleted)}"
   [[ "$exe" == "$BIN/$1" || "$exe" == */cluster/bin/"$1" ]]
+}
+
+# Serialise up.sh/down.sh on one run dir (parallel test workers may all call up.sh).
+take_cluster_lock() {
+  [[ "${TRAINSCALER_CLUSTER_LOCKED:-0}" == 1 ]] && return 0
+  mkdir -p "$(dirname "$RUN_DIR")"
+  exec 8>"$RUN_DIR.lock"
+  if ! flock -n 8; then
+    log "waiting for another up/down on $RUN_DIR"
+    flock 8
+  fi
+  export TRAINSCALER_CLUSTER_LOCKED=1
 }
 
 port_in_use() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }

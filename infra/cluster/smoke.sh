@@ -17,14 +17,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 TIMEOUT="${SMOKE_TIMEOUT:-90}"
 NS="smoke-$(date +%s)"
 JOB=smoke-elastic
-ksa() { kubectl --kubeconfig "$KUBECONFIG_SA" "$@"; }
+ksa() { "$KUBECTL" --kubeconfig "$KUBECONFIG_SA" "$@"; }
 
 passed=0; failed=0
 pass() { printf 'PASS: %s\n' "$1"; passed=$((passed + 1)); }
 fail() { printf 'FAIL: %s%s\n' "$1" "${2:+ ($2)}"; failed=$((failed + 1)); }
 check() { # name cmd...
   local name="$1"; shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
+  if "$@" >/dev/null; then pass "$name"; else fail "$name"; fi
 }
 # poll TIMEOUT cmd...: retry cmd until it succeeds.
 poll() { local t="$1"; shift; wait_for "$*" "$t" "$@"; }
@@ -107,7 +107,7 @@ if poll "$TIMEOUT" n_running_on_kwok master 1 && poll "$TIMEOUT" n_running_on_kw
 else
   fail "PyTorchJob 1 Master + 2 Workers (elastic 1..4): pods Running on kwok nodes" "$(pods_of master; pods_of worker)"
 fi
-pods_of master; pods_of worker
+pods_of master | sed 's/^/  /'; pods_of worker | sed 's/^/  /'
 
 # ---- 4. scale Worker 2 -> 3 as the trainscaler SA -------------------------------------------
 if ksa -n "$NS" patch pytorchjob "$JOB" --type merge -p '{"spec":{"pytorchReplicaSpecs":{"Worker":{"replicas":3}}}}' >/dev/null \
@@ -116,11 +116,11 @@ if ksa -n "$NS" patch pytorchjob "$JOB" --type merge -p '{"spec":{"pytorchReplic
 else
   fail "SA patches .spec.pytorchReplicaSpecs.Worker.replicas=3 -> third worker pod Running" "$(pods_of worker)"
 fi
-pods_of worker
+pods_of worker | sed 's/^/  /'
 
 # ---- 5. OOMKilled via the kwok stage -----------------------------------------------------------
 OOM_POD="$JOB-worker-1"
-oom_status() { kc -n "$NS" get pod "$1" -o jsonpath='{range .status.containerStatuses[*]}{.name} restarts={.restartCount} state={.state} lastState={.lastState}{"\n"}{end} phase={.status.phase}'; }
+oom_status() { kc -n "$NS" get pod "$1" -o jsonpath='{range .status.containerStatuses[*]}{.name} restarts={.restartCount} state={.state} lastState={.lastState}{"; "}{end}phase={.status.phase}'; }
 oom_restarted() {
   [[ "$(kc -n "$NS" get pod "$OOM_POD" -o jsonpath='{.status.containerStatuses[0].lastState.terminated.reason}/{.status.containerStatuses[0].lastState.terminated.exitCode}/{.status.phase}')" == "OOMKilled/137/Running" ]]
 }
@@ -130,7 +130,7 @@ if poll "$TIMEOUT" oom_restarted; then
 else
   fail "kwok OOM stage (restartPolicy OnFailure)" "$(oom_status "$OOM_POD")"
 fi
-oom_status "$OOM_POD"; echo
+echo "  $OOM_POD: $(oom_status "$OOM_POD")"
 sleep 2
 if [[ -z "$(kc -n "$NS" get pod "$OOM_POD" -o jsonpath='{.metadata.labels.kwok\.trainscaler\.io/oomkill}')" \
       && "$(kc -n "$NS" get pod "$OOM_POD" -o jsonpath='{.status.containerStatuses[0].restartCount}')" == 1 ]]; then
@@ -162,7 +162,7 @@ if poll "$TIMEOUT" pod_running oom-never && kc -n "$NS" label pod oom-never kwok
 else
   fail "kwok OOM stage (restartPolicy Never)" "$(oom_status oom-never)"
 fi
-oom_status oom-never; echo
+echo "  oom-never: $(oom_status oom-never)"
 
 # ---- 6. eviction through the Eviction API, as the SA ---------------------------------------
 EVICT_POD="$JOB-worker-2"

@@ -14,11 +14,11 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v kubectl >/dev/null || die "kubectl is required"
 command -v openssl >/dev/null || die "openssl is required"
 command -v curl >/dev/null || die "curl is required"
 
 T0=$(date +%s)
+take_cluster_lock
 
 # ---- already up? -----------------------------------------------------------------------
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator)
@@ -41,7 +41,7 @@ apiserver_ready() {
 operator_ready() { curl -fsS --max-time 5 "http://127.0.0.1:$OPERATOR_PROBE_PORT/readyz" >/dev/null 2>&1; }
 
 if all_pids_alive && apiserver_ready && operator_ready && [[ -s "$KUBECONFIG_ADMIN" && -s "$KUBECONFIG_SA" ]]; then
-  log "cluster already up ($(( $(date +%s) - T0 ))s)"
+  log "cluster already up"
   echo "$KUBECONFIG_ADMIN"
   exit 0
 fi
@@ -52,6 +52,7 @@ fi
 
 # ---- binaries ----------------------------------------------------------------------------
 "$CLUSTER_SCRIPT_DIR/build.sh" >&2
+[[ -x "$KUBECTL" ]] || die "no kubectl on PATH and $KUBECTL was not built"
 
 [[ -f "$CRD_DIR/kubeflow.org_pytorchjobs.yaml" && -f "$CRD_DIR/kubeflow.org_tfjobs.yaml" ]] \
   || die "Kubeflow CRDs not found in $CRD_DIR (expected ../shared/k8s-crds beside the repo; set TRAINSCALER_CRD_DIR)"
@@ -81,21 +82,26 @@ trap cleanup_on_error EXIT
 
 # ---- PKI ---------------------------------------------------------------------------------
 PKI="$RUN_DIR/pki"
-gen_cert() { # name subject ext(extensions for x509 -extfile)
-  local name="$1" subj="$2" ext="$3"
+gen_ca() { # name CN
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$PKI/$1.key" -out "$PKI/$1.crt" -days 3650 \
+    -subj "/CN=$2" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+}
+gen_cert() { # name subject ext(extensions for x509 -extfile) [ca-name]
+  local name="$1" subj="$2" ext="$3" ca="${4:-ca}"
   openssl req -new -newkey rsa:2048 -nodes -keyout "$PKI/$name.key" -out "$PKI/$name.csr" \
     -subj "$subj" 2>/dev/null
-  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -set_serial "0x$(openssl rand -hex 16)" \
     -days 3650 -out "$PKI/$name.crt" -extfile <(printf '%s\n' "$ext") 2>/dev/null
   rm -f "$PKI/$name.csr"
 }
 log "generating certificates in $PKI"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -days 3650 \
-  -subj "/CN=trainscaler-test-ca" -addext "basicConstraints=critical,CA:TRUE" \
-  -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+gen_ca ca trainscaler-test-ca
+gen_ca front-proxy-ca trainscaler-test-front-proxy-ca
 CLIENT_EXT=$'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth'
 gen_cert apiserver "/CN=kube-apiserver" $'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:'"$SERVICE_FIRST_IP"',DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local'
 gen_cert admin "/O=system:masters/CN=trainscaler-admin" "$CLIENT_EXT"
+gen_cert front-proxy-client "/CN=front-proxy-client" "$CLIENT_EXT" front-proxy-ca
 gen_cert kube-controller-manager "/CN=system:kube-controller-manager" "$CLIENT_EXT"
 gen_cert kube-scheduler "/CN=system:kube-scheduler" "$CLIENT_EXT"
 # kwok plays every kubelet and the training-operator runs as cluster-admin out of cluster.
@@ -130,11 +136,11 @@ chmod 600 "$PKI"/*.key "$WH"/*.key
 write_kubeconfig() { # file user cert key
   local f="$1"
   rm -f "$f"
-  kubectl config --kubeconfig "$f" set-cluster trainscaler --server "https://127.0.0.1:$APISERVER_PORT" \
+  "$KUBECTL" config --kubeconfig "$f" set-cluster trainscaler --server "https://127.0.0.1:$APISERVER_PORT" \
     --certificate-authority "$PKI/ca.crt" --embed-certs=true >/dev/null
-  kubectl config --kubeconfig "$f" set-credentials "$2" --client-certificate "$3" --client-key "$4" --embed-certs=true >/dev/null
-  kubectl config --kubeconfig "$f" set-context trainscaler --cluster trainscaler --user "$2" >/dev/null
-  kubectl config --kubeconfig "$f" use-context trainscaler >/dev/null
+  "$KUBECTL" config --kubeconfig "$f" set-credentials "$2" --client-certificate "$3" --client-key "$4" --embed-certs=true >/dev/null
+  "$KUBECTL" config --kubeconfig "$f" set-context trainscaler --cluster trainscaler --user "$2" >/dev/null
+  "$KUBECTL" config --kubeconfig "$f" use-context trainscaler >/dev/null
   chmod 600 "$f"
 }
 rm -f "$KUBECONFIG_ADMIN" "$KUBECONFIG_SA"
@@ -146,7 +152,8 @@ write_kubeconfig "$KUBECONFIG_ADMIN.tmp" trainscaler-admin "$PKI/admin.crt" "$PK
 # ---- processes -----------------------------------------------------------------------------
 start() { # name args...   (own session, so it outlives the calling shell / npm)
   local name="$1"; shift
-  setsid "$BIN/$name" "$@" >"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  # 8>&-: don't let the daemon inherit the up/down lock (it would hold it forever).
+  setsid "$BIN/$name" "$@" >"$LOG_DIR/$name.log" 2>&1 </dev/null 8>&- &
   local pid=$!
   echo "$name $pid" >>"$PIDFILE"
   log "started $name (pid $pid)"
@@ -165,6 +172,11 @@ start kube-apiserver \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
   --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
   --client-ca-file "$PKI/ca.crt" \
+  --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+  --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+  --requestheader-extra-headers-prefix X-Remote-Extra- \
+  --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
+  --endpoint-reconciler-type none \
   --authorization-mode Node,RBAC \
   --enable-admission-plugins NamespaceLifecycle,LimitRanger,ServiceAccount,DefaultTolerationSeconds,NodeRestriction,Priority,DefaultStorageClass,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
@@ -295,13 +307,13 @@ wait_for "ServiceAccount trainscaler-system/trainscaler" 60 kc -n trainscaler-sy
   || die "ServiceAccount trainscaler-system/trainscaler missing"
 SA_TOKEN="$(kc -n trainscaler-system create token trainscaler --duration 8760h)"
 rm -f "$KUBECONFIG_SA"
-kubectl config --kubeconfig "$KUBECONFIG_SA" set-cluster trainscaler --server "https://127.0.0.1:$APISERVER_PORT" \
+"$KUBECTL" config --kubeconfig "$KUBECONFIG_SA" set-cluster trainscaler --server "https://127.0.0.1:$APISERVER_PORT" \
   --certificate-authority "$PKI/ca.crt" --embed-certs=true >/dev/null
-kubectl config --kubeconfig "$KUBECONFIG_SA" set-credentials trainscaler --token "$SA_TOKEN" >/dev/null
-kubectl config --kubeconfig "$KUBECONFIG_SA" set-context trainscaler --cluster trainscaler --user trainscaler --namespace trainscaler-system >/dev/null
-kubectl config --kubeconfig "$KUBECONFIG_SA" use-context trainscaler >/dev/null
+"$KUBECTL" config --kubeconfig "$KUBECONFIG_SA" set-credentials trainscaler --token "$SA_TOKEN" >/dev/null
+"$KUBECTL" config --kubeconfig "$KUBECONFIG_SA" set-context trainscaler --cluster trainscaler --user trainscaler --namespace trainscaler-system >/dev/null
+"$KUBECTL" config --kubeconfig "$KUBECONFIG_SA" use-context trainscaler >/dev/null
 chmod 600 "$KUBECONFIG_SA"
-kubectl --kubeconfig "$KUBECONFIG_SA" auth can-i list pytorchjobs.kubeflow.org --all-namespaces >/dev/null \
+"$KUBECTL" --kubeconfig "$KUBECONFIG_SA" auth can-i list pytorchjobs.kubeflow.org --all-namespaces >/dev/null \
   || die "ServiceAccount kubeconfig cannot list pytorchjobs (RBAC not applied?)"
 
 # Convenience env file for shells/tests: source "$(dirname "$KUBECONFIG")/cluster.env".

@@ -192,9 +192,9 @@ export class KubernetesClusterClient implements ClusterClient {
           reportingComponent: 'trainscaler.io/autoscaler',
           reportingInstance: 'trainscaler',
           action: event.reason,
+          // No eventTime: it is a MicroTime, which the client would serialise with milliseconds (HTTP 400).
           firstTimestamp: now,
           lastTimestamp: now,
-          eventTime: now,
           count: 1,
         },
       }),

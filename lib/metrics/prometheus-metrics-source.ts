@@ -30,7 +30,11 @@ export interface PrometheusSourceOptions {
   stepSeconds?: number;
   /** Prometheus refuses more than 11,000 points per series; the model needs far fewer. */
   maxPointsPerSeries?: number;
-  /** Window of rate() over the CPU counter. */
+  /**
+   * Window of rate() over the CPU counter; the peak of these rates over the window is the usage. Short,
+   * because rate() divides by the whole window: over a pod younger than the window it under-reports, and
+   * an under-reported peak would shrink the CPU request.
+   */
   rateWindowSeconds?: number;
 }
 
@@ -83,22 +87,35 @@ export class PrometheusMetricsSource implements MetricsSource {
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.stepSeconds = options.stepSeconds ?? 60;
     this.maxPoints = options.maxPointsPerSeries ?? 1000;
-    this.rateWindow = options.rateWindowSeconds ?? 300;
+    this.rateWindow = options.rateWindowSeconds ?? 60;
     this.http = axios.create({ baseURL, timeout: this.timeoutMs });
   }
 
   async stepSamples(ref: JobRef, windowSeconds: number): Promise<StepSample[]> {
     const workers = `${SIDECAR_SERIES.stepTime}{${selector(ref)},role="worker"}`;
+    // One end for the three queries, so that their points share timestamps and can be joined.
+    const end = this.clock();
     const [means, nodeCounts, workerCounts] = await Promise.all([
-      this.range(`avg by (replicas, nodes, local_batch_size) (${workers})`, windowSeconds, 'step time query'),
+      this.range(
+        `avg by (replicas, nodes, local_batch_size) (${workers})`,
+        windowSeconds,
+        'step time query',
+        end,
+      ),
       // Where the sidecars were not told the node count, count the distinct nodes their pods report.
       this.range(
         `count by (replicas, local_batch_size) (count by (replicas, local_batch_size, node) (${SIDECAR_SERIES.stepTime}{${selector(ref)},role="worker",node!=""}))`,
         windowSeconds,
         'node count query',
+        end,
       ),
       // Where they were not told the replica count, count the workers reporting.
-      this.range(`count by (replicas, local_batch_size) (${workers})`, windowSeconds, 'worker count query'),
+      this.range(
+        `count by (replicas, local_batch_size) (${workers})`,
+        windowSeconds,
+        'worker count query',
+        end,
+      ),
     ]);
     const key = (m: MatrixResult['metric'], at: number) =>
       `${m.replicas ?? ''}|${m.local_batch_size ?? ''}|${at}`;
@@ -197,8 +214,12 @@ export class PrometheusMetricsSource implements MetricsSource {
     }));
   }
 
-  private range(expr: string, windowSeconds: number, what: string): Promise<MatrixResult[]> {
-    const end = this.clock();
+  private range(
+    expr: string,
+    windowSeconds: number,
+    what: string,
+    end = this.clock(),
+  ): Promise<MatrixResult[]> {
     const step = Math.max(this.stepSeconds, Math.ceil(windowSeconds / this.maxPoints));
     return this.query<MatrixResult>(
       '/api/v1/query_range',

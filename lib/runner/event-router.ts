@@ -48,6 +48,8 @@ export interface EventRouterOptions {
   now?: () => number;
   /** A job listed at start is still "just submitted" when created less than this long ago. */
   submitGraceMs?: number;
+  /** Whether pods of this job concern trainscaler (e.g. only StatefulSets the informer selects); all by default. */
+  ownerWatched?: (kind: string, namespace: string, name: string) => boolean;
 }
 
 function succeeded(obj: WatchedObject): boolean {
@@ -64,12 +66,14 @@ function createdAt(obj: WatchedObject): number {
 export class EventRouter {
   private readonly now: () => number;
   private readonly submitGraceMs: number;
+  private readonly ownerWatched: (kind: string, namespace: string, name: string) => boolean;
   /** Jobs whose success was already seen (or recorded): key -> uid. */
   private readonly finished = new Map<string, string>();
 
   constructor(options: EventRouterOptions = {}) {
     this.now = options.now ?? Date.now;
     this.submitGraceMs = options.submitGraceMs ?? 5 * 60_000;
+    this.ownerWatched = options.ownerWatched ?? (() => true);
   }
 
   route(event: InformerEvent): RoutedTask[] {
@@ -80,6 +84,7 @@ export class EventRouter {
       // Watch objects are the API server's JSON; jobOfPod reads only metadata, which has the same shape.
       const owner = jobOfPod(object as V1Pod);
       if (!owner || !isSupportedKind(owner.kind)) return [];
+      if (!this.ownerWatched(owner.kind, namespace, owner.name)) return [];
       return [{ key: `pods:${owner.kind}/${namespace}/${owner.name}`, trigger: 'cluster-event', payload }];
     }
     if (!isSupportedKind(object.kind)) return [];

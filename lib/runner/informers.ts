@@ -39,6 +39,8 @@ export interface InformerSetOptions {
 export interface InformerSet {
   /** Resolves when every informer has completed its first list. */
   readonly synced: Promise<void>;
+  /** Whether the informer of `kind` holds this object (i.e. it exists and matches the informer's selector). */
+  has(kind: string, namespace: string, name: string): boolean;
   stop(): Promise<void>;
 }
 
@@ -97,12 +99,16 @@ function asWatched(obj: KubernetesObject, source: Source): WatchedObject | undef
   } as WatchedObject;
 }
 
+const RESTOP_INTERVAL_MS = 250;
+const RESTOP_ROUNDS = 40;
+
 export function startInformers(kc: KubeConfig, options: InformerSetOptions): InformerSet {
   const minDelay = options.minRestartDelayMs ?? 1_000;
   const maxDelay = options.maxRestartDelayMs ?? 30_000;
   let stopped = false;
   const timers = new Set<NodeJS.Timeout>();
   const informers: Array<{ stop(): Promise<void> }> = [];
+  const caches = new Map<string, { get(name: string, namespace?: string): KubernetesObject | undefined }>();
   const syncs: Promise<void>[] = [];
 
   for (const source of sources(kc, options.statefulSetSelector)) {
@@ -112,6 +118,8 @@ export function startInformers(kc: KubeConfig, options: InformerSetOptions): Inf
     syncs.push(new Promise<void>((resolve) => (markSynced = resolve)));
     const list = async () => {
       const result = normaliseList(await source.list(), source.kind, source.apiVersion);
+      // Stopped while listing: failing here keeps the informer from opening a watch nobody would close.
+      if (stopped) throw new Error('informer stopped');
       delay = minDelay;
       if (initial) {
         // The informer hands the listed items to its callbacks synchronously once this promise resolves,
@@ -161,15 +169,25 @@ export function startInformers(kc: KubeConfig, options: InformerSetOptions): Inf
     informer.on('error', onError);
     informer.start().catch(onError);
     informers.push(informer);
+    caches.set(source.kind, informer);
   }
 
   return {
     synced: Promise.all(syncs).then(() => {}),
+    has: (kind, namespace, name) => caches.get(kind)?.get(name, namespace) !== undefined,
     async stop() {
       stopped = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       await Promise.all(informers.map((i) => i.stop()));
+      // A watch still connecting when stop() ran becomes abortable only once connected: stop again for a
+      // while (in the background, not keeping the process alive), or it would stay open until idle.
+      let rounds = 0;
+      const again = setInterval(() => {
+        for (const informer of informers) informer.stop().catch(() => {});
+        if (++rounds >= RESTOP_ROUNDS) clearInterval(again);
+      }, RESTOP_INTERVAL_MS);
+      again.unref();
     },
   };
 }

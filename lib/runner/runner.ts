@@ -156,14 +156,22 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
       });
       metrics.queueDepth.set(queue.size);
     };
-    const router = new EventRouter(
-      options.submitGraceMs !== undefined ? { submitGraceMs: options.submitGraceMs } : {},
-    );
+    let informers: InformerSet | undefined;
+    const router = new EventRouter({
+      ...(options.submitGraceMs !== undefined ? { submitGraceMs: options.submitGraceMs } : {}),
+      // With a StatefulSet selector, pods of StatefulSets outside it (databases, ...) are not trainscaler's.
+      ...(options.statefulSetSelector
+        ? {
+            ownerWatched: (kind: string, namespace: string, name: string) =>
+              kind !== 'StatefulSet' || (informers?.has(kind, namespace, name) ?? false),
+          }
+        : {}),
+    });
     const dispatch = (task: RoutedTask) => {
       const handler = task.trigger === 'submit' ? handlers.submit : handlers.clusterEvent;
       enqueue(task.key, () => invoke(task.trigger, handler, task.payload));
     };
-    const informers = startInformers(options.kubeConfig, {
+    informers = startInformers(options.kubeConfig, {
       onEvent: (event) => {
         for (const task of router.route(event)) dispatch(task);
       },

@@ -33,7 +33,7 @@ export function compressRuleDurations(yaml: string, factor: number): string {
           : `[${compressed(range, factor)}:${compressed(res, factor)}]`,
     )
     .replace(
-      new RegExp(String.raw`^(\s*for:\s*)(${DURATION})\s*$`, 'gm'),
+      new RegExp(String.raw`^(\s*for:\s*)(${DURATION})[ \t]*$`, 'gm'),
       (_m, key: string, d: string) => `${key}${compressed(d, factor)}`,
     );
 }
@@ -41,7 +41,7 @@ export function compressRuleDurations(yaml: string, factor: number): string {
 /** Alertmanager configuration: the route timers. */
 export function compressAlertmanagerTimers(yaml: string, factor: number): string {
   return yaml.replace(
-    new RegExp(String.raw`^(\s*(?:group_wait|group_interval|repeat_interval):\s*)(${DURATION})\s*$`, 'gm'),
+    new RegExp(String.raw`^(\s*(?:group_wait|group_interval|repeat_interval):\s*)(${DURATION})[ \t]*$`, 'gm'),
     (_m, key: string, d: string) => `${key}${compressed(d, factor)}`,
   );
 }

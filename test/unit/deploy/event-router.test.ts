@@ -83,4 +83,23 @@ describe('EventRouter', () => {
     assert.equal(b[0]?.key, a[0]?.key);
     assert.deepEqual(r.route(ev('MODIFIED', pod('nginx-abc'))), []);
   });
+
+  it('skips pods whose job is not watched (a StatefulSet outside the selector)', () => {
+    const r = new EventRouter({
+      ownerWatched: (kind, _ns, name) => kind !== 'StatefulSet' || name === 'trainer',
+    });
+    const stsPod = (owner: string): WatchedObject =>
+      ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name: `${owner}-0`,
+          namespace: 'ml',
+          ownerReferences: [{ kind: 'StatefulSet', name: owner, controller: true }],
+        },
+      }) as WatchedObject;
+    assert.equal(r.route(ev('MODIFIED', stsPod('trainer'))).length, 1);
+    assert.equal(r.route(ev('MODIFIED', stsPod('postgres'))).length, 0);
+    assert.equal(r.route(ev('MODIFIED', pod('bert-worker-0', 'bert'))).length, 1);
+  });
 });

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { EKSClient } from '@aws-sdk/client-eks';
 import { runtimeDepsLoader } from '../../../functions/lambda.js';
-import { kubeAccessFromEnv, readRuntimeConfig } from '../../../functions/runtime-deps.js';
+import { kubeAccessFromEnv, loadKubeConfigFor, readRuntimeConfig } from '../../../functions/runtime-deps.js';
 import { ConfigError } from '../../../lib/errors.js';
 
 const BASE = { PROMETHEUS_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent' };
@@ -69,6 +72,46 @@ describe('runtime configuration', () => {
     assert.equal(config.dryRun, true);
     assert.equal(config.policy.cooldownSeconds, 60);
     assert.deepEqual(config.policy.namespaceAllowlist, ['ml', 'research']);
+  });
+});
+
+describe('EKS access (Lambda)', () => {
+  it('builds a KubeConfig from DescribeCluster whose bearer is an EKS token for that cluster', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          cluster: {
+            name: 'training',
+            status: 'ACTIVE',
+            endpoint: 'https://ABC.yl4.eu-west-1.eks.amazonaws.com',
+            certificateAuthority: { data: Buffer.from('CA').toString('base64') },
+          },
+        }),
+      );
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const eks = new EKSClient({
+        region: 'eu-west-1',
+        endpoint: `http://127.0.0.1:${port}`,
+        credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+        maxAttempts: 1,
+      });
+      const kc = await loadKubeConfigFor({ mode: 'eks', clusterName: 'training', region: 'eu-west-1' }, eks);
+      assert.equal(kc.getCurrentCluster()?.server, 'https://ABC.yl4.eu-west-1.eks.amazonaws.com');
+      const opts: { headers?: Record<string, string> } = {};
+      await kc.applyToHTTPSOptions(opts);
+      const bearer = opts.headers?.Authorization ?? '';
+      assert.match(bearer, /^Bearer k8s-aws-v1\./);
+      const url = new URL(Buffer.from(bearer.slice('Bearer k8s-aws-v1.'.length), 'base64url').toString());
+      assert.equal(url.host, 'sts.eu-west-1.amazonaws.com');
+      assert.match(url.searchParams.get('X-Amz-Credential') ?? '', /^AKIDEXAMPLE\//);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
 

@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { readCgroup } from '../../../../infra/sidecar/src/cgroup.js';
+import { findPodCgroup, readCgroup } from '../../../../infra/sidecar/src/cgroup.js';
 import { GpuReader, parseNvidiaSmiCsv, probeGpus } from '../../../../infra/sidecar/src/gpu.js';
 
 const MiB = 1024 * 1024;
@@ -106,5 +106,18 @@ describe('cgroup v2 files', () => {
     await writeFile(join(cg, 'memory.max'), 'max\n');
     assert.deepEqual(await readCgroup(cg), { memoryUsageBytes: 1048576, memoryWorkingSetBytes: 1048576 });
     assert.deepEqual(await readCgroup(join(dir, 'no-such-cgroup')), {});
+  });
+
+  it("finds the pod's cgroup under the node's hierarchy for either cgroup driver", async () => {
+    const uid = '8f3c2a10-7d4e-4b9a-a1f2-0c9d8e7f6a5b';
+    const systemd = join(dir, 'host-systemd');
+    const guaranteed = join(systemd, `kubepods.slice/kubepods-pod${uid.replaceAll('-', '_')}.slice`);
+    await mkdir(guaranteed, { recursive: true });
+    assert.equal(await findPodCgroup(systemd, uid), guaranteed);
+    const cgroupfs = join(dir, 'host-cgroupfs');
+    const burstable = join(cgroupfs, `kubepods/burstable/pod${uid}`);
+    await mkdir(burstable, { recursive: true });
+    assert.equal(await findPodCgroup(cgroupfs, uid), burstable);
+    assert.equal(await findPodCgroup(cgroupfs, '00000000-0000-0000-0000-000000000000'), undefined);
   });
 });

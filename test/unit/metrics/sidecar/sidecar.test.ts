@@ -89,6 +89,7 @@ describe('the sidecar', () => {
       );
       assert.equal(sample(text, `trainscaler_steps_total{${IDENTITY}}`), 20);
       assert.equal(sample(text, `trainscaler_samples_total{${IDENTITY}}`), 640);
+      assert.equal(sample(text, `trainscaler_trainer_samples{${IDENTITY}}`), 640, '20 steps x batch 32');
       assert.equal(sample(text, `trainscaler_last_progress_timestamp_seconds{${IDENTITY}}`), T0 + 10);
       assert.equal(sample(text, `trainscaler_sidecar_draining{${IDENTITY}}`), 0);
       assert.ok(!text.includes('trainscaler_gpu_utilization_ratio{'), 'no GPU here: no GPU samples');
@@ -149,6 +150,22 @@ describe('the sidecar', () => {
       await writeFile(join(cg, 'cpu.stat'), 'usage_usec 9500000\n');
       assert.equal(sample(await scrape(s), `trainscaler_cgroup_cpu_usage_seconds_total{${IDENTITY}}`), 9.5);
     });
+  });
+
+  it("reads the pod's cgroup found from its UID", async () => {
+    const root = join(dir, 'host-cgroup');
+    const pod = join(root, 'kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podabc_123.slice');
+    await mkdir(pod, { recursive: true });
+    await writeFile(join(pod, 'memory.current'), '123456789\n');
+    await writeFile(join(pod, 'memory.max'), 'max\n');
+    await withSidecar(
+      { TRAINSCALER_CGROUP_PATH: '', TRAINSCALER_CGROUP_ROOT: root, TRAINSCALER_POD_UID: 'abc-123' },
+      async (s) => {
+        const text = await scrape(s);
+        assert.equal(sample(text, `trainscaler_cgroup_memory_usage_bytes{${IDENTITY}}`), 123456789);
+        assert.ok(!text.includes('trainscaler_cgroup_memory_limit_bytes{'), "'max' is no limit");
+      },
+    );
   });
 
   it('takes progress from a log file', async () => {
@@ -275,5 +292,16 @@ describe('configuration', () => {
     assert.equal(config.nvidiaSmi, undefined);
     assert.equal(config.hook.host, '127.0.0.1', 'the hook API is loopback-only by default');
     assert.equal(loadSidecarConfig(ENV).nvidiaSmi, 'nvidia-smi');
+    // In a pod, /sys/fs/cgroup is the sidecar's own container: no cgroup source unless one is named.
+    assert.equal(loadSidecarConfig(ENV).cgroup, undefined);
+    assert.deepEqual(
+      loadSidecarConfig({ ...ENV, TRAINSCALER_CGROUP_ROOT: '/host/cgroup', TRAINSCALER_POD_UID: 'u-1' })
+        .cgroup,
+      { root: '/host/cgroup', podUid: 'u-1' },
+    );
+    assert.throws(
+      () => loadSidecarConfig({ ...ENV, TRAINSCALER_CGROUP_ROOT: '/host/cgroup' }),
+      /TRAINSCALER_POD_UID: is required with TRAINSCALER_CGROUP_ROOT/,
+    );
   });
 });

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs a command against the real test control plane: starts it (building it on first use) unless one is
+# already up, exports TRAINSCALER_KUBECONFIG / TRAINSCALER_SA_KUBECONFIG, and stops it afterwards only if
+# this script started it. Usage: infra/cluster/with-cluster.sh CMD [ARGS...]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+started=0
+if ! { [[ -s "$PIDFILE" ]] && "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" --request-timeout=3s get --raw /readyz >/dev/null 2>&1; }; then
+  started=1
+fi
+kubeconfig="$(bash "$here/up.sh" | tail -n1)"
+[[ -s "$kubeconfig" ]] || die "up.sh printed no kubeconfig"
+if [[ "$started" == 1 ]]; then
+  trap 'bash "$here/down.sh" >&2 || true' EXIT
+fi
+export TRAINSCALER_KUBECONFIG="$kubeconfig"
+export TRAINSCALER_SA_KUBECONFIG
+TRAINSCALER_SA_KUBECONFIG="$(dirname "$kubeconfig")/kubeconfig-sa"
+"$@"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# System packages the test suites use, from Debian: Prometheus and Alertmanager (the metrics pipeline test)
+# and pytest (the Python hook). Go builds the control plane on first use (infra/cluster/build.sh) and must be
+# on PATH. Installs only what is missing; needs root (or sudo) when something is.
+set -euo pipefail
+missing=()
+command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
+command -v alertmanager >/dev/null && command -v amtool >/dev/null || missing+=(prometheus-alertmanager)
+python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v go >/dev/null || echo "warning: no Go on PATH: the integration tests' control plane cannot be built (needs Go >= 1.24)" >&2
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "system dependencies present"
+  exit 0
+fi
+sudo=()
+[[ $(id -u) -eq 0 ]] || sudo=(sudo)
+echo "installing: ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
