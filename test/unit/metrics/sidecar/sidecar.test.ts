@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { access, chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -203,6 +204,8 @@ describe('draining', () => {
     await withSidecar({ TRAINSCALER_DRAIN_FILE: file, TRAINSCALER_DRAIN_GRACE_SECONDS: '10' }, async (s) => {
       const drained = s.drainTrainer();
       await waitFor(() => s.drain.draining, 1000);
+      // The flag flips before the file lands on disk: wait for the file itself, as a trainer would.
+      await waitFor(() => existsSync(file), 1000);
       await access(file);
       await rm(file);
       assert.equal(await drained, 'acknowledged');
