@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, KubeConfig, SchedulingV1Api, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { handleAlarm } from '../../../functions/alarm.js';
 import { handleClusterEvent } from '../../../functions/cluster-event.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
@@ -35,7 +35,6 @@ import {
   workerPods,
 } from '../support/test-cluster.js';
 
-const HIGH_PRIORITY = 'trainscaler-it-high';
 let cluster: TestCluster;
 let sa: KubernetesClusterClient;
 const namespaces: string[] = [];
@@ -111,12 +110,6 @@ async function clusterDrained(): Promise<void> {
 before(async () => {
   cluster = testCluster();
   sa = new KubernetesClusterClient(loadKubeConfig({ kubeconfig: cluster.saKubeconfig }));
-  const scheduling = cluster.admin.kc.makeApiClient(SchedulingV1Api);
-  await scheduling
-    .createPriorityClass({
-      body: { metadata: { name: HIGH_PRIORITY }, value: 100000, description: 'integration tests' },
-    })
-    .catch(() => undefined);
 });
 
 after(async () => {
@@ -352,50 +345,60 @@ describe('functions on the real cluster, as the trainscaler ServiceAccount', () 
     );
   });
 
-  it('eviction through the Eviction API on a full cluster: the elastic job shrinks to what fits', async () => {
+  it('a node drain (cordon + Eviction API) on a full cluster: the elastic job shrinks to what fits', async () => {
     await clusterDrained();
     const ns = await namespace('it-evict');
     await createJob(elasticPyTorchJob({ name: 'victim', namespace: ns, workers: 4, min: 1, max: 4 }));
     await waitFor('victim running', () => runningWorkers(ns, 'victim', 4));
-    // A higher-priority job not managed by trainscaler takes the other 12 GPUs and waits for one more.
+    // Another team's job, not managed by trainscaler, takes the other 12 GPUs: the cluster is full.
     await createJob(
       elasticPyTorchJob({
         name: 'filler',
         namespace: ns,
-        workers: 13,
-        min: 13,
-        max: 13,
-        priorityClassName: HIGH_PRIORITY,
+        workers: 12,
+        min: 12,
+        max: 12,
         annotations: { [ANNOTATION.managed]: 'false' },
       }),
     );
     await waitFor('filler holds 12 GPUs', () => runningWorkers(ns, 'filler', 12));
-    await cluster.admin.core.createNamespacedPodEviction({
-      namespace: ns,
-      name: 'victim-worker-3',
-      body: {
-        apiVersion: 'policy/v1',
-        kind: 'Eviction',
-        metadata: { name: 'victim-worker-3', namespace: ns },
-      },
-    });
-    await waitFor('filler took the freed GPU', () => runningWorkers(ns, 'filler', 13));
-    const pending = await waitFor('victim-worker-3 recreated and unschedulable', async () => {
-      const pod = await cluster.admin.core.readNamespacedPod({ namespace: ns, name: 'victim-worker-3' });
-      return pod.status?.phase === 'Pending' && !pod.spec?.nodeName ? pod : undefined;
-    });
-    const result = await handleClusterEvent(
-      { type: 'MODIFIED', object: { ...pending, kind: 'Pod', apiVersion: 'v1' } },
-      deps(),
-    );
-    const outcome = result.outcomes[0];
-    assert.equal(outcome?.applied, true, outcome?.plan.reason ?? JSON.stringify(result.errors));
-    const job = await sa.getJob({ kind: 'PyTorchJob', namespace: ns, name: 'victim' });
-    assert.equal(workerReplicas(job), 3);
-    await waitFor('victim keeps going on 3 workers', async () => {
-      const pods = await workerPods(cluster, ns, 'victim');
-      const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
-      return live.length === 3 && live.every((p) => p.status?.phase === 'Running') ? true : undefined;
-    });
+    const victimPod = await cluster.admin.core.readNamespacedPod({ namespace: ns, name: 'victim-worker-3' });
+    const node = victimPod.spec?.nodeName ?? '';
+    const oldUid = victimPod.metadata?.uid;
+    // What `kubectl drain` does: cordon the node, then evict its pods through the Eviction API.
+    execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, 'cordon', node]);
+    try {
+      await cluster.admin.core.createNamespacedPodEviction({
+        namespace: ns,
+        name: 'victim-worker-3',
+        body: {
+          apiVersion: 'policy/v1',
+          kind: 'Eviction',
+          metadata: { name: 'victim-worker-3', namespace: ns },
+        },
+      });
+      const pending = await waitFor('victim-worker-3 recreated and unschedulable', async () => {
+        const pod = await cluster.admin.core.readNamespacedPod({ namespace: ns, name: 'victim-worker-3' });
+        return pod.metadata?.uid !== oldUid && pod.status?.phase === 'Pending' && !pod.spec?.nodeName
+          ? pod
+          : undefined;
+      });
+      const result = await handleClusterEvent(
+        { type: 'MODIFIED', object: { ...pending, kind: 'Pod', apiVersion: 'v1' } },
+        deps(),
+      );
+      const outcome = result.outcomes[0];
+      assert.equal(outcome?.applied, true, outcome?.plan.reason ?? JSON.stringify(result.errors));
+      assert.match(outcome.plan.reason, /3 running \+ 0 more fit/);
+      const job = await sa.getJob({ kind: 'PyTorchJob', namespace: ns, name: 'victim' });
+      assert.equal(workerReplicas(job), 3);
+      await waitFor('victim keeps going on 3 workers', async () => {
+        const pods = await workerPods(cluster, ns, 'victim');
+        const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
+        return live.length === 3 && live.every((p) => p.status?.phase === 'Running') ? true : undefined;
+      });
+    } finally {
+      execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, 'uncordon', node]);
+    }
   });
 });
