@@ -4,7 +4,9 @@ import { ANNOTATION } from './adapters/annotations.js';
 import { buildJobPatch, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
 import { readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
+import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
+import { applyGuardrails, declaredGpus, type GuardrailConfig } from './guardrails.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -20,6 +22,8 @@ export interface ActuatorDeps {
   logger: ActuatorLogger;
   namespaceAllowlist: readonly string[];
   priorityClasses?: Record<string, number>;
+  /** Guardrail knobs; unset ones take the production defaults (DEFAULT_POLICY_CONFIG). */
+  guardrails?: Partial<GuardrailConfig>;
 }
 
 /** What the actuator read, handed to the policy so that it decides on exactly the version it will patch. */
@@ -93,6 +97,40 @@ function readHistory(obj: KubeObject): DecisionRecord[] {
   }
 }
 
+function guardrailConfig(deps: ActuatorDeps): GuardrailConfig {
+  const d = DEFAULT_POLICY_CONFIG;
+  return {
+    namespaceAllowlist: deps.guardrails?.namespaceAllowlist ?? deps.namespaceAllowlist,
+    maxReplicaStep: deps.guardrails?.maxReplicaStep ?? d.maxReplicaStep,
+    cooldownSeconds: deps.guardrails?.cooldownSeconds ?? d.cooldownSeconds,
+    maxMemoryBytes: deps.guardrails?.maxMemoryBytes ?? d.maxMemoryBytes,
+    maxClusterGpus: deps.guardrails?.maxClusterGpus ?? d.maxClusterGpus,
+  };
+}
+
+/**
+ * GPUs requested across the cluster: every unfinished pod of other jobs, plus this job at its declared size
+ * (its own pods may still be pending or not yet created by the operator after an earlier scale-up).
+ */
+async function clusterGpusAllocated(cluster: ClusterClient, snapshot: JobSnapshot): Promise<number> {
+  const own = new Set(snapshot.rawPods.map((p) => p.metadata?.uid ?? p.metadata?.name));
+  let total = declaredGpus(snapshot.view);
+  for (const pod of await cluster.listPods(undefined)) {
+    const phase = pod.status?.phase;
+    if (phase === 'Succeeded' || phase === 'Failed' || own.has(pod.metadata?.uid ?? pod.metadata?.name)) continue;
+    total += readPod(pod).requests.gpus;
+  }
+  return total;
+}
+
+function addsGpus(plan: Plan, view: JobView): boolean {
+  return plan.changes.some((c) => {
+    if (c.kind !== 'replicas' || c.to <= c.from) return false;
+    const role = view.roles.find((r) => r.role === c.role);
+    return role !== undefined && Math.max(role.requests.gpus, role.limits.gpus) > 0;
+  });
+}
+
 function nextState(view: JobView, plan: Plan, record: DecisionRecord): JobAutoscalerState {
   const state: JobAutoscalerState = { ...view.state, lastActionAt: record.at, lastDecisionId: record.id };
   const pause = plan.changes.find((c) => c.kind === 'pause');
@@ -137,10 +175,19 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       return { ref, plan, applied: false, skipped: 'not-managed' };
     }
     const decided = await decide(snapshot);
-    const plan: Plan = { ...decided, changes: decided.changes.filter((c) => !isNoOp(c)) };
+    const config = guardrailConfig(deps);
+    const context: Parameters<typeof applyGuardrails>[1] = { job: view, config, now: deps.clock() };
+    if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
+      context.clusterGpusAllocated = await clusterGpusAllocated(deps.cluster, snapshot);
+    // Every plan passes the guardrails before it can be written, whichever policy made it.
+    const guarded = applyGuardrails(decided, context);
+    if (guarded.violations.length > 0)
+      deps.logger.warn({ job: ref, policy: decided.policy, violations: guarded.violations }, 'plan clamped');
+    const plan: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
     if (plan.changes.length === 0) return { ref, plan, applied: false, skipped: 'no-change', conflicts };
     const id = decisionIdOf(view, plan);
-    if (view.state.lastDecisionId === id)
+    // The same decision already on the job (a duplicate trigger, or a write whose response was lost).
+    if (view.state.lastDecisionId === id || readHistory(obj).some((r) => r.id === id))
       return { ref, plan, applied: false, skipped: 'duplicate', decisionId: id };
     const record: DecisionRecord = {
       id,

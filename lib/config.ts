@@ -30,6 +30,12 @@ export interface PolicyConfig {
   stragglerMinSamples: number;
   /** Namespaces trainscaler may act in; empty = all. */
   namespaceAllowlist: string[];
+  /**
+   * Cluster-wide GPU budget: trainscaler never makes a change that would take the GPUs requested across the
+   * cluster (every unfinished pod, plus the job's own declared size) above this. Infinity = no budget.
+   * Reductions are always allowed.
+   */
+  maxClusterGpus: number;
 }
 
 export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
@@ -47,4 +53,5 @@ export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
   stragglerFactor: 1.3,
   stragglerMinSamples: 3,
   namespaceAllowlist: [],
+  maxClusterGpus: Number.POSITIVE_INFINITY,
 };

@@ -5,7 +5,7 @@
 set -euo pipefail
 missing=()
 command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
-command -v alertmanager >/dev/null && command -v amtool >/dev/null || missing+=(prometheus-alertmanager)
+{ command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null; } && command -v amtool >/dev/null || missing+=(prometheus-alertmanager)
 python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v go >/dev/null || echo "warning: no Go on PATH: the integration tests' control plane cannot be built (needs Go >= 1.24)" >&2

@@ -1,0 +1,117 @@
+// Guardrails: the last check every plan passes before the actuator writes it. Policies already aim to stay
+// inside these bounds; the guardrails do not trust them to (a policy bug, a hand-built plan, a stale config)
+// and clamp or drop whatever would leave them. Pure: everything the check needs is passed in.
+import type { PolicyConfig } from './config.js';
+import type { Change, JobView, Plan, RoleView } from './types.js';
+
+export type GuardrailConfig = Pick<
+  PolicyConfig,
+  'namespaceAllowlist' | 'maxReplicaStep' | 'cooldownSeconds' | 'maxMemoryBytes' | 'maxClusterGpus'
+>;
+
+export interface GuardrailContext {
+  job: JobView;
+  config: GuardrailConfig;
+  /** Epoch seconds. */
+  now: number;
+  /**
+   * GPUs requested across the cluster now, counting this job at its declared size (so that its own pods
+   * still pending are counted). Needed only when maxClusterGpus is finite and the plan adds GPUs.
+   */
+  clusterGpusAllocated?: number;
+}
+
+export interface GuardedPlan {
+  plan: Plan;
+  /** One line per guardrail that changed the plan, for the log and the decision's reason. */
+  violations: string[];
+}
+
+/** Policies exempt from the cool-down: a fault (OOM kill, eviction) must be answered at once. */
+const COOLDOWN_EXEMPT: ReadonlySet<Plan['policy']> = new Set(['fault']);
+
+export function gpusPerReplica(role: RoleView): number {
+  return Math.max(role.requests.gpus, role.limits.gpus, 0);
+}
+
+/** GPUs the job declares at its current spec (replicas x GPUs per replica over all roles). */
+export function declaredGpus(job: JobView): number {
+  return job.roles.reduce((sum, r) => sum + r.replicas * gpusPerReplica(r), 0);
+}
+
+function clampReplicas(change: Change & { kind: 'replicas' }, role: RoleView | undefined, step: number) {
+  let to = change.to;
+  if (!Number.isInteger(to) || to < 0) to = change.from;
+  if (role) to = Math.min(Math.max(to, role.minReplicas), role.maxReplicas);
+  // The step bound wins over the range: a job outside its bounds moves towards them one step at a time.
+  const maxStep = Math.max(0, Math.floor(step));
+  to = Math.min(Math.max(to, change.from - maxStep), change.from + maxStep);
+  return to;
+}
+
+/**
+ * Applies every guardrail to a plan and returns the plan that may be written. Changes are clamped where a
+ * smaller change is still meaningful (replicas, memory) and dropped where not (anything in a cool-down,
+ * anything outside the namespace allowlist).
+ */
+export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan {
+  const { job, config, now } = ctx;
+  const violations: string[] = [];
+  const drop = (why: string): GuardedPlan => {
+    violations.push(why);
+    return { plan: { ...plan, changes: [], reason: `${plan.reason} [guardrail: ${why}]` }, violations };
+  };
+  if (plan.changes.length === 0) return { plan, violations };
+  if (config.namespaceAllowlist.length > 0 && !config.namespaceAllowlist.includes(job.ref.namespace)) {
+    return drop(`namespace ${job.ref.namespace} is not in the allowlist`);
+  }
+  const last = job.state.lastActionAt;
+  if (!COOLDOWN_EXEMPT.has(plan.policy) && last !== undefined && now - last < config.cooldownSeconds) {
+    return drop(`cool-down: last change ${Math.max(0, Math.round(now - last))} s ago`);
+  }
+  const roles = new Map(job.roles.map((r) => [r.role, r]));
+  let changes: Change[] = plan.changes.map((change) => {
+    if (change.kind === 'replicas') {
+      const to = clampReplicas(change, roles.get(change.role), config.maxReplicaStep);
+      if (to !== change.to)
+        violations.push(`${change.role} replicas ${change.to} clamped to ${to} (bounds, max step)`);
+      return { ...change, to };
+    }
+    if (change.kind === 'resources' && change.resource === 'memory' && change.to > config.maxMemoryBytes) {
+      // Never raise above the cap; a value already above it may only come down.
+      const capped = Math.max(config.maxMemoryBytes, Math.min(change.from, change.to));
+      violations.push(`${change.role} memory ${change.to} capped at ${capped} bytes`);
+      return { ...change, to: capped };
+    }
+    return change;
+  });
+  if (Number.isFinite(config.maxClusterGpus)) changes = withinGpuBudget(changes, roles, ctx, violations);
+  const guarded: Plan = { ...plan, changes };
+  if (violations.length > 0) guarded.reason = `${plan.reason} [guardrail: ${violations.join('; ')}]`;
+  return { plan: guarded, violations };
+}
+
+function withinGpuBudget(
+  changes: Change[],
+  roles: Map<string, RoleView>,
+  ctx: GuardrailContext,
+  violations: string[],
+): Change[] {
+  const allocated = ctx.clusterGpusAllocated ?? Number.POSITIVE_INFINITY; // unknown allocation: add nothing
+  let room = Math.max(0, ctx.config.maxClusterGpus - allocated);
+  return changes.map((change) => {
+    if (change.kind !== 'replicas' || change.to <= change.from) return change;
+    const role = roles.get(change.role);
+    const per = role ? gpusPerReplica(role) : 0;
+    if (per === 0) return change;
+    const affordable = Math.floor(room / per);
+    const added = Math.min(change.to - change.from, affordable);
+    room -= added * per;
+    if (added === change.to - change.from) return change;
+    violations.push(
+      `${change.role} replicas ${change.to} limited to ${change.from + added} by the cluster GPU budget ` +
+        `(${ctx.config.maxClusterGpus})`,
+    );
+    return { ...change, to: change.from + added };
+  });
+}
