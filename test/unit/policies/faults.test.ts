@@ -11,6 +11,7 @@ import type {
   Resources,
   RoleView,
 } from '../../../lib/types.js';
+import { jobView } from '../../support/job-views.js';
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
@@ -31,18 +32,7 @@ function worker(overrides: Partial<RoleView> = {}): RoleView {
 }
 
 function job(overrides: Partial<JobView> = {}, roles: RoleView[] = [worker()]): JobView {
-  return {
-    ref: { kind: 'PyTorchJob', namespace: 'ml', name: 'bert' },
-    uid: 'uid-1',
-    resourceVersion: '1',
-    priority: 0,
-    elastic: true,
-    signature: 'sig',
-    roles,
-    managed: true,
-    state: { oomCount: 0, paused: false },
-    ...overrides,
-  };
+  return jobView(overrides, roles);
 }
 
 function pod(index: number, overrides: Partial<PodView> = {}): PodView {

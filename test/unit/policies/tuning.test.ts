@@ -11,6 +11,7 @@ import {
 } from '../../../lib/policies/placement.js';
 import { decideTuning, type TuningInput } from '../../../lib/policies/tuning.js';
 import type { ClusterCapacity, JobView, Resources, RoleView } from '../../../lib/types.js';
+import { jobView } from '../../support/job-views.js';
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
@@ -33,18 +34,7 @@ function role(overrides: Partial<RoleView> = {}): RoleView {
 }
 
 function job(overrides: Partial<JobView> = {}, roles: RoleView[] = [role()]): JobView {
-  return {
-    ref: { kind: 'PyTorchJob', namespace: 'ml', name: 'bert' },
-    uid: 'uid-1',
-    resourceVersion: '1',
-    priority: 0,
-    elastic: true,
-    signature: 'sig',
-    roles,
-    managed: true,
-    state: { oomCount: 0, paused: false },
-    ...overrides,
-  };
+  return jobView(overrides, roles);
 }
 
 /** One node with 8 GPUs of which the job's 4 workers use 4, plus `freeGpus` more on a second node. */
