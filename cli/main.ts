@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
+import { registerHistoryCommand } from './history.js';
 import { registerRunCommand } from './run.js';
 
 function positiveInt(value: string): number {
@@ -38,6 +39,7 @@ program
   });
 
 registerRunCommand(program);
+registerHistoryCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -8,6 +8,7 @@ export function actuatorDeps(deps: HandlerDeps): ActuatorDeps {
     dryRun: deps.dryRun,
     logger: deps.logger,
     namespaceAllowlist: deps.config.namespaceAllowlist,
+    guardrails: deps.config,
   };
   if (deps.priorityClasses) out.priorityClasses = deps.priorityClasses;
   return out;

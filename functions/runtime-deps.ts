@@ -7,6 +7,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { loadEksKubeConfig } from '../lib/cluster/eks-kubeconfig.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../lib/cluster/kubernetes-cluster-client.js';
+import { RetryingClusterClient } from '../lib/cluster/retrying-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../lib/config.js';
 import { ConfigError } from '../lib/errors.js';
 import { PrometheusMetricsSource } from '../lib/metrics/prometheus-metrics-source.js';
@@ -81,6 +82,7 @@ export function policyConfigFromEnv(env: Env): PolicyConfig {
     ),
     maxReplicaStep: numberFrom(env, 'TRAINSCALER_MAX_REPLICA_STEP', DEFAULT_POLICY_CONFIG.maxReplicaStep),
     maxMemoryBytes: numberFrom(env, 'TRAINSCALER_MAX_MEMORY_BYTES', DEFAULT_POLICY_CONFIG.maxMemoryBytes),
+    maxClusterGpus: numberFrom(env, 'TRAINSCALER_MAX_CLUSTER_GPUS', DEFAULT_POLICY_CONFIG.maxClusterGpus),
     namespaceAllowlist: allowlist,
   };
 }
@@ -161,7 +163,8 @@ export async function loadKubeConfigFor(access: KubeAccess, eks?: EKSClient): Pr
 export function buildRuntimeDeps(config: RuntimeConfig, kubeConfig: KubeConfig): HandlerDeps {
   const clock = () => Math.floor(Date.now() / 1000);
   return {
-    cluster: new KubernetesClusterClient(kubeConfig),
+    // Reads and guarded patches retried with jittered backoff; a lost response is settled by re-reading.
+    cluster: new RetryingClusterClient(new KubernetesClusterClient(kubeConfig)),
     metrics: new PrometheusMetricsSource(config.prometheusUrl, clock),
     clock,
     config: config.policy,

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from './adapters/annotations.js';
 import { buildJobPatch, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
@@ -54,6 +54,12 @@ export interface DecisionRecord {
   policy: Plan['policy'];
   reason: string;
   changes: Change[];
+  /**
+   * Unique per write attempt. Duplicate triggers make the same decision (same id); after a lost response,
+   * this tells a client whether the write on the job is its own or a duplicate's (whose Event is not ours
+   * to repeat).
+   */
+  write?: string;
 }
 
 const MAX_ATTEMPTS = 4;
@@ -117,7 +123,8 @@ async function clusterGpusAllocated(cluster: ClusterClient, snapshot: JobSnapsho
   let total = declaredGpus(snapshot.view);
   for (const pod of await cluster.listPods(undefined)) {
     const phase = pod.status?.phase;
-    if (phase === 'Succeeded' || phase === 'Failed' || own.has(pod.metadata?.uid ?? pod.metadata?.name)) continue;
+    if (phase === 'Succeeded' || phase === 'Failed' || own.has(pod.metadata?.uid ?? pod.metadata?.name))
+      continue;
     total += readPod(pod).requests.gpus;
   }
   return total;
@@ -195,6 +202,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       policy: plan.policy,
       reason: plan.reason,
       changes: plan.changes,
+      write: randomBytes(6).toString('hex'),
     };
     const annotations = {
       [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record)),

@@ -6,8 +6,8 @@ import type { Change, JobView, Plan, RoleView } from './types.js';
 
 export type GuardrailConfig = Pick<
   PolicyConfig,
-  'namespaceAllowlist' | 'maxReplicaStep' | 'cooldownSeconds' | 'maxMemoryBytes' | 'maxClusterGpus'
->;
+  'maxReplicaStep' | 'cooldownSeconds' | 'maxMemoryBytes' | 'maxClusterGpus'
+> & { namespaceAllowlist: readonly string[] };
 
 export interface GuardrailContext {
   job: JobView;

@@ -148,7 +148,24 @@ export const watchEventSchema = {
         metadata: {
           type: 'object',
           required: ['name'],
-          properties: { name: dnsSubdomain, namespace: dnsLabel },
+          properties: {
+            name: dnsSubdomain,
+            namespace: dnsLabel,
+            labels: { type: 'object', additionalProperties: { type: 'string' } },
+            ownerReferences: {
+              type: 'array',
+              maxItems: 100,
+              items: {
+                type: 'object',
+                required: ['kind', 'name'],
+                properties: {
+                  kind: { type: 'string' },
+                  name: { type: 'string' },
+                  controller: { type: 'boolean' },
+                },
+              },
+            },
+          },
         },
       },
     },

@@ -1,0 +1,255 @@
+// A ClusterClient decorator that retries transient API failures (5xx, 429, timeouts, dropped connections)
+// with bounded exponential backoff and full jitter. It retries only what is safe to repeat:
+//  - reads;
+//  - guarded job patches (the first operation pins metadata.resourceVersion): after an ambiguous failure the
+//    patch may or may not have been applied, so the job is re-read and the decision id the patch writes
+//    (trainscaler.io/last-decision) is looked for. Found: the write happened, report success. Not found and the
+//    job still at the pinned version: nothing happened, send it again. Otherwise someone else wrote: a conflict,
+//    and the actuator re-reads and recomputes.
+// Evictions and ConfigMap writes are passed through once: repeating them could double them. Events are
+// retried only when the API server said it did not process the request (429, 503).
+import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION, jsonPointer } from '../adapters/annotations.js';
+import { ApiError, ConflictError } from '../errors.js';
+import type { JobKind, JobRef } from '../types.js';
+import type {
+  AuditEventInput,
+  ClusterClient,
+  JsonPatchOp,
+  KubeObject,
+  WriteOptions,
+} from './cluster-client.js';
+
+export interface RetryOptions {
+  /** Attempts per operation, the first included. */
+  maxAttempts: number;
+  /** Backoff before retry n (1-based) is uniform in [0, min(maxDelayMs, baseDelayMs * 2^(n-1))]. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** An attempt that has not answered after this long counts as failed (and, for a patch, as ambiguous). */
+  attemptTimeoutMs: number;
+  /** Uniform [0, 1) source for the jitter; injectable so that tests are reproducible. */
+  random: () => number;
+  /** Called before each retry, for logs and tests. */
+  onRetry?: (info: { operation: string; attempt: number; error: unknown; delayMs: number }) => void;
+}
+
+export const DEFAULT_RETRY_OPTIONS: RetryOptions = {
+  maxAttempts: 6,
+  baseDelayMs: 100,
+  maxDelayMs: 2_000,
+  attemptTimeoutMs: 10_000,
+  random: Math.random,
+};
+
+class AttemptTimeoutError extends ApiError {
+  constructor(what: string, ms: number) {
+    super(what, undefined, `no answer within ${ms} ms`);
+  }
+}
+
+/** 5xx, 429 and failures without an HTTP status (connection reset, refused, timed out) are transient. */
+export function isTransient(error: unknown): boolean {
+  if (!(error instanceof ApiError)) return false;
+  return error.status === undefined || error.status === 429 || error.status >= 500;
+}
+
+const LAST_DECISION_PATH = jsonPointer(['metadata', 'annotations', ANNOTATION.lastDecision]);
+
+export interface PatchIdentity {
+  decisionId?: string;
+  /** The record's per-attempt nonce, which tells this write from a duplicate trigger's identical one. */
+  write?: string;
+  guardedBy?: string;
+}
+
+/** The decision id a trainscaler patch records, and the resourceVersion it is guarded by. */
+export function patchIdentity(patch: readonly JsonPatchOp[]): PatchIdentity {
+  const out: PatchIdentity = {};
+  const first = patch[0];
+  if (first?.path === '/metadata/resourceVersion' && typeof first.value === 'string')
+    out.guardedBy = first.value;
+  for (const op of patch) {
+    let raw: unknown;
+    if (op.path === LAST_DECISION_PATH) raw = op.value;
+    else if (op.path === '/metadata/annotations' && typeof op.value === 'object' && op.value !== null)
+      raw = (op.value as Record<string, unknown>)[ANNOTATION.lastDecision];
+    if (typeof raw !== 'string') continue;
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (typeof parsed === 'object' && parsed !== null && 'id' in parsed && typeof parsed.id === 'string') {
+        out.decisionId = parsed.id;
+        if ('write' in parsed && typeof parsed.write === 'string') out.write = parsed.write;
+      }
+    } catch {
+      // Not a trainscaler record: the patch is then not verifiable and is not retried after an ambiguity.
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether the job carries the decision (as its last decision or in its history): 'ours' when written by this
+ * attempt (same nonce), 'duplicate' when the same decision was written by another trigger.
+ */
+export function findDecision(
+  job: KubeObject,
+  decisionId: string,
+  write: string | undefined,
+): 'ours' | 'duplicate' | undefined {
+  let found: 'ours' | 'duplicate' | undefined;
+  const annotations = job.metadata.annotations ?? {};
+  for (const key of [ANNOTATION.lastDecision, ANNOTATION.history]) {
+    const raw = annotations[key];
+    if (!raw) continue;
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      const records = Array.isArray(parsed) ? parsed : [parsed];
+      for (const r of records as unknown[]) {
+        if (typeof r !== 'object' || r === null || !('id' in r) || r.id !== decisionId) continue;
+        if (write === undefined || ('write' in r && r.write === write)) return 'ours';
+        found = 'duplicate';
+      }
+    } catch {
+      // A corrupt annotation proves nothing either way.
+    }
+  }
+  return found;
+}
+
+export class RetryingClusterClient implements ClusterClient {
+  private readonly options: RetryOptions;
+
+  constructor(
+    private readonly inner: ClusterClient,
+    options: Partial<RetryOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_RETRY_OPTIONS, ...options };
+  }
+
+  private delayFor(attempt: number): number {
+    const { baseDelayMs, maxDelayMs, random } = this.options;
+    return Math.floor(random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)));
+  }
+
+  private async once<T>(what: string, run: () => Promise<T>): Promise<T> {
+    const ms = this.options.attemptTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new AttemptTimeoutError(what, ms)), ms);
+    });
+    try {
+      return await Promise.race([run(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async pause(operation: string, attempt: number, error: unknown): Promise<void> {
+    const delayMs = this.delayFor(attempt);
+    this.options.onRetry?.({ operation, attempt, error, delayMs });
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+  }
+
+  /** Retries a read (or any operation safe to repeat) on transient failures, bounded in attempts. */
+  private async read<T>(what: string, run: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(what, run);
+      } catch (error) {
+        if (!isTransient(error) || attempt >= this.options.maxAttempts) throw error;
+        await this.pause(what, attempt, error);
+      }
+    }
+  }
+
+  getJob(ref: JobRef): Promise<KubeObject> {
+    return this.read(`get ${ref.kind} ${ref.namespace}/${ref.name}`, () => this.inner.getJob(ref));
+  }
+
+  listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]> {
+    return this.read(`list ${kind}`, () => this.inner.listJobs(kind, namespace));
+  }
+
+  listPods(namespace: string | undefined, labelSelector?: string): Promise<V1Pod[]> {
+    return this.read('list pods', () => this.inner.listPods(namespace, labelSelector));
+  }
+
+  listNodes(): Promise<V1Node[]> {
+    return this.read('list nodes', () => this.inner.listNodes());
+  }
+
+  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    return this.read('get configmap', () => this.inner.getConfigMap(namespace, name));
+  }
+
+  async patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
+    const what = `patch ${ref.kind} ${ref.namespace}/${ref.name}`;
+    const { decisionId, guardedBy, write } = patchIdentity(patch);
+    // Only a guarded patch recording a decision can be verified after an ambiguous failure; a dry run stores
+    // nothing to verify, so it is retried only like a read (the guard makes a repeat harmless).
+    const verifiable = decisionId !== undefined && guardedBy !== undefined && !options.dryRun;
+    let ambiguous = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(what, () => this.inner.patchJob(ref, patch, options));
+      } catch (error) {
+        const transient = isTransient(error);
+        const conflict = error instanceof ConflictError;
+        if (!transient && !(conflict && ambiguous)) throw error;
+        if (!verifiable) {
+          if (options.dryRun && transient && attempt < this.options.maxAttempts) {
+            await this.pause(what, attempt, error);
+            continue;
+          }
+          throw error;
+        }
+        // The request may have reached the API server: find out before deciding anything.
+        ambiguous = ambiguous || transient;
+        const current = await this.getJob(ref);
+        const found = findDecision(current, decisionId, write);
+        if (found === 'ours') return current;
+        // A duplicate trigger wrote the same decision first: for this caller that is a conflict, so that it
+        // re-reads and finds the decision done, instead of auditing a write it did not make.
+        if (found === 'duplicate' || current.metadata.resourceVersion !== guardedBy)
+          throw new ConflictError(what);
+        if (attempt >= this.options.maxAttempts) throw error;
+        await this.pause(what, attempt, error);
+      }
+    }
+  }
+
+  evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
+    return this.inner.evictPod(namespace, name, options);
+  }
+
+  /**
+   * Events are created with generateName, so a repeat after an ambiguous failure would double the audit
+   * record. Retried only on 429 and 503, which the API server answers before processing a request
+   * (priority-and-fairness rejection, not ready); after a drop or a timeout the Event may be lost, and the
+   * job's annotations remain the durable record.
+   */
+  async createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
+    const what = 'create event';
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(what, () => this.inner.createEvent(event, options));
+      } catch (error) {
+        const rejectedUnprocessed =
+          error instanceof ApiError && (error.status === 429 || error.status === 503);
+        if (!rejectedUnprocessed || attempt >= this.options.maxAttempts) throw error;
+        await this.pause(what, attempt, error);
+      }
+    }
+  }
+
+  putConfigMap(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    resourceVersion: string | undefined,
+    options: WriteOptions,
+  ): Promise<V1ConfigMap> {
+    return this.inner.putConfigMap(namespace, name, data, resourceVersion, options);
+  }
+}
