@@ -231,7 +231,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       if (change.kind === 'evict-pod')
         await deps.cluster.evictPod(ref.namespace, change.pod, { dryRun: false });
     }
-    await recordEvent(deps, view, obj, plan);
+    await recordEvent(deps, view, obj, plan, id);
     deps.logger.info(
       { job: ref, decisionId: id, policy: plan.policy, reason: plan.reason },
       'decision applied',
@@ -240,7 +240,13 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
   }
 }
 
-async function recordEvent(deps: ActuatorDeps, view: JobView, obj: KubeObject, plan: Plan): Promise<void> {
+async function recordEvent(
+  deps: ActuatorDeps,
+  view: JobView,
+  obj: KubeObject,
+  plan: Plan,
+  decisionId: string,
+): Promise<void> {
   const warning = plan.policy === 'fault' || plan.changes.some((c) => c.kind === 'pause');
   try {
     await deps.cluster.createEvent(
@@ -249,6 +255,7 @@ async function recordEvent(deps: ActuatorDeps, view: JobView, obj: KubeObject, p
         type: warning ? 'Warning' : 'Normal',
         reason: `Trainscaler${plan.policy[0]?.toUpperCase()}${plan.policy.slice(1)}`,
         message: plan.reason,
+        decisionId,
       },
       { dryRun: false },
     );

@@ -36,6 +36,8 @@ export interface AuditEventInput {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
+  /** Names the Event after the decision, so that creating it twice (a retry after a lost answer) is a no-op. */
+  decisionId?: string;
 }
 
 /**

@@ -179,11 +179,14 @@ export class KubernetesClusterClient implements ClusterClient {
     if (options.dryRun) return undefined;
     const { ref, uid, apiVersion } = event.involved;
     const now = new Date();
-    return call(`create event for ${ref.namespace}/${ref.name}`, () =>
+    const metadata = event.decisionId
+      ? { name: `${ref.name.slice(0, 200)}.trainscaler.${event.decisionId}`, namespace: ref.namespace }
+      : { generateName: `${ref.name.slice(0, 200)}.trainscaler.`, namespace: ref.namespace };
+    const created = call(`create event for ${ref.namespace}/${ref.name}`, () =>
       this.core.createNamespacedEvent({
         namespace: ref.namespace,
         body: {
-          metadata: { generateName: `${ref.name}.trainscaler.`, namespace: ref.namespace },
+          metadata,
           involvedObject: { apiVersion, kind: ref.kind, name: ref.name, namespace: ref.namespace, uid },
           reason: event.reason,
           message: event.message.slice(0, 1024),
@@ -199,6 +202,13 @@ export class KubernetesClusterClient implements ClusterClient {
         },
       }),
     );
+    try {
+      return await created;
+    } catch (error) {
+      // Named after the decision: AlreadyExists means an earlier attempt recorded it.
+      if (error instanceof ConflictError && event.decisionId) return undefined;
+      throw error;
+    }
   }
 
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

@@ -237,7 +237,9 @@ export class RetryingClusterClient implements ClusterClient {
       } catch (error) {
         const rejectedUnprocessed =
           error instanceof ApiError && (error.status === 429 || error.status === 503);
-        if (!rejectedUnprocessed || attempt >= this.options.maxAttempts) throw error;
+        // An Event named after its decision cannot be doubled by a retry (the second create is AlreadyExists).
+        const safeToRepeat = rejectedUnprocessed || (event.decisionId !== undefined && isTransient(error));
+        if (!safeToRepeat || attempt >= this.options.maxAttempts) throw error;
         await this.pause(what, attempt, error);
       }
     }
