@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import { registerHistoryCommand } from './history.js';
 import { registerRunCommand } from './run.js';
+import { registerSimulateCommand } from './simulate.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -39,6 +40,7 @@ program
   });
 
 registerRunCommand(program);
+registerSimulateCommand(program);
 registerHistoryCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -161,6 +161,26 @@ export function decideTuning(input: TuningInput): Plan {
     );
   }
 
+  // Exploration: a model that has seen one scale only can never be sure that more workers help, so scoring
+  // at step time + 1 sd would keep a job that started small small forever. One worker more is tried when the
+  // expected (mean) prediction says it pays; the next review then fits on two scales.
+  const probe =
+    input.model.distinctScales < 2 ? ups.find((c) => c.role === 'Worker' && c.to === k + 1) : undefined;
+  const probeTp = probe ? expectedThroughput(model, probe.placement) : undefined;
+  if (
+    probe &&
+    probeTp !== undefined &&
+    probeTp / baseTp - 1 >= mrg &&
+    scaleUpPaysOff(remaining, baseTp, probeTp, config)
+  ) {
+    return plan(
+      [changeOf(probe)],
+      `${describe(probe)}: probe, only one scale observed so far; expected ${formatRateChange(baseTp, probeTp)} ` +
+        `(mean prediction), gain over ${remainingText} = ${formatDuration(timeSaved(remaining, baseTp, probeTp))} > ` +
+        `${config.gainOverCostFactor} x rescale cost ${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}`,
+    );
+  }
+
   const downs = scaleDownCandidates(input, worker, psRole, ps, build);
   const bestTp = Math.max(baseTp, ...downs.map((c) => c.tp));
   const podsBefore = k + (psRole ? (ps ?? 0) : 0);

@@ -46,7 +46,12 @@ export function parseWorkloadCsv(text: string, where: string): WorkloadJob[] {
     const cell = (column: (typeof COLUMNS)[number]) => cells[index.get(column) ?? -1] ?? '';
     const number = (column: (typeof COLUMNS)[number], integer: boolean) => {
       const value = Number(cell(column));
-      if (cell(column) === '' || !Number.isFinite(value) || value < 0 || (integer && !Number.isInteger(value)))
+      if (
+        cell(column) === '' ||
+        !Number.isFinite(value) ||
+        value < 0 ||
+        (integer && !Number.isInteger(value))
+      )
         throw new WorkloadError(`${at}: ${column} must be a non-negative ${integer ? 'integer' : 'number'}`);
       return value;
     };
@@ -54,7 +59,8 @@ export function parseWorkloadCsv(text: string, where: string): WorkloadJob[] {
     if (!isAppName(application)) throw new WorkloadError(`${at}: unknown application '${application}'`);
     const replicas = number('num_replicas', true);
     const batchSize = number('batch_size', true);
-    if (replicas < 1 || batchSize < 1) throw new WorkloadError(`${at}: num_replicas and batch_size must be >= 1`);
+    if (replicas < 1 || batchSize < 1)
+      throw new WorkloadError(`${at}: num_replicas and batch_size must be >= 1`);
     const name = cell('name');
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name))
       throw new WorkloadError(`${at}: name '${name}' is not a valid Kubernetes object name`);
@@ -192,7 +198,11 @@ export interface TenantTraits {
   memoryRequestFactor: number;
 }
 
-export const WELL_SIZED: TenantTraits = { highPriority: false, cpuRequestFactor: 1, memoryRequestFactor: 1.25 };
+export const WELL_SIZED: TenantTraits = {
+  highPriority: false,
+  cpuRequestFactor: 1,
+  memoryRequestFactor: 1.25,
+};
 
 /**
  * The PyTorchJob submitted for a workload job: one GPU per worker, the user's worker count (capped at the
@@ -205,7 +215,7 @@ export function workloadJobManifest(
   traits: TenantTraits = WELL_SIZED,
 ): KubeObject {
   const profile = APP_PROFILES[job.application];
-  return pytorchJobManifest({
+  const manifest = pytorchJobManifest({
     name: job.name,
     namespace: WORKLOAD_NAMESPACE,
     app: job.application,
@@ -223,4 +233,9 @@ export function workloadJobManifest(
     targetSamples: targetSamples(job.application, job.batchSize),
     backoffLimit: 3,
   });
+  // Finished pods are deleted with their job (a real runPolicy option): a replay of hundreds of jobs would
+  // otherwise list thousands of Succeeded pods on every capacity read.
+  const spec = manifest.spec as { runPolicy: { cleanPodPolicy: string } };
+  spec.runPolicy.cleanPodPolicy = 'All';
+  return manifest;
 }

@@ -142,6 +142,21 @@ describe('decideTuning scale-up', () => {
     assert.deepEqual(unsure.changes, []);
   });
 
+  it('probes one worker more on the mean prediction while only one scale has been observed', () => {
+    // Pessimistic (sd 10%): 5 -> 391, 6 -> 398 samples/s, no gain; mean: 5 -> 430 (+7.5%).
+    const table = { 4: 400, 5: 430, 6: 438 };
+    const j = job({}, [role({ maxReplicas: 6 })]);
+    const oneScale = { ...tableModel(table, { sd: 0.1 }), distinctScales: 1 };
+    const probe = decideTuning(input({ job: j, model: oneScale }));
+    assert.equal(replicaChange(probe).to, 5, 'one step, not to the best');
+    assert.match(probe.reason, /probe, only one scale observed/);
+    // The same uncertainty with two scales seen: no probe, the pessimistic score decides (no gain).
+    assert.deepEqual(decideTuning(input({ job: j, model: tableModel(table, { sd: 0.1 }) })).changes, []);
+    // A probe must still beat hysteresis on the mean: +2% is not worth a restart.
+    const flat = { ...tableModel({ 4: 400, 5: 408, 6: 410 }, { sd: 0.1 }), distinctScales: 1 };
+    assert.deepEqual(decideTuning(input({ job: j, model: flat })).changes, []);
+  });
+
   it('needs the time saved over the remaining run to exceed gainOverCostFactor x rescale cost', () => {
     // 400 -> 500: saved = R * (1 - 0.8) = 0.2 R against 2 x 50 s = 100 s.
     const at = (remainingSeconds: number) =>

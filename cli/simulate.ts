@@ -1,0 +1,609 @@
+// `trainscaler simulate`: replay job-arrival workloads (the Pollux workloads: Philly arrivals with the GPU
+// count and global batch each user asked for) on the embedded SIMULATED cluster, once per policy:
+//   manual       the jobs as submitted (the user's GPU count, fixed), admitted first come first served when
+//                their GPUs are free; no handler runs;
+//   trainscaler  the production handlers, driven as cli/demo.ts drives them: submit on arrival, every pod and
+//                job watch event from drainEvents(), an Alertmanager alert per running job every few decision
+//                intervals and the EventBridge schedule every decision interval.
+// Jobs progress at the throughput fitted on the Pollux measurements (lib/sim/app-profiles.ts), keep their
+// global batch and end at their application's target (lib/sim/workload.ts).
+import { writeFile } from 'node:fs/promises';
+import { type Command, InvalidArgumentError } from 'commander';
+import { handleAlarm } from '../functions/alarm.js';
+import { handleClusterEvent } from '../functions/cluster-event.js';
+import type { Handler, HandlerDeps, HandlerResult, Logger } from '../functions/handler-deps.js';
+import { handleSchedule } from '../functions/schedule.js';
+import { handleSubmit } from '../functions/submit.js';
+import { DEFAULT_POLICY_CONFIG } from '../lib/config.js';
+import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
+import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
+import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
+import {
+  loadWorkloads,
+  type TenantTraits,
+  WORKLOAD_NAMESPACE,
+  WORKLOAD_PRIORITY_CLASSES,
+  type Workload,
+  type WorkloadJob,
+  workloadJobManifest,
+} from '../lib/sim/workload.js';
+import {
+  DEFAULT_MULTI_TENANT,
+  describeMultiTenant,
+  type MultiTenantOptions,
+  multiTenantTraits,
+  nodeFailureTimes,
+} from '../lib/sim/workload-multitenant.js';
+import type { JobRef } from '../lib/types.js';
+import { median } from './demo.js';
+
+export const SIMULATION_POLICIES = ['manual', 'trainscaler'] as const;
+export type SimulationPolicy = (typeof SIMULATION_POLICIES)[number];
+
+const GiB = 1024 ** 3;
+
+/** The Pollux artifact's mean of average JCT over its 8 workloads at 1.0x load (OSDI'21, Table/Fig. of JCT). */
+export const PUBLISHED_MEAN_AVG_JCT_SECONDS: Record<string, number> = {
+  Pollux: 2751,
+  'Optimus+Oracle': 5682,
+  Tiresias: 4038,
+};
+
+export interface SimulationOptions {
+  workloads: Workload[];
+  policies: readonly SimulationPolicy[];
+  seed?: number;
+  /** 16 nodes x 4 GPUs (the Pollux testbed); 32 cores and 128 GiB per node. */
+  nodes?: number;
+  gpusPerNode?: number;
+  /** Scheduling and decision interval: the schedule trigger and the FCFS admission run this often. */
+  decisionIntervalSeconds?: number;
+  /** An alarm per running job every this many decision intervals. */
+  alarmEveryIntervals?: number;
+  /** Stop a run after this many simulated seconds; unfinished jobs count as not completed. */
+  timeCapSeconds?: number;
+  /** Seeded tenant behaviour (priorities, OOM, over-requests, node failures); off when undefined. */
+  multiTenant?: MultiTenantOptions;
+  onProgress?: (line: string) => void;
+}
+
+export interface JobOutcome {
+  name: string;
+  application: string;
+  arrivalSeconds: number;
+  /** Finished minus arrival (queueing included); null unless completed. */
+  jctSeconds: number | null;
+  state: 'completed' | 'failed' | 'unfinished';
+  /** Worker-count changes written by trainscaler after the job first trained. */
+  rescales: number;
+  workersAsked: number;
+  workersFinal: number;
+  /** trainscaler's last reason about this job (applied or not), so that a surprising size can be explained. */
+  lastReason?: string;
+  /** The simulator's reason for a failed job, e.g. 'BackoffLimitExceeded: ...' or 'PendingTimeout: ...'. */
+  failureReason?: string;
+}
+
+export interface RunSummary {
+  jobs: number;
+  completed: number;
+  failed: number;
+  completionRate: number;
+  avgJctSeconds: number | null;
+  medianJctSeconds: number | null;
+  makespanSeconds: number;
+  /** GPU-time of running training containers / (cluster GPUs x makespan). */
+  gpuUtilisation: number;
+  rescalesPerJob: number;
+  /** Time-averaged shares of the cluster's CPU and memory: requested by bound pods, and really used. */
+  cpuRequested: number;
+  cpuUsed: number;
+  memoryRequested: number;
+  memoryUsed: number;
+}
+
+export interface WorkloadRun {
+  workload: string;
+  policy: SimulationPolicy;
+  summary: RunSummary;
+  jobs: JobOutcome[];
+  /** Cluster-wide GPUs held by running training containers, sampled every decision interval. */
+  gpusBusy: Array<[number, number]>;
+  handlerErrors: number;
+  wallSeconds: number;
+}
+
+export interface PolicyAggregate {
+  workloads: number;
+  meanAvgJctSeconds: number | null;
+  meanMedianJctSeconds: number | null;
+  meanMakespanSeconds: number;
+  meanGpuUtilisation: number;
+  meanRescalesPerJob: number;
+  meanCompletionRate: number;
+  meanCpuRequested: number;
+  meanCpuUsed: number;
+  meanMemoryRequested: number;
+  meanMemoryUsed: number;
+}
+
+export interface SimulationResult {
+  seed: number;
+  cluster: { nodes: number; gpusPerNode: number; cpuMillisPerNode: number; memoryBytesPerNode: number };
+  decisionIntervalSeconds: number;
+  alarmEveryIntervals: number;
+  rescaleCostSeconds: number;
+  multiTenant: string[] | null;
+  assumptions: string[];
+  runs: WorkloadRun[];
+  policies: Partial<Record<SimulationPolicy, PolicyAggregate>>;
+  published: Record<string, number>;
+}
+
+const QUIET_LOGGER: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+
+export const SIMULATION_ASSUMPTIONS: readonly string[] = [
+  'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
+  "throughput: the simulator's step times fitted on the Pollux placements.csv (lib/sim/app-profiles.ts), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
+  'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
+  'every re-formed world (rescale, restarted or replaced pod) costs 30 s without progress; the first start costs the 20 s pod start',
+  'decision interval 60 s: the schedule trigger (rebalance) every interval; an alarm per running job every few intervals (--alarm-every)',
+  "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
+  'trainscaler: each job submitted on arrival with elastic bounds 1..64 workers; the handlers decide its size',
+  'JCT = completion - arrival; averages and medians are over completed jobs; makespan = last completion (or the time cap)',
+  "no statistical-efficiency model: a job's target does not change with its worker count because the global batch is kept (Pollux also adapts the batch size, which we do not)",
+];
+
+export async function runSimulation(options: SimulationOptions): Promise<SimulationResult> {
+  const seed = options.seed ?? 1;
+  const nodes = options.nodes ?? 16;
+  const gpusPerNode = options.gpusPerNode ?? 4;
+  const interval = options.decisionIntervalSeconds ?? 60;
+  const alarmEvery = options.alarmEveryIntervals ?? 5;
+  const runs: WorkloadRun[] = [];
+  for (const workload of options.workloads) {
+    for (const policy of options.policies) {
+      runs.push(
+        await runWorkload(workload, policy, {
+          seed,
+          nodes,
+          gpusPerNode,
+          interval,
+          alarmEvery,
+          cap: options.timeCapSeconds ?? 14 * 86_400,
+          multiTenant: options.multiTenant,
+          report: options.onProgress ?? (() => {}),
+        }),
+      );
+    }
+  }
+  const policies: Partial<Record<SimulationPolicy, PolicyAggregate>> = {};
+  for (const policy of options.policies)
+    policies[policy] = aggregate(runs.filter((r) => r.policy === policy));
+  return {
+    seed,
+    cluster: { nodes, gpusPerNode, cpuMillisPerNode: 32_000, memoryBytesPerNode: 128 * GiB },
+    decisionIntervalSeconds: interval,
+    alarmEveryIntervals: alarmEvery,
+    rescaleCostSeconds: 30,
+    multiTenant: options.multiTenant ? describeMultiTenant(options.multiTenant) : null,
+    assumptions: [...SIMULATION_ASSUMPTIONS],
+    runs,
+    policies,
+    published: { ...PUBLISHED_MEAN_AVG_JCT_SECONDS },
+  };
+}
+
+interface RunSettings {
+  seed: number;
+  nodes: number;
+  gpusPerNode: number;
+  interval: number;
+  alarmEvery: number;
+  cap: number;
+  multiTenant: MultiTenantOptions | undefined;
+  report: (line: string) => void;
+}
+
+function nodeSpecs(count: number, gpus: number): SimulatedNodeSpec[] {
+  return Array.from({ length: count }, (_, i) => ({
+    name: `gpu-node-${String(i).padStart(2, '0')}`,
+    gpus,
+    cpuMillis: 32_000,
+    memoryBytes: 128 * GiB,
+  }));
+}
+
+interface Tracked {
+  job: WorkloadJob;
+  ref: JobRef;
+  workers: number;
+  rescales: number;
+  lastReason?: string;
+}
+
+async function runWorkload(
+  workload: Workload,
+  policy: SimulationPolicy,
+  settings: RunSettings,
+): Promise<WorkloadRun> {
+  const wallStart = performance.now();
+  const clusterGpus = settings.nodes * settings.gpusPerNode;
+  const nodes = nodeSpecs(settings.nodes, settings.gpusPerNode);
+  const sim = new SimulatedCluster({
+    seed: settings.seed,
+    apps: PROFILED_APP_MODEL,
+    nodes,
+    priorityClasses: WORKLOAD_PRIORITY_CLASSES,
+  });
+  const start = sim.now();
+  const deps: HandlerDeps = {
+    cluster: sim,
+    metrics: sim,
+    clock: sim.clock.now,
+    config: DEFAULT_POLICY_CONFIG,
+    dryRun: false,
+    logger: QUIET_LOGGER,
+    profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
+    priorityClasses: WORKLOAD_PRIORITY_CLASSES,
+  };
+  const traits: TenantTraits[] | undefined = settings.multiTenant
+    ? multiTenantTraits(workload.jobs, settings.seed, settings.multiTenant)
+    : undefined;
+  const failures = settings.multiTenant
+    ? nodeFailureTimes(settings.seed, settings.nodes, settings.cap, settings.multiTenant)
+    : [];
+  const tracked = new Map<string, Tracked>();
+  let handlerErrors = 0;
+  const call = async (handler: Handler, payload: unknown) => {
+    let result: HandlerResult;
+    try {
+      result = await handler(payload, deps);
+    } catch {
+      handlerErrors += 1;
+      return;
+    }
+    handlerErrors += result.errors.length;
+    for (const outcome of result.outcomes) {
+      const entry = tracked.get(outcome.plan.ref.name);
+      if (!entry) continue;
+      // Fault checks run on every pod event and mostly say "no fault": keep the last reason that says more.
+      if (outcome.plan.policy !== 'fault' || outcome.plan.changes.length > 0)
+        entry.lastReason = `${outcome.plan.policy}: ${outcome.plan.reason}`;
+      if (!outcome.applied) continue;
+      const started = sim.jobStatus(entry.ref).startedAt !== undefined;
+      for (const change of outcome.plan.changes) {
+        if (change.kind !== 'replicas' || change.role !== 'Worker') continue;
+        if (started && change.from !== change.to) entry.rescales += 1;
+        entry.workers = change.to;
+      }
+    }
+  };
+
+  const arrivals = workload.jobs
+    .map((job, i) => ({ job, traits: traits?.[i] }))
+    .sort((a, b) => a.job.time - b.job.time);
+  const fcfs: typeof arrivals = [];
+  const submit = async (entry: (typeof arrivals)[number]) => {
+    const stored = sim.submitJob(workloadJobManifest(entry.job, clusterGpus, entry.traits));
+    const ref: JobRef = { kind: 'PyTorchJob', namespace: WORKLOAD_NAMESPACE, name: stored.metadata.name };
+    tracked.set(ref.name, {
+      job: entry.job,
+      ref,
+      workers: Math.min(entry.job.replicas, clusterGpus),
+      rescales: 0,
+    });
+    if (policy === 'trainscaler') await call(handleSubmit, ref);
+  };
+  const unfinished = () =>
+    [...tracked.values()].filter((t) => {
+      const phase = sim.jobStatus(t.ref).phase;
+      return phase !== 'Succeeded' && phase !== 'Failed';
+    });
+  // FCFS by GPUs: the head of the queue waits until its GPUs are free; nothing overtakes it.
+  const admit = async () => {
+    let free = clusterGpus - unfinished().reduce((sum, t) => sum + t.workers, 0);
+    while (fcfs[0] && Math.min(fcfs[0].job.replicas, clusterGpus) <= free) {
+      const next = fcfs.shift();
+      if (!next) break;
+      free -= Math.min(next.job.replicas, clusterGpus);
+      await submit(next);
+    }
+  };
+
+  const usage = { cpuReq: 0, cpuUsed: 0, memReq: 0, memUsed: 0, samples: 0 };
+  const gpusBusy: Array<[number, number]> = [];
+  let gpuSeconds = 0;
+  let ticks = 0;
+  let scheduleCount = 0;
+  let failureIndex = 0;
+  let elapsed = 0;
+  let nextArrival = 0;
+  for (;;) {
+    // Arrivals at their exact second (not rounded to the interval), then the rest of the interval.
+    while (arrivals[nextArrival] && (arrivals[nextArrival]?.job.time ?? 0) <= elapsed) {
+      const entry = arrivals[nextArrival++];
+      if (!entry) break;
+      if (policy === 'trainscaler' || entry.traits?.highPriority) await submit(entry);
+      else fcfs.push(entry);
+    }
+    if (policy === 'manual') await admit();
+    const tickEnd = (Math.floor(elapsed / settings.interval) + 1) * settings.interval;
+    const upcoming = arrivals[nextArrival]?.job.time;
+    const until = upcoming !== undefined && upcoming < tickEnd ? upcoming : tickEnd;
+    sim.step(until - elapsed);
+    elapsed = until;
+    const events = sim.drainEvents();
+    if (policy === 'trainscaler') for (const event of events) await call(handleClusterEvent, event);
+    if (elapsed !== tickEnd) continue;
+
+    ticks += 1;
+    const failure = failures[failureIndex];
+    if (failure && failure.at <= elapsed) {
+      failureIndex += 1;
+      await failNode(sim, nodes[failure.node]?.name ?? '');
+    }
+    const busy = await sampleCluster(sim, usage, settings.multiTenant !== undefined && ticks % 5 === 0);
+    gpuSeconds += busy * settings.interval;
+    gpusBusy.push([elapsed, busy]);
+    if (policy === 'trainscaler') {
+      if (ticks % settings.alarmEvery === 0) {
+        for (const t of unfinished()) {
+          const phase = sim.jobStatus(t.ref).phase;
+          if (phase === 'Running' || phase === 'Restarting')
+            await call(
+              handleAlarm,
+              alertmanagerWebhook(t.ref, sim.now() - settings.alarmEvery * settings.interval),
+            );
+        }
+      }
+      await call(handleSchedule, eventBridgeScheduledEvent(sim.now(), scheduleCount++));
+    }
+    const allIn = nextArrival >= arrivals.length && fcfs.length === 0;
+    const open = unfinished().length;
+    if (ticks % 60 === 0)
+      settings.report(
+        `[${workload.name} ${policy}] t=${(elapsed / 3600).toFixed(1)} h submitted ${tracked.size}/${arrivals.length} running/queued ${open}`,
+      );
+    if ((allIn && open === 0) || elapsed >= settings.cap) break;
+  }
+
+  const jobs: JobOutcome[] = [...tracked.values()].map((t) => {
+    const status = sim.jobStatus(t.ref);
+    const state =
+      status.phase === 'Succeeded' ? 'completed' : status.phase === 'Failed' ? 'failed' : 'unfinished';
+    return {
+      name: t.job.name,
+      application: t.job.application,
+      arrivalSeconds: t.job.time,
+      jctSeconds:
+        state === 'completed' && status.finishedAt !== undefined
+          ? status.finishedAt - start - t.job.time
+          : null,
+      state,
+      rescales: t.rescales,
+      workersAsked: t.job.replicas,
+      workersFinal: t.workers,
+      ...(t.lastReason ? { lastReason: t.lastReason } : {}),
+      ...(status.failureReason ? { failureReason: status.failureReason } : {}),
+    };
+  });
+  // Jobs never admitted before the cap are unfinished too.
+  for (const entry of [...fcfs, ...arrivals.slice(nextArrival)]) {
+    jobs.push({
+      name: entry.job.name,
+      application: entry.job.application,
+      arrivalSeconds: entry.job.time,
+      jctSeconds: null,
+      state: 'unfinished',
+      rescales: 0,
+      workersAsked: entry.job.replicas,
+      workersFinal: 0,
+    });
+  }
+  const finishedAt = [...tracked.values()].map((t) => sim.jobStatus(t.ref).finishedAt ?? sim.now());
+  const makespan = Math.max(0, ...finishedAt) - start;
+  const jcts = jobs.flatMap((j) => (j.jctSeconds === null ? [] : [j.jctSeconds])).sort((a, b) => a - b);
+  const completed = jcts.length;
+  const n = Math.max(1, usage.samples);
+  const summary: RunSummary = {
+    jobs: jobs.length,
+    completed,
+    failed: jobs.filter((j) => j.state === 'failed').length,
+    completionRate: jobs.length > 0 ? completed / jobs.length : 0,
+    avgJctSeconds: completed > 0 ? jcts.reduce((s, v) => s + v, 0) / completed : null,
+    medianJctSeconds: median(jcts),
+    makespanSeconds: makespan,
+    gpuUtilisation: makespan > 0 ? Math.min(1, gpuSeconds / (clusterGpus * makespan)) : 0,
+    rescalesPerJob: jobs.length > 0 ? jobs.reduce((s, j) => s + j.rescales, 0) / jobs.length : 0,
+    cpuRequested: usage.cpuReq / n,
+    cpuUsed: usage.cpuUsed / n,
+    memoryRequested: usage.memReq / n,
+    memoryUsed: usage.memUsed / n,
+  };
+  const wallSeconds = (performance.now() - wallStart) / 1000;
+  settings.report(
+    `[${workload.name} ${policy}] done: ${completed}/${jobs.length} completed, makespan ${(makespan / 3600).toFixed(1)} h, ${wallSeconds.toFixed(1)} s wall`,
+  );
+  return { workload: workload.name, policy, summary, jobs, gpusBusy, handlerErrors, wallSeconds };
+}
+
+/** A node reboot: every pod on it is evicted at once (its controller recreates them elsewhere or there). */
+async function failNode(sim: SimulatedCluster, nodeName: string): Promise<void> {
+  const pods = await sim.listPods(WORKLOAD_NAMESPACE);
+  for (const pod of pods) {
+    const phase = pod.status?.phase;
+    if (pod.spec?.nodeName !== nodeName || phase === 'Succeeded' || phase === 'Failed') continue;
+    await sim.evictPod(WORKLOAD_NAMESPACE, pod.metadata?.name ?? '', { dryRun: false });
+  }
+}
+
+/**
+ * GPUs held by running training containers (every interval, from the jobs' timelines would lag: pods are
+ * read directly), and when `resources` is set the cluster's requested and used CPU and memory shares.
+ */
+async function sampleCluster(
+  sim: SimulatedCluster,
+  usage: { cpuReq: number; cpuUsed: number; memReq: number; memUsed: number; samples: number },
+  resources: boolean,
+): Promise<number> {
+  const pods = await sim.listPods(WORKLOAD_NAMESPACE);
+  let gpus = 0;
+  let cpuReq = 0;
+  let memReq = 0;
+  const runningJobs = new Set<string>();
+  for (const pod of pods) {
+    if (!pod.spec?.nodeName || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') continue;
+    const container = pod.spec.containers[0];
+    const requests = container?.resources?.requests ?? {};
+    const running = pod.status?.containerStatuses?.[0]?.state?.running !== undefined;
+    if (running) gpus += Number(requests['nvidia.com/gpu'] ?? 0);
+    if (!resources) continue;
+    cpuReq += parseCpu(requests.cpu);
+    memReq += parseMemory(requests.memory);
+    const job = pod.metadata?.labels?.['training.kubeflow.org/job-name'];
+    if (job) runningJobs.add(job);
+  }
+  if (!resources) return gpus;
+  let cpuUsed = 0;
+  let memUsed = 0;
+  for (const name of runningJobs) {
+    const used = await sim
+      .containerUsage({ kind: 'PyTorchJob', namespace: WORKLOAD_NAMESPACE, name }, 300)
+      .catch(() => []);
+    for (const u of used) {
+      cpuUsed += u.cpuMillis;
+      memUsed += u.memoryBytes;
+    }
+  }
+  const nodes = await sim.listNodes();
+  const cpuTotal = nodes.reduce((s, n) => s + parseCpu(n.status?.allocatable?.cpu), 0);
+  const memTotal = nodes.reduce((s, n) => s + parseMemory(n.status?.allocatable?.memory), 0);
+  usage.cpuReq += cpuReq / cpuTotal;
+  usage.cpuUsed += cpuUsed / cpuTotal;
+  usage.memReq += memReq / memTotal;
+  usage.memUsed += memUsed / memTotal;
+  usage.samples += 1;
+  return gpus;
+}
+
+function parseCpu(quantity: string | undefined): number {
+  if (!quantity) return 0;
+  return quantity.endsWith('m') ? Number(quantity.slice(0, -1)) : Number(quantity) * 1000;
+}
+
+const MEMORY_UNITS: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+
+function parseMemory(quantity: string | undefined): number {
+  if (!quantity) return 0;
+  const match = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti)?$/.exec(quantity);
+  if (!match) return 0;
+  return Number(match[1]) * (MEMORY_UNITS[match[2] ?? ''] ?? 1);
+}
+
+function mean(values: readonly number[]): number {
+  return values.length > 0 ? values.reduce((s, v) => s + v, 0) / values.length : 0;
+}
+
+function meanOrNull(values: ReadonlyArray<number | null>): number | null {
+  const present = values.filter((v): v is number => v !== null);
+  return present.length > 0 ? mean(present) : null;
+}
+
+export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {
+  const pick = (f: (s: RunSummary) => number) => mean(runs.map((r) => f(r.summary)));
+  return {
+    workloads: runs.length,
+    meanAvgJctSeconds: meanOrNull(runs.map((r) => r.summary.avgJctSeconds)),
+    meanMedianJctSeconds: meanOrNull(runs.map((r) => r.summary.medianJctSeconds)),
+    meanMakespanSeconds: pick((s) => s.makespanSeconds),
+    meanGpuUtilisation: pick((s) => s.gpuUtilisation),
+    meanRescalesPerJob: pick((s) => s.rescalesPerJob),
+    meanCompletionRate: pick((s) => s.completionRate),
+    meanCpuRequested: pick((s) => s.cpuRequested),
+    meanCpuUsed: pick((s) => s.cpuUsed),
+    meanMemoryRequested: pick((s) => s.memoryRequested),
+    meanMemoryUsed: pick((s) => s.memoryUsed),
+  };
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+}
+
+export function parsePolicies(value: string): SimulationPolicy[] {
+  const names = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  const unknown = names.filter((p) => !(SIMULATION_POLICIES as readonly string[]).includes(p));
+  if (unknown.length > 0 || names.length === 0)
+    throw new InvalidArgumentError(
+      `unknown policy '${unknown.join(',')}': choose from ${SIMULATION_POLICIES.join(', ')}`,
+    );
+  return [...new Set(names)] as SimulationPolicy[];
+}
+
+export interface SimulateCommandOptions {
+  workload: string;
+  policy: SimulationPolicy[];
+  seed: number;
+  limit?: number;
+  alarmEvery: number;
+  multiTenant?: boolean;
+  timeCapHours?: number;
+  json?: boolean;
+  report?: string;
+}
+
+export function registerSimulateCommand(program: Command): Command {
+  return program
+    .command('simulate')
+    .description(
+      'Replay job-arrival workloads (CSV name,time,application,num_replicas,batch_size, e.g. the Pollux workloads) on the embedded SIMULATED cluster of 16 nodes x 4 GPUs, per policy, and compare JCT, makespan and utilisation',
+    )
+    .requiredOption('--workload <path>', 'a workload CSV file, or a folder of workload-N.csv files')
+    .option('--policy <list>', 'comma-separated policies: manual,trainscaler', parsePolicies, [
+      ...SIMULATION_POLICIES,
+    ])
+    .option('--seed <n>', 'random seed of the simulation', positiveInt, 1)
+    .option('--limit <n>', 'only the first n workloads of a folder', positiveInt)
+    .option('--alarm-every <n>', 'an alarm per running job every n decision intervals (60 s)', positiveInt, 5)
+    .option('--multi-tenant', 'seeded tenants: high-priority arrivals, OOM, over-requests, node failures')
+    .option('--time-cap-hours <h>', 'stop each run after this many simulated hours', positiveInt)
+    .option('--json', 'print one JSON object instead of tables')
+    .option('--report <file>', 'also write an HTML page with plots')
+    .action(async (options: SimulateCommandOptions) => {
+      const workloads = loadWorkloads(options.workload).slice(0, options.limit);
+      const progress = (line: string) =>
+        process.stderr.write(process.stderr.isTTY ? `\r${line.padEnd(100)}` : `${line}\n`);
+      const simulationOptions: SimulationOptions = {
+        workloads,
+        policies: options.policy,
+        seed: options.seed,
+        alarmEveryIntervals: options.alarmEvery,
+        onProgress: progress,
+      };
+      if (options.multiTenant) simulationOptions.multiTenant = DEFAULT_MULTI_TENANT;
+      if (options.timeCapHours !== undefined) simulationOptions.timeCapSeconds = options.timeCapHours * 3600;
+      const result = await runSimulation(simulationOptions);
+      if (process.stderr.isTTY) process.stderr.write('\n');
+      const { renderSimulationTables, renderSimulationHtml } = await import('./simulate-report.js');
+      if (options.report) {
+        await writeFile(options.report, renderSimulationHtml(result));
+        process.stderr.write(`report written to ${options.report}\n`);
+      }
+      process.stdout.write(
+        options.json
+          ? `${JSON.stringify(simulationJson(result), null, 2)}\n`
+          : renderSimulationTables(result),
+      );
+    });
+}
+
+/** The --json form: everything but the per-interval GPU series (plots only), which would dominate it. */
+export function simulationJson(result: SimulationResult) {
+  return { ...result, runs: result.runs.map(({ gpusBusy: _gpusBusy, ...run }) => run) };
+}

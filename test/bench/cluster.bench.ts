@@ -1,0 +1,246 @@
+// `npm run bench:cluster`: the Pollux workloads replayed on the SIMULATED 16 x 4-GPU cluster, manual vs
+// trainscaler (cli/simulate.ts runs the production handlers), the multi-tenant extension, and the decision
+// latency of the pure policies at scale. Prints figures and wall-clock times; it is not a timed test.
+//
+//   npx tsx test/bench/cluster.bench.ts                 reduced form (CI): workloads-1.0/workload-1 only
+//   npx tsx test/bench/cluster.bench.ts --full          workloads-0.5, -1.0, -1.5, all 8 workloads each
+//   npx tsx test/bench/cluster.bench.ts --loads 1.0 --limit 8     one load, the first 8 workloads
+//                                                   (--offset N skips the first N, to resume a stopped run)
+//   ... --no-replay --no-multi-tenant --no-latency --check-targets (re-derive the target table from validation-B.csv)
+//   --multi-tenant-workload PATH   (default workloads-0.5/workload-1: the trainscaler run of a 1.0x workload
+//                                  with tenants takes about 9 minutes on 2 shared cores, too long for CI)
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { aggregate, runSimulation, type SimulationResult } from '../../cli/simulate.js';
+import { renderSimulationTables } from '../../cli/simulate-report.js';
+import { readJob } from '../../lib/adapters/job-adapter.js';
+import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
+import { fitThroughputModel, type Placement } from '../../lib/model/throughput-model.js';
+import { decideRebalance, type RebalanceJob } from '../../lib/policies/rebalance.js';
+import { decideTuning } from '../../lib/policies/tuning.js';
+import { groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
+import {
+  loadWorkloads,
+  TARGET_SAMPLES_BY_BATCH,
+  type Workload,
+  workloadJobManifest,
+} from '../../lib/sim/workload.js';
+import { DEFAULT_MULTI_TENANT } from '../../lib/sim/workload-multitenant.js';
+import type { ClusterCapacity, StepSample } from '../../lib/types.js';
+import { POLLUX_DIR, polluxAvailable, readCsv } from '../support/pollux-data.js';
+
+const args = process.argv.slice(2);
+const flag = (name: string) => args.includes(name);
+const value = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+
+function workloadsFor(): Workload[] {
+  if (flag('--full'))
+    return ['0.5', '1.0', '1.5'].flatMap((l) => loadWorkloads(join(POLLUX_DIR, `workloads-${l}`)));
+  const loads = value('--loads')?.split(',');
+  if (loads) {
+    const limit = Number(value('--limit') ?? 8);
+    const offset = Number(value('--offset') ?? 0);
+    return loads.flatMap((l) =>
+      loadWorkloads(join(POLLUX_DIR, `workloads-${l}`)).slice(offset, offset + limit),
+    );
+  }
+  return loadWorkloads(join(POLLUX_DIR, 'workloads-1.0', 'workload-1.csv'));
+}
+
+async function replay(workloads: Workload[]): Promise<void> {
+  const sets = [...new Set(workloads.map((w) => w.name.split('/')[0] ?? w.name))];
+  for (const set of sets) {
+    const chosen = workloads.filter((w) => (w.name.split('/')[0] ?? w.name) === set);
+    const started = performance.now();
+    // One workload at a time, its rows printed at once: a long --full run that is stopped still leaves figures.
+    const parts: SimulationResult[] = [];
+    for (const workload of chosen) {
+      const part = await runSimulation({
+        workloads: [workload],
+        policies: ['manual', 'trainscaler'],
+        seed: 1,
+      });
+      for (const run of part.runs)
+        console.log(
+          `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
+        );
+      parts.push(part);
+    }
+    const first = parts[0];
+    if (!first) continue;
+    const runs = parts.flatMap((p) => p.runs);
+    const result: SimulationResult = {
+      ...first,
+      runs,
+      policies: {
+        manual: aggregate(runs.filter((r) => r.policy === 'manual')),
+        trainscaler: aggregate(runs.filter((r) => r.policy === 'trainscaler')),
+      },
+    };
+    console.log(`\n== ${set}: ${chosen.length} workload(s) ==`);
+    console.log(renderSimulationTables(result).split('\nAssumptions:')[0]);
+    for (const run of result.runs)
+      console.log(
+        `wall-clock ${run.workload} ${run.policy}: ${run.wallSeconds.toFixed(1)} s (handler errors ${run.handlerErrors})`,
+      );
+    console.log(`wall-clock ${set} total: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+async function multiTenant(workload: Workload): Promise<void> {
+  const started = performance.now();
+  const result = await runSimulation({
+    workloads: [workload],
+    policies: ['manual', 'trainscaler'],
+    seed: 1,
+    multiTenant: DEFAULT_MULTI_TENANT,
+  });
+  console.log(`\n== multi-tenant: ${workload.name} ==`);
+  const text = renderSimulationTables(result);
+  console.log(text.slice(text.indexOf('Multi-tenant (')));
+  for (const run of result.runs) {
+    const failed = run.jobs.filter((j) => j.state === 'failed');
+    const reasons = new Map<string, number>();
+    for (const j of failed) {
+      const reason = j.failureReason?.split(':')[0] ?? 'unknown';
+      reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+    }
+    const why = [...reasons].map(([r, n]) => `${n} ${r}`).join(', ');
+    console.log(
+      `${run.policy}: ${run.summary.completed}/${run.summary.jobs} completed, ${failed.length} failed${why ? ` (${why})` : ''}, wall-clock ${run.wallSeconds.toFixed(1)} s`,
+    );
+  }
+  console.log(`wall-clock multi-tenant total: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+function percentile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+function time(iterations: number, fn: () => unknown): { p50: number; p99: number } {
+  const ms: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const t = performance.now();
+    fn();
+    ms.push(performance.now() - t);
+  }
+  ms.sort((a, b) => a - b);
+  return { p50: percentile(ms, 0.5), p99: percentile(ms, 0.99) };
+}
+
+function samplesFor(app: 'imagenet' | 'cifar10', batch: number): StepSample[] {
+  const samples: StepSample[] = [];
+  for (const replicas of [1, 2, 4, 8, 16, 32]) {
+    const placement = { replicas, nodes: Math.ceil(replicas / 4), localBatchSize: batch / replicas };
+    samples.push({
+      ...placement,
+      stepTime: groundTruthStepTime(app, placement),
+      syncTime: groundTruthSyncTime(app, placement),
+    });
+  }
+  return samples;
+}
+
+function capacity(nodes: number, usedGpus: number): ClusterCapacity {
+  return {
+    nodes: Array.from({ length: nodes }, (_, i) => {
+      const gpus = Math.min(4, Math.max(0, usedGpus - 4 * i));
+      return {
+        name: `node-${String(i).padStart(4, '0')}`,
+        allocatable: { gpus: 4, cpuMillis: 32_000, memoryBytes: 128 * 2 ** 30 },
+        allocated: { gpus, cpuMillis: gpus * 4000, memoryBytes: gpus * 10 * 2 ** 30 },
+        schedulable: true,
+      };
+    }),
+  };
+}
+
+function latency(): void {
+  console.log('\n== decision latency (pure policies, this process; ms) ==');
+  const model = fitThroughputModel(samplesFor('imagenet', 12_800));
+  const big = readJob(
+    workloadJobManifest(
+      { name: 'big', time: 0, application: 'imagenet', replicas: 1000, batchSize: 128_000 },
+      1200,
+    ),
+  );
+  const bigPlacement: Placement = { replicas: 1000, nodes: 250, localBatchSize: 128 };
+  const plan = time(50, () =>
+    decideTuning({
+      job: big,
+      model,
+      current: bigPlacement,
+      capacity: capacity(300, 1000),
+      remainingSeconds: 3600,
+      config: DEFAULT_POLICY_CONFIG,
+      now: 1e9,
+    }),
+  );
+  const smallModel = fitThroughputModel(samplesFor('cifar10', 1024));
+  const jobs: RebalanceJob[] = Array.from({ length: 1000 }, (_, i) => ({
+    job: readJob(
+      workloadJobManifest(
+        { name: `job-${i}`, time: 0, application: 'cifar10', replicas: 3, batchSize: 1024 },
+        4000,
+      ),
+    ),
+    model: smallModel,
+    current: { replicas: 3, nodes: 1, localBatchSize: 1024 / 3 },
+    remainingSeconds: 600 + (i % 7) * 600,
+  }));
+  const cap = capacity(1000, 3000);
+  const rebalance = time(10, () =>
+    decideRebalance({ jobs, capacity: cap, config: DEFAULT_POLICY_CONFIG, now: 1e9 }),
+  );
+  // The trivial baseline: an HPA-style rule per job (utilisation above/below a threshold: +-1 worker).
+  const utilisation = jobs.map((_, i) => (i % 10) / 10);
+  const baseline = time(50, () =>
+    utilisation.map((u, i) => (u > 0.8 ? 4 : u < 0.3 ? 2 : 3) + (jobs[i] ? 0 : 1)),
+  );
+  const fit = time(20, () => fitThroughputModel(samplesFor('imagenet', 12_800)));
+  const rows = [
+    ['tuning plan, 1 job x 1,000 workers', plan],
+    ['rebalance, 1,000 jobs x 3 workers on 1,000 nodes', rebalance],
+    ['trivial threshold rule over 1,000 jobs (baseline)', baseline],
+    ['model fit (6 placements) for reference', fit],
+  ] as const;
+  for (const [name, r] of rows)
+    console.log(
+      `${name.padEnd(52)} p50 ${r.p50.toFixed(3).padStart(9)}  p99 ${r.p99.toFixed(3).padStart(9)}`,
+    );
+  console.log(`rebalance p50 / baseline p50: ${(rebalance.p50 / Math.max(baseline.p50, 1e-6)).toFixed(0)}x`);
+}
+
+function checkTargets(): void {
+  console.log('\n== target samples: constants vs traces/APP/validation-B.csv (last iteration x B) ==');
+  for (const [app, table] of Object.entries(TARGET_SAMPLES_BY_BATCH)) {
+    const dir = join(POLLUX_DIR, 'traces', app);
+    for (const file of readdirSync(dir).filter((f) => /^validation-\d+\.csv$/.test(f))) {
+      const batch = Number(/(\d+)/.exec(file)?.[1]);
+      const rows = readCsv(join(dir, file));
+      const derived = Number(rows[rows.length - 1]?.iteration) * batch;
+      const constant = table.find(([b]) => b === batch)?.[1];
+      console.log(
+        `${app.padEnd(12)} B=${String(batch).padStart(6)} derived ${derived} constant ${constant} ${derived === constant ? 'ok' : 'MISMATCH'}`,
+      );
+    }
+  }
+}
+
+if (!polluxAvailable() || !existsSync(join(POLLUX_DIR, 'workloads-1.0'))) {
+  console.error(`the Pollux data is not at ${POLLUX_DIR}: this benchmark replays its workloads`);
+  process.exit(1);
+}
+const wallStart = performance.now();
+if (flag('--check-targets')) checkTargets();
+const workloads = workloadsFor();
+if (!flag('--no-replay')) await replay(workloads);
+const tenants = loadWorkloads(
+  value('--multi-tenant-workload') ?? join(POLLUX_DIR, 'workloads-0.5', 'workload-1.csv'),
+)[0];
+if (!flag('--no-multi-tenant') && tenants) await multiTenant(tenants);
+if (!flag('--no-latency')) latency();
+console.log(`\nwall-clock bench total: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);
