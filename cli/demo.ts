@@ -4,17 +4,17 @@
 
 import { handleAlarm } from '../functions/alarm.js';
 import { handleClusterEvent } from '../functions/cluster-event.js';
-import type { Handler, HandlerDeps, HandlerResult, Logger } from '../functions/handler-deps.js';
+import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob } from '../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../lib/cluster/cluster-client.js';
-import { DEFAULT_POLICY_CONFIG } from '../lib/config.js';
 import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
 import { SimulatedCluster, type SimulatedJobStatus } from '../lib/sim/simulated-cluster.js';
 import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
 import type { Change, JobKind, JobRef, PolicyName, Resources, RoleName } from '../lib/types.js';
 import { type DemoScenario, demoScenario } from './demo-scenario.js';
+import { simulatedHandlerDeps } from './simulated-handler-deps.js';
 
 /** Pod watch events reach the handlers within seconds in a cluster; a 10 s tick keeps that true here. */
 export const DEMO_TICK_SECONDS = 10;
@@ -125,8 +125,6 @@ interface RunRecord {
   endedAt: number;
 }
 
-const QUIET_LOGGER: Logger = { info: () => {}, warn: () => {}, error: () => {} };
-
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const seed = options.seed ?? 1;
   const scenario = options.scenario ?? demoScenario();
@@ -159,16 +157,7 @@ async function runScenario(
     priorityClasses: scenario.priorityClasses,
   });
   const start = sim.now();
-  const deps: HandlerDeps = {
-    cluster: sim,
-    metrics: sim,
-    clock: sim.clock.now,
-    config: DEFAULT_POLICY_CONFIG,
-    dryRun: false,
-    logger: QUIET_LOGGER,
-    profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
-    priorityClasses: scenario.priorityClasses,
-  };
+  const deps = simulatedHandlerDeps(sim, scenario.priorityClasses);
   const record: RunRecord = {
     jobCount: scenario.jobs.length,
     statuses: [],

@@ -11,10 +11,9 @@ import { writeFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError } from 'commander';
 import { handleAlarm } from '../functions/alarm.js';
 import { handleClusterEvent } from '../functions/cluster-event.js';
-import type { Handler, HandlerDeps, HandlerResult, Logger } from '../functions/handler-deps.js';
+import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
-import { DEFAULT_POLICY_CONFIG } from '../lib/config.js';
 import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
 import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
 import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
@@ -36,6 +35,7 @@ import {
 } from '../lib/sim/workload-multitenant.js';
 import type { JobRef } from '../lib/types.js';
 import { median } from './demo.js';
+import { simulatedHandlerDeps } from './simulated-handler-deps.js';
 
 export const SIMULATION_POLICIES = ['manual', 'trainscaler'] as const;
 export type SimulationPolicy = (typeof SIMULATION_POLICIES)[number];
@@ -140,8 +140,6 @@ export interface SimulationResult {
   published: Record<string, number>;
 }
 
-const QUIET_LOGGER: Logger = { info: () => {}, warn: () => {}, error: () => {} };
-
 export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
   "throughput: the simulator's step times fitted on the Pollux placements.csv (lib/sim/app-profiles.ts), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
@@ -237,16 +235,7 @@ async function runWorkload(
     priorityClasses: WORKLOAD_PRIORITY_CLASSES,
   });
   const start = sim.now();
-  const deps: HandlerDeps = {
-    cluster: sim,
-    metrics: sim,
-    clock: sim.clock.now,
-    config: DEFAULT_POLICY_CONFIG,
-    dryRun: false,
-    logger: QUIET_LOGGER,
-    profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
-    priorityClasses: WORKLOAD_PRIORITY_CLASSES,
-  };
+  const deps = simulatedHandlerDeps(sim, WORKLOAD_PRIORITY_CLASSES);
   const traits: TenantTraits[] | undefined = settings.multiTenant
     ? multiTenantTraits(workload.jobs, settings.seed, settings.multiTenant)
     : undefined;

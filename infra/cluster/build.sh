@@ -167,7 +167,7 @@ build_kwok() {
 # builds it (its own go.mod/go.sum):
 #  1. the webhook server listens on ":<port>" (all interfaces) -> honour $WEBHOOK_SERVER_HOST
 #     (up.sh sets 127.0.0.1);
-#  2. the cert rotator looks for the serving certs in the hard-coded /tmp/k8s-webhook-server/
+#  2. the cert rotator looks for the serving certs in a hard-coded k8s-webhook-server/ folder under the system temp dir
 #     serving-certs while controller-runtime's webhook server uses $TMPDIR/... -> use
 #     os.TempDir() in both, so up.sh can give each cluster its own TMPDIR.
 build_training_operator() {

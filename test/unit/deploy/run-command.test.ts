@@ -25,7 +25,7 @@ describe('trainscaler run settings', () => {
     const s = resolveRunSettings(
       {
         ...base,
-        kubeconfig: '/tmp/kc',
+        kubeconfig: 'config/kc.yaml',
         prometheusUrl: 'http://127.0.0.1:9090',
         dryRun: true,
         identity: 'laptop',
@@ -37,7 +37,7 @@ describe('trainscaler run settings', () => {
         TRAINSCALER_DRY_RUN: 'false',
       },
     );
-    assert.deepEqual(s.config.kube, { mode: 'kubeconfig', path: '/tmp/kc' });
+    assert.deepEqual(s.config.kube, { mode: 'kubeconfig', path: 'config/kc.yaml' });
     assert.equal(s.config.prometheusUrl, 'http://127.0.0.1:9090');
     assert.equal(s.config.dryRun, true);
     assert.equal(s.identity, 'laptop');

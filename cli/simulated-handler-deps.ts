@@ -1,0 +1,22 @@
+import type { HandlerDeps, Logger } from '../functions/handler-deps.js';
+import { DEFAULT_POLICY_CONFIG } from '../lib/config.js';
+import type { SimulatedCluster } from '../lib/sim/simulated-cluster.js';
+
+const QUIET_LOGGER: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+
+/** The production handlers' dependencies, wired to a simulated cluster (its clock, its metrics). */
+export function simulatedHandlerDeps(
+  sim: SimulatedCluster,
+  priorityClasses: Record<string, number>,
+): HandlerDeps {
+  return {
+    cluster: sim,
+    metrics: sim,
+    clock: sim.clock.now,
+    config: DEFAULT_POLICY_CONFIG,
+    dryRun: false,
+    logger: QUIET_LOGGER,
+    profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
+    priorityClasses,
+  };
+}
