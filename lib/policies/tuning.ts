@@ -206,54 +206,52 @@ export function decideTuning(input: TuningInput): Plan {
   return plan([], `keep ${plural(k, 'worker')} at ${formatRate(baseTp)}: ${why.join('; ')}`);
 }
 
+type Build = (workers: number, ps: number | undefined) => Placement;
+
+/** A resize of one role scored pessimistically; undefined when the model gives no usable prediction. */
+function candidate(
+  model: ThroughputModel,
+  role: RoleView,
+  from: number,
+  to: number,
+  placement: Placement,
+): Candidate | undefined {
+  const tp = pessimisticThroughput(model, placement);
+  if (tp === undefined) return undefined;
+  const d = to - from;
+  return {
+    role: role.role === 'PS' ? 'PS' : 'Worker',
+    from,
+    to,
+    placement,
+    tp,
+    deltaPods: d,
+    deltaGpus: d * role.requests.gpus,
+  };
+}
+
 function scaleUpCandidates(
   input: TuningInput,
   worker: RoleView,
   psRole: RoleView | undefined,
   ps: number | undefined,
-  build: (workers: number, ps: number | undefined) => Placement,
+  build: Build,
 ): Candidate[] {
   const { model, current, capacity, config } = input;
-  const out: Candidate[] = [];
+  const out: (Candidate | undefined)[] = [];
   const k = current.replicas;
   const room = podsFitting(capacity, worker.requests);
   const top = Math.min(worker.maxReplicas, k + config.maxReplicaStep, k + room);
-  for (let to = k + 1; to <= top; to++) {
-    const placement = build(to, ps);
-    const tp = pessimisticThroughput(model, placement);
-    if (tp === undefined) continue;
-    const d = to - k;
-    out.push({
-      role: 'Worker',
-      from: k,
-      to,
-      placement,
-      tp,
-      deltaPods: d,
-      deltaGpus: d * worker.requests.gpus,
-    });
-  }
+  for (let to = k + 1; to <= top; to++) out.push(candidate(model, worker, k, to, build(to, ps)));
   if (
     psRole &&
     ps !== undefined &&
     ps + 1 <= psRole.maxReplicas &&
     podsFitting(capacity, psRole.requests) >= 1
   ) {
-    const placement = build(k, ps + 1);
-    const tp = pessimisticThroughput(model, placement);
-    if (tp !== undefined) {
-      out.push({
-        role: 'PS',
-        from: ps,
-        to: ps + 1,
-        placement,
-        tp,
-        deltaPods: 1,
-        deltaGpus: psRole.requests.gpus,
-      });
-    }
+    out.push(candidate(model, psRole, ps, ps + 1, build(k, ps + 1)));
   }
-  return out;
+  return out.filter((c): c is Candidate => c !== undefined);
 }
 
 function scaleDownCandidates(
@@ -261,43 +259,17 @@ function scaleDownCandidates(
   worker: RoleView,
   psRole: RoleView | undefined,
   ps: number | undefined,
-  build: (workers: number, ps: number | undefined) => Placement,
+  build: Build,
 ): Candidate[] {
   const { model, current, config } = input;
-  const out: Candidate[] = [];
+  const out: (Candidate | undefined)[] = [];
   const k = current.replicas;
   const bottom = Math.max(worker.minReplicas, 1, k - config.maxReplicaStep);
-  for (let to = k - 1; to >= bottom; to--) {
-    const placement = build(to, ps);
-    const tp = pessimisticThroughput(model, placement);
-    if (tp === undefined) continue;
-    const d = to - k;
-    out.push({
-      role: 'Worker',
-      from: k,
-      to,
-      placement,
-      tp,
-      deltaPods: d,
-      deltaGpus: d * worker.requests.gpus,
-    });
-  }
+  for (let to = k - 1; to >= bottom; to--) out.push(candidate(model, worker, k, to, build(to, ps)));
   if (psRole && ps !== undefined && ps - 1 >= Math.max(psRole.minReplicas, 1)) {
-    const placement = build(k, ps - 1);
-    const tp = pessimisticThroughput(model, placement);
-    if (tp !== undefined) {
-      out.push({
-        role: 'PS',
-        from: ps,
-        to: ps - 1,
-        placement,
-        tp,
-        deltaPods: -1,
-        deltaGpus: -psRole.requests.gpus,
-      });
-    }
+    out.push(candidate(model, psRole, ps, ps - 1, build(k, ps - 1)));
   }
-  return out;
+  return out.filter((c): c is Candidate => c !== undefined);
 }
 
 function whyNoScaleUp(
