@@ -4,7 +4,10 @@
 //                their GPUs are free; no handler runs;
 //   trainscaler  the production handlers, driven as cli/demo.ts drives them: submit on arrival, every pod and
 //                job watch event from drainEvents(), an Alertmanager alert per running job every few decision
-//                intervals and the EventBridge schedule every decision interval.
+//                intervals and the EventBridge schedule every decision interval;
+//   threshold    a BASELINE, not trainscaler: admitted like manual, then a Kubernetes HPA (or KEDA ScaledObject)
+//                emulation on each running job's Worker replicas with a GPU-utilisation target
+//                (lib/sim/threshold-baseline.ts), patching the job every decision interval like any client.
 // Jobs progress at the throughput fitted on the Pollux measurements (lib/sim/app-profiles.ts), keep their
 // global batch and end at their application's target (lib/sim/workload.ts).
 import { writeFile } from 'node:fs/promises';
@@ -14,9 +17,18 @@ import { handleClusterEvent } from '../functions/cluster-event.js';
 import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
+import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
 import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
 import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
 import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
+import {
+  defaultHpaSpec,
+  EMPTY_HPA_STATE,
+  GPU_UTILISATION_TARGET,
+  type HpaSpec,
+  type HpaState,
+  thresholdBaselineInterval,
+} from '../lib/sim/threshold-baseline.js';
 import {
   loadWorkloads,
   type TenantTraits,
@@ -37,7 +49,7 @@ import type { JobRef } from '../lib/types.js';
 import { median } from './demo.js';
 import { simulatedHandlerDeps } from './simulated-handler-deps.js';
 
-export const SIMULATION_POLICIES = ['manual', 'trainscaler'] as const;
+export const SIMULATION_POLICIES = ['manual', 'trainscaler', 'threshold'] as const;
 export type SimulationPolicy = (typeof SIMULATION_POLICIES)[number];
 
 const GiB = 1024 ** 3;
@@ -74,11 +86,11 @@ export interface JobOutcome {
   /** Finished minus arrival (queueing included); null unless completed. */
   jctSeconds: number | null;
   state: 'completed' | 'failed' | 'unfinished';
-  /** Worker-count changes written by trainscaler after the job first trained. */
+  /** Worker-count changes written by trainscaler (or the threshold baseline) after the job first trained. */
   rescales: number;
   workersAsked: number;
   workersFinal: number;
-  /** trainscaler's last reason about this job (applied or not), so that a surprising size can be explained. */
+  /** trainscaler's (or the threshold baseline's) last reason about this job, so that a size can be explained. */
   lastReason?: string;
   /** The simulator's reason for a failed job, e.g. 'BackoffLimitExceeded: ...' or 'PendingTimeout: ...'. */
   failureReason?: string;
@@ -148,6 +160,7 @@ export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   'decision interval 60 s: the schedule trigger (rebalance) every interval; an alarm per running job every few intervals (--alarm-every)',
   "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
   'trainscaler: each job submitted on arrival with elastic bounds 1..64 workers; the handlers decide its size',
+  `threshold (a baseline, not trainscaler): admitted like manual; then every decision interval a Kubernetes HPA emulation per running job scales its Worker replicas to ceil(workers x utilisation / ${GPU_UTILISATION_TARGET}), utilisation = 1 - syncTime/stepTime of its current world's step samples; HPA defaults: tolerance 0.1, highest recommendation of the last 300 s for scale-down, scale-up at most max(+4, x2) per 15 s period; bounds = the job's elastic bounds (1..64); never grown beyond the GPUs free at that moment (no cluster-autoscaler: unplaceable pods would stay Pending and fail the rendezvous), and blind to the FCFS queue (it may take GPUs the head of the queue waits for); jobs without a step sample of their current world size are skipped; jobs handled in admission order`,
   'JCT = completion - arrival; averages and medians are over completed jobs; makespan = last completion (or the time cap)',
   "no statistical-efficiency model: a job's target does not change with its worker count because the global batch is kept (Pollux also adapts the batch size, which we do not)",
 ];
@@ -218,6 +231,8 @@ interface Tracked {
   workers: number;
   rescales: number;
   lastReason?: string;
+  /** The emulated HPA of the threshold baseline. */
+  hpa?: { spec: HpaSpec; state: HpaState };
 }
 
 async function runWorkload(
@@ -276,12 +291,21 @@ async function runWorkload(
   const submit = async (entry: (typeof arrivals)[number]) => {
     const stored = sim.submitJob(workloadJobManifest(entry.job, clusterGpus, entry.traits));
     const ref: JobRef = { kind: 'PyTorchJob', namespace: WORKLOAD_NAMESPACE, name: stored.metadata.name };
-    tracked.set(ref.name, {
+    const entryTracked: Tracked = {
       job: entry.job,
       ref,
       workers: Math.min(entry.job.replicas, clusterGpus),
       rescales: 0,
-    });
+    };
+    if (policy === 'threshold') {
+      // The user's HPA spans the job's elastic bounds (1..clusterGpus in the workload manifests).
+      const worker = roleOf(readJob(stored), 'Worker');
+      entryTracked.hpa = {
+        spec: defaultHpaSpec(worker?.minReplicas ?? 1, worker?.maxReplicas ?? clusterGpus),
+        state: EMPTY_HPA_STATE,
+      };
+    }
+    tracked.set(ref.name, entryTracked);
     if (policy === 'trainscaler') await call(handleSubmit, ref);
   };
   const unfinished = () =>
@@ -297,6 +321,31 @@ async function runWorkload(
       if (!next) break;
       free -= Math.min(next.job.replicas, clusterGpus);
       await submit(next);
+    }
+  };
+
+  // The threshold baseline: the emulated HPA of every job that has trained, in admission order.
+  const thresholdInterval = async () => {
+    const running = unfinished().filter((t) => t.hpa && sim.jobStatus(t.ref).startedAt !== undefined);
+    const decisions = await thresholdBaselineInterval(
+      sim,
+      running.map((t) => ({
+        ref: t.ref,
+        replicas: t.workers,
+        spec: t.hpa?.spec ?? defaultHpaSpec(1, clusterGpus),
+        state: t.hpa?.state ?? EMPTY_HPA_STATE,
+      })),
+      { now: sim.now(), namespace: WORKLOAD_NAMESPACE, metricWindowSeconds: settings.interval },
+    );
+    for (const decision of decisions) {
+      const t = tracked.get(decision.ref.name);
+      if (!t?.hpa) continue;
+      t.hpa.state = decision.state;
+      t.lastReason = `threshold: ${decision.reason}`;
+      if (decision.to === decision.from) continue;
+      // Only started jobs are scaled: each change is a rescale, and the FCFS admission sees the new size.
+      t.rescales += 1;
+      t.workers = decision.to;
     }
   };
 
@@ -316,7 +365,7 @@ async function runWorkload(
       if (policy === 'trainscaler' || entry.traits?.highPriority) await submit(entry);
       else fcfs.push(entry);
     }
-    if (policy === 'manual') await admit();
+    if (policy !== 'trainscaler') await admit();
     const tickEnd = (Math.floor(elapsed / settings.interval) + 1) * settings.interval;
     const upcoming = arrivals[nextArrival]?.job.time;
     const until = upcoming !== undefined && upcoming < tickEnd ? upcoming : tickEnd;
@@ -348,6 +397,7 @@ async function runWorkload(
       }
       await call(handleSchedule, eventBridgeScheduledEvent(sim.now(), scheduleCount++));
     }
+    if (policy === 'threshold') await thresholdInterval();
     const allIn = nextArrival >= arrivals.length && fcfs.length === 0;
     const open = unfinished().length;
     if (ticks % 60 === 0)
@@ -554,9 +604,12 @@ export function registerSimulateCommand(program: Command): Command {
       'Replay job-arrival workloads (CSV name,time,application,num_replicas,batch_size, e.g. the Pollux workloads) on the embedded SIMULATED cluster of 16 nodes x 4 GPUs, per policy, and compare JCT, makespan and utilisation',
     )
     .requiredOption('--workload <path>', 'a workload CSV file, or a folder of workload-N.csv files')
-    .option('--policy <list>', 'comma-separated policies: manual,trainscaler', parsePolicies, [
-      ...SIMULATION_POLICIES,
-    ])
+    .option(
+      '--policy <list>',
+      'comma-separated policies: manual,trainscaler,threshold (threshold: a Kubernetes HPA-style GPU-utilisation autoscaler baseline, not trainscaler)',
+      parsePolicies,
+      [...SIMULATION_POLICIES],
+    )
     .option('--seed <n>', 'random seed of the simulation', positiveInt, 1)
     .option('--limit <n>', 'only the first n workloads of a folder', positiveInt)
     .option('--alarm-every <n>', 'an alarm per running job every n decision intervals (60 s)', positiveInt, 5)

@@ -1,5 +1,6 @@
 // `npm run bench:cluster`: the Pollux workloads replayed on the SIMULATED 16 x 4-GPU cluster, manual vs
-// trainscaler (cli/simulate.ts runs the production handlers), the multi-tenant extension, and the decision
+// trainscaler (cli/simulate.ts runs the production handlers) vs the threshold baseline (an HPA-style
+// GPU-utilisation autoscaler, lib/sim/threshold-baseline.ts), the multi-tenant extension, and the decision
 // latency of the pure policies at scale. Prints figures and wall-clock times; it is not a timed test.
 //
 //   npx tsx test/bench/cluster.bench.ts                 reduced form (CI): workloads-1.0/workload-1 only
@@ -11,7 +12,7 @@
 //                                  with tenants takes about 9 minutes on 2 shared cores, too long for CI)
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { aggregate, runSimulation, type SimulationResult } from '../../cli/simulate.js';
+import { aggregate, runSimulation, SIMULATION_POLICIES, type SimulationResult } from '../../cli/simulate.js';
 import { renderSimulationTables } from '../../cli/simulate-report.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
@@ -19,6 +20,7 @@ import { fitThroughputModel, type Placement } from '../../lib/model/throughput-m
 import { decideRebalance, type RebalanceJob } from '../../lib/policies/rebalance.js';
 import { decideTuning } from '../../lib/policies/tuning.js';
 import { groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
+import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/sim/threshold-baseline.js';
 import {
   loadWorkloads,
   TARGET_SAMPLES_BY_BATCH,
@@ -60,7 +62,7 @@ async function replay(workloads: Workload[]): Promise<void> {
     for (const workload of chosen) {
       const part = await runSimulation({
         workloads: [workload],
-        policies: ['manual', 'trainscaler'],
+        policies: [...SIMULATION_POLICIES],
         seed: 1,
       });
       for (const run of part.runs)
@@ -75,10 +77,9 @@ async function replay(workloads: Workload[]): Promise<void> {
     const result: SimulationResult = {
       ...first,
       runs,
-      policies: {
-        manual: aggregate(runs.filter((r) => r.policy === 'manual')),
-        trainscaler: aggregate(runs.filter((r) => r.policy === 'trainscaler')),
-      },
+      policies: Object.fromEntries(
+        SIMULATION_POLICIES.map((policy) => [policy, aggregate(runs.filter((r) => r.policy === policy))]),
+      ),
     };
     console.log(`\n== ${set}: ${chosen.length} workload(s) ==`);
     console.log(renderSimulationTables(result).split('\nAssumptions:')[0]);
@@ -94,7 +95,7 @@ async function multiTenant(workload: Workload): Promise<void> {
   const started = performance.now();
   const result = await runSimulation({
     workloads: [workload],
-    policies: ['manual', 'trainscaler'],
+    policies: [...SIMULATION_POLICIES],
     seed: 1,
     multiTenant: DEFAULT_MULTI_TENANT,
   });
@@ -195,16 +196,21 @@ function latency(): void {
   const rebalance = time(10, () =>
     decideRebalance({ jobs, capacity: cap, config: DEFAULT_POLICY_CONFIG, now: 1e9 }),
   );
-  // The trivial baseline: an HPA-style rule per job (utilisation above/below a threshold: +-1 worker).
+  // The threshold baseline's decision: one emulated HPA sync per job (lib/sim/threshold-baseline.ts).
+  const hpa = defaultHpaSpec(1, 64);
   const utilisation = jobs.map((_, i) => (i % 10) / 10);
   const baseline = time(50, () =>
-    utilisation.map((u, i) => (u > 0.8 ? 4 : u < 0.3 ? 2 : 3) + (jobs[i] ? 0 : 1)),
+    utilisation.map(
+      (u, i) =>
+        hpaRecommendation({ spec: hpa, currentReplicas: 3, utilisation: u, now: 1e9 + i }, EMPTY_HPA_STATE)
+          .replicas,
+    ),
   );
   const fit = time(20, () => fitThroughputModel(samplesFor('imagenet', 12_800)));
   const rows = [
     ['tuning plan, 1 job x 1,000 workers', plan],
     ['rebalance, 1,000 jobs x 3 workers on 1,000 nodes', rebalance],
-    ['trivial threshold rule over 1,000 jobs (baseline)', baseline],
+    ['threshold baseline (HPA sync) over 1,000 jobs', baseline],
     ['model fit (6 placements) for reference', fit],
   ] as const;
   for (const [name, r] of rows)
