@@ -77,6 +77,8 @@ export interface SimulationOptions {
   /** Seeded tenant behaviour (priorities, OOM, over-requests, node failures); off when undefined. */
   multiTenant?: MultiTenantOptions;
   onProgress?: (line: string) => void;
+  /** Every applied trainscaler decision, as it happens (simulated seconds since the start). */
+  onDecision?: (decision: { job: string; at: number; policy: string; reason: string }) => void;
 }
 
 export interface JobOutcome {
@@ -85,6 +87,8 @@ export interface JobOutcome {
   arrivalSeconds: number;
   /** Finished minus arrival (queueing included); null unless completed. */
   jctSeconds: number | null;
+  /** First training step minus arrival (queueing and pod start); null if it never started. */
+  queuedSeconds: number | null;
   state: 'completed' | 'failed' | 'unfinished';
   /** Worker-count changes written by trainscaler (or the threshold baseline) after the job first trained. */
   rescales: number;
@@ -184,6 +188,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
           cap: options.timeCapSeconds ?? 14 * 86_400,
           multiTenant: options.multiTenant,
           report: options.onProgress ?? (() => {}),
+          onDecision: options.onDecision,
         }),
       );
     }
@@ -214,6 +219,7 @@ interface RunSettings {
   cap: number;
   multiTenant: MultiTenantOptions | undefined;
   report: (line: string) => void;
+  onDecision: SimulationOptions['onDecision'];
 }
 
 function nodeSpecs(count: number, gpus: number): SimulatedNodeSpec[] {
@@ -275,6 +281,12 @@ async function runWorkload(
       if (outcome.plan.policy !== 'fault' || outcome.plan.changes.length > 0)
         entry.lastReason = `${outcome.plan.policy}: ${outcome.plan.reason}`;
       if (!outcome.applied) continue;
+      settings.onDecision?.({
+        job: outcome.plan.ref.name,
+        at: sim.now() - start,
+        policy: outcome.plan.policy,
+        reason: outcome.plan.reason,
+      });
       const started = sim.jobStatus(entry.ref).startedAt !== undefined;
       for (const change of outcome.plan.changes) {
         if (change.kind !== 'replicas' || change.role !== 'Worker') continue;
@@ -419,6 +431,7 @@ async function runWorkload(
         state === 'completed' && status.finishedAt !== undefined
           ? status.finishedAt - start - t.job.time
           : null,
+      queuedSeconds: status.startedAt !== undefined ? status.startedAt - start - t.job.time : null,
       state,
       rescales: t.rescales,
       workersAsked: t.job.replicas,
@@ -434,6 +447,7 @@ async function runWorkload(
       application: entry.job.application,
       arrivalSeconds: entry.job.time,
       jctSeconds: null,
+      queuedSeconds: null,
       state: 'unfinished',
       rescales: 0,
       workersAsked: entry.job.replicas,

@@ -1,11 +1,17 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
-import { addResources, ZERO_RESOURCES } from '../lib/cluster/capacity.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
-import { currentPlacement, observeJob, type RuntimeObservations } from '../lib/decisions/runtime-review.js';
+import { loadProfile } from '../lib/decisions/profile-store.js';
+import {
+  currentPlacement,
+  observeJob,
+  type RuntimeObservations,
+  remainingSecondsOf,
+} from '../lib/decisions/runtime-review.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
-import { fitThroughputModel } from '../lib/model/throughput-model.js';
-import { decideRebalance } from '../lib/policies/rebalance.js';
+import { fitThroughputModel, type ThroughputModel } from '../lib/model/throughput-model.js';
+import { profileSamples } from '../lib/policies/profiles.js';
+import { decideRebalance, type PendingDemand } from '../lib/policies/rebalance.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
 import type { Plan } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
@@ -39,16 +45,32 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   parseSchedule(payload);
   const result: HandlerResult = { trigger: 'schedule', outcomes: [], errors: [] };
   const { capacity } = await loadCapacity(deps.cluster);
+  // A queued job is valued by how soon it would finish, from earlier runs of its signature; read once a tick.
+  const profiles = new Map<string, Promise<ThroughputModel | undefined>>();
+  const profileModel = (signature: string) => {
+    let model = profiles.get(signature);
+    if (!model) {
+      model = loadProfile(deps.cluster, deps.profiles, signature).then(({ profile, problem }) => {
+        if (problem) deps.logger.warn({ signature }, problem);
+        const samples = profile ? profileSamples(profile) : [];
+        return samples.length > 0 ? fitThroughputModel(samples) : undefined;
+      });
+      profiles.set(signature, model);
+    }
+    return model;
+  };
   const jobs: Observed[] = [];
-  const pending: Array<{ job: JobSnapshot['view']; demand: typeof ZERO_RESOURCES; pods: number }> = [];
+  const pending: PendingDemand[] = [];
   for (const obj of await listAllJobs(deps)) {
     const ref = refOf(obj);
     try {
       const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses);
-      const waiting = snapshot.pods.filter((p) => p.phase === 'Pending' && !p.nodeName);
-      if (waiting.length > 0) {
-        const demand = waiting.reduce((acc, p) => addResources(acc, p.requests), ZERO_RESOURCES);
-        pending.push({ job: snapshot.view, demand, pods: waiting.length });
+      for (const demand of pendingDemands(snapshot)) {
+        if (demand.placed === 0 && snapshot.view.managed) {
+          const model = await profileModel(snapshot.view.signature);
+          if (model) demand.model = model;
+        }
+        pending.push(demand);
       }
       if (!snapshot.view.managed || snapshot.pods.every((p) => p.phase === 'Succeeded')) continue;
       const observed = await observeJob(deps.metrics, ref).catch((error: unknown) => {
@@ -63,11 +85,18 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const now = deps.clock();
   const plans = decideRebalance({
     jobs: jobs.map(({ snapshot, observed }) => {
+      const model = observed ? fitThroughputModel(observed.samples) : undefined;
+      const current = currentPlacement(snapshot, observed?.samples ?? []);
       const entry: Parameters<typeof decideRebalance>[0]['jobs'][number] = {
         job: snapshot.view,
-        model: observed ? fitThroughputModel(observed.samples) : undefined,
-        current: currentPlacement(snapshot, observed?.samples ?? []),
+        model,
+        current,
       };
+      const remaining =
+        observed && model
+          ? remainingSecondsOf(snapshot.view, observed, model.predict(current).throughput)
+          : undefined;
+      if (remaining !== undefined) entry.remainingSeconds = remaining;
       return entry;
     }),
     pending,
@@ -89,6 +118,27 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
     }
   }
   return result;
+}
+
+/** Waiting pods per role, with one pod's requests as the shape (the roles' pods are alike). */
+export function pendingDemands(snapshot: JobSnapshot): PendingDemand[] {
+  const out: PendingDemand[] = [];
+  for (const role of snapshot.view.roles) {
+    const pods = snapshot.pods.filter(
+      (p) => p.role === role.role && p.phase !== 'Succeeded' && p.phase !== 'Failed',
+    );
+    const waiting = pods.filter((p) => p.phase === 'Pending' && !p.nodeName);
+    const shape = waiting[0];
+    if (!shape) continue;
+    out.push({
+      job: snapshot.view,
+      demand: shape.requests,
+      pods: waiting.length,
+      role: role.role,
+      placed: pods.length - waiting.length,
+    });
+  }
+  return out;
 }
 
 function key(ref: Plan['ref']): string {

@@ -183,7 +183,12 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     }
     const decided = await decide(snapshot);
     const config = guardrailConfig(deps);
-    const context: Parameters<typeof applyGuardrails>[1] = { job: view, config, now: deps.clock() };
+    const context: Parameters<typeof applyGuardrails>[1] = {
+      job: view,
+      config,
+      now: deps.clock(),
+      queued: snapshot.pods.every((p) => !p.nodeName),
+    };
     if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
       context.clusterGpusAllocated = await clusterGpusAllocated(deps.cluster, snapshot);
     // Every plan passes the guardrails before it can be written, whichever policy made it.

@@ -19,6 +19,12 @@ export interface GuardrailContext {
    * still pending are counted). Needed only when maxClusterGpus is finite and the plan adds GPUs.
    */
   clusterGpusAllocated?: number;
+  /**
+   * No pod of the job is placed on a node (never started, or every pod lost): the cool-down and the step
+   * bound exist to spare a running job back-to-back restarts, and shrinking a queued job restarts nothing,
+   * so replica reductions of a queued job pass them. Growth is never exempt.
+   */
+  queued?: boolean;
 }
 
 export interface GuardedPlan {
@@ -39,11 +45,19 @@ export function declaredGpus(job: JobView): number {
   return job.roles.reduce((sum, r) => sum + r.replicas * gpusPerReplica(r), 0);
 }
 
+function isReplicaReduction(change: Change): boolean {
+  return (
+    change.kind === 'replicas' && Number.isInteger(change.to) && change.to >= 0 && change.to < change.from
+  );
+}
+
 function clampReplicas(change: Change & { kind: 'replicas' }, role: RoleView | undefined, step: number) {
   let to = change.to;
   if (!Number.isInteger(to) || to < 0) to = change.from;
   if (role) to = Math.min(Math.max(to, role.minReplicas), role.maxReplicas);
   // The step bound wins over the range: a job outside its bounds moves towards them one step at a time.
+  // Without a step bound (a queued job shrinking) the change may only go down, even towards the bounds.
+  if (!Number.isFinite(step)) return Math.min(to, change.from);
   const maxStep = Math.max(0, Math.floor(step));
   to = Math.min(Math.max(to, change.from - maxStep), change.from + maxStep);
   return to;
@@ -66,13 +80,20 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
     return drop(`namespace ${job.ref.namespace} is not in the allowlist`);
   }
   const last = job.state.lastActionAt;
-  if (!COOLDOWN_EXEMPT.has(plan.policy) && last !== undefined && now - last < config.cooldownSeconds) {
+  const shrinksQueued = ctx.queued === true && plan.changes.every(isReplicaReduction);
+  if (
+    !COOLDOWN_EXEMPT.has(plan.policy) &&
+    !shrinksQueued &&
+    last !== undefined &&
+    now - last < config.cooldownSeconds
+  ) {
     return drop(`cool-down: last change ${Math.max(0, Math.round(now - last))} s ago`);
   }
   const roles = new Map(job.roles.map((r) => [r.role, r]));
   let changes: Change[] = plan.changes.map((change) => {
     if (change.kind === 'replicas') {
-      const to = clampReplicas(change, roles.get(change.role), config.maxReplicaStep);
+      const step = shrinksQueued ? Number.POSITIVE_INFINITY : config.maxReplicaStep;
+      const to = clampReplicas(change, roles.get(change.role), step);
       if (to !== change.to)
         violations.push(`${change.role} replicas ${change.to} clamped to ${to} (bounds, max step)`);
       return { ...change, to };

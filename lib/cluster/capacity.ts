@@ -70,3 +70,45 @@ export function release(capacity: ClusterCapacity, request: Resources, pods: num
   });
   return { nodes };
 }
+
+/**
+ * First-fit placement one pod at a time for a greedy loop in which free capacity only shrinks: the same
+ * choices as reserve(), without copying every node per pod. A node skipped for a shape can never fit that
+ * shape later, so each shape keeps a cursor and the whole loop costs O(nodes + pods) per shape.
+ */
+export class ShrinkingCapacity {
+  readonly #nodes: NodeView[];
+  readonly #cursor = new Map<string, number>();
+
+  constructor(capacity: ClusterCapacity) {
+    this.#nodes = capacity.nodes.map((n) => ({ ...n, allocated: { ...n.allocated } }));
+  }
+
+  /** Whether one more pod of this request fits somewhere. */
+  fits(request: Resources): boolean {
+    return this.#firstFit(request) !== undefined;
+  }
+
+  /** Places one pod on the first node it fits; false (and nothing placed) when none has room. */
+  place(request: Resources): boolean {
+    const node = this.#firstFit(request);
+    if (!node) return false;
+    node.allocated = addResources(node.allocated, request);
+    return true;
+  }
+
+  snapshot(): ClusterCapacity {
+    return { nodes: this.#nodes.map((n) => ({ ...n, allocated: { ...n.allocated } })) };
+  }
+
+  #firstFit(request: Resources): NodeView | undefined {
+    const key = `${request.cpuMillis}/${request.memoryBytes}/${request.gpus}`;
+    let i = this.#cursor.get(key) ?? 0;
+    for (; i < this.#nodes.length; i++) {
+      const node = this.#nodes[i];
+      if (node?.schedulable && podsFittingOnNode(freeOnNode(node), request) >= 1) break;
+    }
+    this.#cursor.set(key, i);
+    return this.#nodes[i];
+  }
+}

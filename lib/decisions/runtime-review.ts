@@ -62,6 +62,17 @@ export function currentPlacement(snapshot: JobSnapshot, samples: readonly StepSa
   return placement;
 }
 
+/** Seconds to the job's declared target at the given throughput; undefined when either is unknown. */
+export function remainingSecondsOf(
+  view: JobSnapshot['view'],
+  observed: RuntimeObservations,
+  throughput: number,
+): number | undefined {
+  return view.targetSamples !== undefined && observed.samplesProcessed !== undefined && throughput > 0
+    ? Math.max(0, view.targetSamples - observed.samplesProcessed) / throughput
+    : undefined;
+}
+
 /**
  * One review of a running job, in order of urgency: replace a transient straggler, then change the worker
  * count if the model says it pays, then right-size CPU/memory. The first plan with changes wins; otherwise
@@ -92,10 +103,7 @@ export function decideRuntime(
   const model = fitThroughputModel(observed.samples);
   const current = currentPlacement(snapshot, observed.samples);
   const throughput = model.predict(current).throughput;
-  const remainingSeconds =
-    view.targetSamples !== undefined && observed.samplesProcessed !== undefined && throughput > 0
-      ? Math.max(0, view.targetSamples - observed.samplesProcessed) / throughput
-      : undefined;
+  const remainingSeconds = remainingSecondsOf(view, observed, throughput);
   const tuning = decideTuning({ job: view, model, current, capacity, remainingSeconds, config, now });
   if (tuning.changes.length > 0) return tuning;
   reasons.push(tuning.reason);

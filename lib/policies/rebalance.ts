@@ -2,9 +2,10 @@
 // work is admitted first (by shrinking lower-priority elastic jobs, which is gentler than the scheduler
 // preempting pods), then idle capacity goes where it speeds a job up the most, then workers that add
 // almost nothing move to jobs that would gain more. Gains are fractions of each job's own speed per GPU,
-// so a 2-worker job and a 64-worker job compete on equal terms.
+// so a 2-worker job and a 64-worker job compete on equal terms, weighted by how soon the job would finish
+// (urgency): a queued or nearly done job is worth more GPUs than one with a day left.
 
-import { podsFitting, release, reserve } from '../cluster/capacity.js';
+import { podsFitting, release, reserve, ShrinkingCapacity } from '../cluster/capacity.js';
 import type { PolicyConfig } from '../config.js';
 import type { Placement, ThroughputModel } from '../model/throughput-model.js';
 import type { ClusterCapacity, JobView, Plan, Resources, RoleView } from '../types.js';
@@ -17,6 +18,7 @@ import {
   formatRateChange,
   localBatchFor,
   nodesAfterResize,
+  nodesSpanned,
   pessimisticThroughput,
   plural,
   podsPerNode,
@@ -38,11 +40,22 @@ export interface RebalanceJob {
   remainingSeconds?: number;
 }
 
-/** Pods a pending job needs placed to run, all of one shape. */
+/** Pods of one role of a pending job waiting to be placed, all of one shape. */
 export interface PendingDemand {
   job: JobView;
+  /** Requests of ONE waiting pod. */
   demand: Resources;
+  /** Waiting (unplaced) pods. */
   pods: number;
+  /** The role the pods belong to; Worker when absent. */
+  role?: RoleView['role'];
+  /** Pods of the role already placed on a node; a queued job has none. */
+  placed?: number;
+  /**
+   * Throughput model from earlier runs of the job's signature (its profile), when there is one: with the
+   * job's targetSamples it says how soon the queued job would finish at each size.
+   */
+  model?: ThroughputModel;
 }
 
 export interface RebalanceInput {
@@ -52,6 +65,12 @@ export interface RebalanceInput {
   config: PolicyConfig;
   now: number;
 }
+
+/** Remaining times below this are not told apart: a minute is about a rescale's cost. */
+const MIN_REMAINING_SECONDS = 60;
+
+/** A worker moves between two useful jobs only when the recipient gains this many times what the donor loses. */
+const RECLAIM_MARGIN = 2;
 
 interface Note {
   delta: number;
@@ -90,6 +109,17 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
 function buildSlots(input: RebalanceInput): Slot[] {
   const slots: Slot[] = [];
   const seen = new Set<string>();
+  // Jobs mostly share a few pod shapes; the largest node's room per shape is the same for all of them.
+  const perNodeByShape = new Map<string, number>();
+  const perNodeFor = (requests: Resources): number => {
+    const shape = `${requests.cpuMillis}/${requests.memoryBytes}/${requests.gpus}`;
+    let n = perNodeByShape.get(shape);
+    if (n === undefined) {
+      n = podsPerNode(input.capacity, requests);
+      perNodeByShape.set(shape, n);
+    }
+    return n;
+  };
   for (const entry of input.jobs) {
     const { job, current } = entry;
     const key = refKey(job);
@@ -107,7 +137,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
       key,
       entry,
       worker,
-      perNode: podsPerNode(input.capacity, worker.requests),
+      perNode: perNodeFor(worker.requests),
       k0: current.replicas,
       k: current.replicas,
       movable,
@@ -122,7 +152,11 @@ function buildSlots(input: RebalanceInput): Slot[] {
   );
 }
 
-/** Pending jobs in priority order; each is admitted only if the shrinks it needs free enough room. */
+/**
+ * Pending jobs in priority order, then longest waiting first. A job is admitted by shrinking lower-priority
+ * elastic jobs when that frees room for all its waiting pods; failing that, a queued elastic job is given a
+ * share taken from jobs of its own priority or lower (queuedShare).
+ */
 function admitPending(
   slots: Slot[],
   pending: PendingDemand[],
@@ -131,7 +165,10 @@ function admitPending(
 ): ClusterCapacity {
   let cap = capacity;
   const ordered = [...pending].sort(
-    (a, b) => b.job.priority - a.job.priority || compareStrings(refKey(a.job), refKey(b.job)),
+    (a, b) =>
+      b.job.priority - a.job.priority ||
+      (a.job.creationTimestamp ?? 0) - (b.job.creationTimestamp ?? 0) ||
+      compareStrings(refKey(a.job), refKey(b.job)),
   );
   for (const p of ordered) {
     if (p.pods <= 0) continue;
@@ -139,60 +176,218 @@ function admitPending(
       cap = reserve(cap, p.demand, p.pods);
       continue;
     }
-    const before = slots.map((s) => ({ k: s.k, direction: s.direction }));
-    const taken = new Map<Slot, number>();
-    let trial = cap;
-    while (podsFitting(trial, p.demand) < p.pods) {
-      const victim = slots
-        .filter((s) => canShrink(s, config) && s.entry.job.priority < p.job.priority)
-        .sort(
-          (a, b) =>
-            a.entry.job.priority - b.entry.job.priority ||
-            lossPerGpu(a) - lossPerGpu(b) ||
-            compareStrings(a.key, b.key),
-        )[0];
-      if (!victim) break;
-      trial = release(trial, victim.worker.requests, 1);
-      victim.k -= 1;
-      victim.direction = -1;
-      taken.set(victim, (taken.get(victim) ?? 0) + 1);
+    const admitted = takeFromLowerPriority(slots, p, cap, config);
+    if (admitted) {
+      cap = admitted;
+      continue;
     }
-    if (podsFitting(trial, p.demand) >= p.pods) {
-      for (const [victim, n] of taken) {
-        addNote(
-          victim,
-          `admit:${refKey(p.job)}`,
-          -n,
-          `to admit ${refKey(p.job)} (priority ${p.job.priority} > ${victim.entry.job.priority}, ` +
-            `needs ${plural(p.pods, 'pod')})`,
-        );
-      }
-      cap = reserve(trial, p.demand, p.pods);
-    } else {
-      // Shrinking without admitting the job would only slow everyone down; keep what it can use for it.
-      slots.forEach((s, i) => {
-        const b = before[i];
-        if (b) {
-          s.k = b.k;
-          s.direction = b.direction;
-        }
-      });
-      cap = reserve(cap, p.demand, Math.min(p.pods, podsFitting(cap, p.demand)));
-    }
+    const own = queuedSlot(slots, p);
+    const shared = own ? queuedShare(own, p, slots, cap, config) : undefined;
+    // Otherwise keep what the job can use for it, so that growth does not take it first.
+    cap = shared ?? reserve(cap, p.demand, Math.min(p.pods, podsFitting(cap, p.demand)));
   }
   return cap;
 }
 
-/** One worker at a time to the job that speeds up the most per GPU, while idle capacity lasts. */
-function growIntoIdle(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
-  let cap = capacity;
-  for (;;) {
-    const next = growthOptions(slots, config).find((o) => podsFitting(cap, o.slot.worker.requests) >= 1);
-    if (!next) return cap;
-    cap = reserve(cap, next.slot.worker.requests, 1);
-    grow(next.slot);
-    addNote(next.slot, 'idle', 1, 'from idle capacity');
+/** Room for every waiting pod from lower-priority jobs only, or undefined (and nothing shrunk). */
+function takeFromLowerPriority(
+  slots: Slot[],
+  p: PendingDemand,
+  cap: ClusterCapacity,
+  config: PolicyConfig,
+): ClusterCapacity | undefined {
+  const before = slots.map((s) => ({ k: s.k, direction: s.direction }));
+  const taken = new Map<Slot, number>();
+  let trial = cap;
+  while (podsFitting(trial, p.demand) < p.pods) {
+    const victim = slots
+      .filter((s) => canShrink(s, config) && s.entry.job.priority < p.job.priority)
+      .sort(
+        (a, b) =>
+          a.entry.job.priority - b.entry.job.priority ||
+          lossPerGpu(a) - lossPerGpu(b) ||
+          compareStrings(a.key, b.key),
+      )[0];
+    if (!victim) break;
+    trial = release(trial, victim.worker.requests, 1);
+    shrink(victim);
+    taken.set(victim, (taken.get(victim) ?? 0) + 1);
   }
+  if (podsFitting(trial, p.demand) < p.pods) {
+    // Shrinking without admitting the job would only slow everyone down.
+    restore(slots, before);
+    return undefined;
+  }
+  for (const [victim, n] of taken) {
+    addNote(
+      victim,
+      `admit:${refKey(p.job)}`,
+      -n,
+      `to admit ${refKey(p.job)} (priority ${p.job.priority} > ${victim.entry.job.priority}, ` +
+        `needs ${plural(p.pods, 'pod')})`,
+    );
+  }
+  return reserve(trial, p.demand, p.pods);
+}
+
+/** The slot of a pending job that queuedShare may resize: elastic, managed, no worker placed yet. */
+function queuedSlot(slots: Slot[], p: PendingDemand): Slot | undefined {
+  if ((p.role ?? 'Worker') !== 'Worker' || (p.placed ?? 0) > 0) return undefined;
+  const own = slots.find((s) => s.entry.job.ref.kind === p.job.ref.kind && s.key === refKey(p.job));
+  if (!own) return undefined;
+  const { job } = own.entry;
+  if (!job.managed || !job.elastic || job.state.paused) return undefined;
+  return own.direction === 0 && own.k === own.k0 ? own : undefined;
+}
+
+/**
+ * A queued elastic job competes for GPUs like a running one: its next worker is worth 1/size of its speed
+ * (linear, it has no model yet; unbounded below minReplicas, since it cannot start without them), and it
+ * takes a worker from the job of equal or lower priority that loses the least per GPU while that loss is
+ * smaller by more than the hysteresis. Under load this shares the cluster instead of queueing behind whoever
+ * came first, which is what long waits in front of short jobs cost. The queued job is shrunk to the share it
+ * gets, so its pods can all be placed; it grows later like any running job. Undefined when it cannot reach
+ * minReplicas (nothing is shrunk then).
+ */
+function queuedShare(
+  own: Slot,
+  p: PendingDemand,
+  slots: Slot[],
+  cap: ClusterCapacity,
+  config: PolicyConfig,
+): ClusterCapacity | undefined {
+  const before = slots.map((s) => ({ k: s.k, direction: s.direction }));
+  const minimum = Math.max(1, own.worker.minReplicas);
+  const worth = queuedWorth(own, p, minimum);
+  let granted = Math.min(p.pods, own.k0, podsFitting(cap, p.demand));
+  let trial = reserve(cap, p.demand, granted);
+  const fromFree = granted;
+  const taken = new Map<Slot, number>();
+  while (granted < own.k0) {
+    const gain = worth(granted);
+    const victim = slots
+      .filter(
+        (s) =>
+          s !== own &&
+          canShrink(s, config) &&
+          s.entry.job.priority <= p.job.priority &&
+          scaleDownPaysOff(s.remaining, s.k0, s.k - 1, config),
+      )
+      .map((s) => ({ slot: s, loss: lossPerGpu(s) }))
+      .sort(
+        (a, b) =>
+          a.slot.entry.job.priority - b.slot.entry.job.priority ||
+          a.loss - b.loss ||
+          compareStrings(a.slot.key, b.slot.key),
+      )[0];
+    if (!victim || !(gain > victim.loss + config.minRelativeGain)) break;
+    const freed = release(trial, victim.slot.worker.requests, 1);
+    const more = Math.min(own.k0 - granted, podsFitting(freed, p.demand));
+    // A freed worker of another shape that still leaves no room for this job's pod is not taken.
+    if (more < 1) break;
+    shrink(victim.slot);
+    taken.set(victim.slot, (taken.get(victim.slot) ?? 0) + 1);
+    trial = reserve(freed, p.demand, more);
+    granted += more;
+  }
+  if (granted < minimum) {
+    restore(slots, before);
+    return undefined;
+  }
+  for (const [victim, n] of taken) {
+    addNote(
+      victim,
+      `share:${refKey(p.job)}`,
+      -n,
+      `to ${refKey(p.job)}, queued at priority ${p.job.priority}: its next worker is worth more than this job's last`,
+    );
+  }
+  if (granted < own.k0) {
+    own.k = granted;
+    own.direction = -1;
+    const sources = [
+      fromFree > 0 ? `${fromFree} free` : '',
+      granted > fromFree ? `${granted - fromFree} from running jobs losing less per GPU` : '',
+    ].filter((x) => x !== '');
+    addNote(
+      own,
+      'queued',
+      granted - own.k0,
+      `queued with ${plural(own.k0, 'worker')} asked and none placed: starts with ${granted} (${sources.join(', ')}), grows later`,
+    );
+  }
+  return trial;
+}
+
+/**
+ * What the queued job's next worker is worth per GPU, in lossPerGpu's units: the completion rate it adds
+ * (throughput gained / samples to go), per hour. From the profile's model when the job has one and declares
+ * its target; otherwise linear with an hour assumed, where the first worker is worth anything (it has no
+ * work to compare, and a job that never starts never finishes). The minReplicas a job needs to start
+ * count as one bundle.
+ */
+function queuedWorth(own: Slot, p: PendingDemand, minimum: number): (granted: number) => number {
+  const gpus = Math.max(1, p.demand.gpus);
+  const work = p.job.targetSamples ?? 0;
+  const model = p.model;
+  if (!model || !(work > 0)) {
+    return (granted) => (granted < minimum ? Number.POSITIVE_INFINITY : 1 / granted) / gpus;
+  }
+  const rate = (k: number): number => {
+    if (k <= 0) return 0;
+    const placement: Placement = {
+      replicas: k,
+      nodes: nodesSpanned(k, own.perNode),
+      localBatchSize: localBatchFor(p.job, k, own.entry.current.localBatchSize),
+    };
+    return ((expectedThroughput(model, placement) ?? 0) / work) * ASSUMED_REMAINING_SECONDS;
+  };
+  return (granted) =>
+    granted < minimum ? rate(minimum) / minimum / gpus : (rate(granted + 1) - rate(granted)) / gpus;
+}
+
+function restore(slots: Slot[], before: Array<{ k: number; direction: -1 | 0 | 1 }>): void {
+  slots.forEach((s, i) => {
+    const b = before[i];
+    if (b) {
+      s.k = b.k;
+      s.direction = b.direction;
+    }
+  });
+}
+
+/**
+ * One worker at a time to the job that speeds up the most per GPU, while idle capacity lasts. Only the job
+ * just grown changes its option, so the ranking is kept sorted instead of rebuilt per worker handed out.
+ */
+function growIntoIdle(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
+  const free = new ShrinkingCapacity(capacity);
+  const ranked = growthOptions(slots, config);
+  let grown = false;
+  for (;;) {
+    const next = ranked.shift();
+    if (!next) break;
+    // Free capacity only shrinks here: an option that does not fit now never will.
+    if (!free.place(next.slot.worker.requests)) continue;
+    grow(next.slot);
+    grown = true;
+    addNote(next.slot, 'idle', 1, 'from idle capacity');
+    const again = growthOption(next.slot, config);
+    if (again) ranked.splice(sortedIndex(ranked, again), 0, again);
+  }
+  return grown ? free.snapshot() : capacity;
+}
+
+function sortedIndex(ranked: GrowthOption[], option: GrowthOption): number {
+  let lo = 0;
+  let hi = ranked.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    const other = ranked[mid];
+    if (other && compareOptions(other, option) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Jobs without a model get one extra worker, so that the next fit sees a second scale. */
@@ -213,19 +408,23 @@ function probeUnmodelled(slots: Slot[], capacity: ClusterCapacity, config: Polic
   return cap;
 }
 
-/** Moves workers whose contribution is below hysteresis to jobs that gain more per GPU from them. */
+/**
+ * Moves a worker from one job to another when the recipient gains clearly more per GPU than the donor loses:
+ * any gain more when the donor's last worker adds less than the hysteresis, else RECLAIM_MARGIN times the
+ * (urgency-weighted) loss, so that a job far from its end lends GPUs to one near it without two jobs trading
+ * a worker back and forth on noise.
+ */
 function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): void {
   let cap = capacity;
   for (;;) {
     const recipients = growthOptions(slots, config);
+    if (recipients.length === 0) return;
     const victims = slots
       .filter((s) => s.entry.model !== undefined && canShrink(s, config))
       .map((s) => ({ slot: s, lastGain: lastWorkerGain(s), loss: lossPerGpu(s) }))
       .filter(
         (v) =>
-          v.lastGain !== undefined &&
-          v.lastGain < config.minRelativeGain &&
-          scaleDownPaysOff(v.slot.remaining, v.slot.k0, v.slot.k - 1, config),
+          v.lastGain !== undefined && scaleDownPaysOff(v.slot.remaining, v.slot.k0, v.slot.k - 1, config),
       )
       .sort(
         (a, b) =>
@@ -239,20 +438,30 @@ function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config
         if (v.slot === r.slot) continue;
         // Reclaiming never takes from a more important job to feed a less important one.
         if (v.slot.entry.job.priority > r.slot.entry.job.priority) continue;
-        if (!(r.gainPerGpu > v.loss)) continue;
+        const idle = (v.lastGain ?? 0) < config.minRelativeGain;
+        if (!(r.gainPerGpu > (idle ? 1 : RECLAIM_MARGIN) * v.loss)) continue;
         const freed = release(cap, v.slot.worker.requests, 1);
         if (podsFitting(freed, r.slot.worker.requests) < 1) continue;
         cap = reserve(freed, r.slot.worker.requests, 1);
         shrink(v.slot);
         grow(r.slot);
+        const why = idle
+          ? `last worker adds only ${formatChange(v.lastGain ?? 0)} (< ${formatPercent(config.minRelativeGain)})`
+          : `its last worker is worth ${formatChange(v.loss)} per GPU weighted by time left`;
         addNote(
           v.slot,
           `to:${r.slot.key}`,
           -1,
-          `to ${r.slot.key}: last worker adds only ${formatChange(v.lastGain ?? 0)} (< ` +
-            `${formatPercent(config.minRelativeGain)}) while ${r.slot.key} gains ${formatChange(r.gainPerGpu)} per GPU`,
+          `to ${r.slot.key}: ${why} while ${r.slot.key} gains ${formatChange(r.gainPerGpu)} per GPU`,
         );
-        addNote(r.slot, `from:${v.slot.key}`, 1, `from ${v.slot.key}, where it added nearly nothing`);
+        addNote(
+          r.slot,
+          `from:${v.slot.key}`,
+          1,
+          idle
+            ? `from ${v.slot.key}, where it added nearly nothing`
+            : `from ${v.slot.key}, which has longer to run`,
+        );
         moved = true;
         break;
       }
@@ -272,33 +481,47 @@ interface GrowthOption {
 function growthOptions(slots: Slot[], config: PolicyConfig): GrowthOption[] {
   const out: GrowthOption[] = [];
   for (const s of slots) {
-    if (!canGrow(s, config)) continue;
-    const now = predict(s, s.k);
-    const next = predict(s, s.k + 1);
-    const start = predict(s, s.k0);
-    if (now === undefined || next === undefined || start === undefined) continue;
-    const gain = next / now - 1;
-    // Each added worker must clear hysteresis on its own, or tuning would take it back next round.
-    if (gain < config.minRelativeGain) continue;
-    if (!scaleUpPaysOff(s.remaining, start, next, config)) continue;
-    out.push({ slot: s, gain, gainPerGpu: gain / gpuWeight(s) });
+    const option = growthOption(s, config);
+    if (option) out.push(option);
   }
-  return out.sort(
-    (a, b) =>
-      b.gainPerGpu - a.gainPerGpu ||
-      b.slot.entry.job.priority - a.slot.entry.job.priority ||
-      compareStrings(a.slot.key, b.slot.key),
+  return out.sort(compareOptions);
+}
+
+function growthOption(s: Slot, config: PolicyConfig): GrowthOption | undefined {
+  if (!canGrow(s, config)) return undefined;
+  const now = predict(s, s.k);
+  const next = predict(s, s.k + 1);
+  const start = predict(s, s.k0);
+  if (now === undefined || next === undefined || start === undefined) return undefined;
+  const gain = next / now - 1;
+  // Each added worker must clear hysteresis on its own, or tuning would take it back next round.
+  if (gain < config.minRelativeGain) return undefined;
+  if (!scaleUpPaysOff(s.remaining, start, next, config)) return undefined;
+  return { slot: s, gain, gainPerGpu: (gain / gpuWeight(s)) * urgency(s) };
+}
+
+function compareOptions(a: GrowthOption, b: GrowthOption): number {
+  return (
+    b.gainPerGpu - a.gainPerGpu ||
+    b.slot.entry.job.priority - a.slot.entry.job.priority ||
+    compareStrings(a.slot.key, b.slot.key)
   );
 }
 
 function canGrow(s: Slot, config: PolicyConfig): boolean {
+  const model = s.entry.model;
   return (
     s.movable &&
-    s.entry.model !== undefined &&
+    model !== undefined &&
     s.direction >= 0 &&
     s.k < s.worker.maxReplicas &&
-    s.k - s.k0 < config.maxReplicaStep
+    // With one scale observed the model cannot say how the job scales: one worker more is a probe.
+    s.k - s.k0 < (oneScale(s) ? 1 : config.maxReplicaStep)
   );
+}
+
+function oneScale(s: Slot): boolean {
+  return (s.entry.model?.distinctScales ?? 0) < 2;
 }
 
 function canShrink(s: Slot, config: PolicyConfig): boolean {
@@ -332,7 +555,12 @@ function predict(s: Slot, k: number): number | undefined {
     ...(current.ps !== undefined ? { ps: current.ps } : {}),
     localBatchSize: localBatchFor(job, k, current.localBatchSize),
   };
-  const tp = k === s.k0 ? expectedThroughput(model, placement) : pessimisticThroughput(model, placement);
+  // Off the one observed scale the cautious prediction always forecasts a loss (its spread is unbounded), so
+  // a one-scale job's probe is judged on the mean, as tuning's probe is.
+  const tp =
+    k === s.k0 || oneScale(s)
+      ? expectedThroughput(model, placement)
+      : pessimisticThroughput(model, placement);
   s.predictions.set(k, tp);
   return tp;
 }
@@ -350,7 +578,17 @@ function lossPerGpu(s: Slot): number {
   const now = predict(s, s.k);
   const less = predict(s, s.k - 1);
   const loss = now !== undefined && less !== undefined ? Math.max(0, 1 - less / now) : 1 / s.k;
-  return loss / gpuWeight(s);
+  return (loss / gpuWeight(s)) * urgency(s);
+}
+
+/**
+ * How much a fraction of this job's speed is worth: a job's completions per second are 1 / remaining, so
+ * the same relative speed-up counts for more on a job close to its end (shortest remaining time first is
+ * what minimises the average completion time). 1 for a job with the assumed hour left, so that thresholds
+ * in relative terms (hysteresis) keep their meaning; a job whose remaining time is unknown gets 1.
+ */
+function urgency(s: Slot): number {
+  return ASSUMED_REMAINING_SECONDS / Math.max(MIN_REMAINING_SECONDS, s.remaining);
 }
 
 /** GPUs a worker holds; CPU-only jobs compare per pod. */

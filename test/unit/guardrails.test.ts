@@ -184,6 +184,41 @@ describe('guardrails (property-based)', () => {
     );
   });
 
+  it('a queued job (no pod placed) may shrink inside the cool-down and beyond the step; never grow', () => {
+    fc.assert(
+      fc.property(jobArb, configArb, planArb, (job, config, p) => {
+        const plan: Plan = { ref: job.ref, reason: 'r', ...p };
+        const ctx = { job, config, now: NOW, clusterGpusAllocated: 0, queued: true };
+        const { plan: out } = applyGuardrails(plan, ctx);
+        const last = job.state.lastActionAt;
+        const cooling = p.policy !== 'fault' && last !== undefined && NOW - last < config.cooldownSeconds;
+        const reductionsOnly =
+          p.changes.length > 0 && p.changes.every((c) => c.kind === 'replicas' && c.to < c.from);
+        const allowed =
+          config.namespaceAllowlist.length === 0 || config.namespaceAllowlist.includes(job.ref.namespace);
+        for (const c of out.changes) {
+          if (c.kind !== 'replicas') continue;
+          if (c.to > c.from) {
+            // Growth keeps the step bound and the cool-down, queued or not.
+            assert.ok(c.to - c.from <= config.maxReplicaStep, `step ${c.from} -> ${c.to}`);
+            assert.ok(!cooling, 'grew in the cool-down');
+          }
+          const r = job.roles.find((x) => x.role === c.role);
+          if (r && c.to < c.from && c.from >= r.minReplicas) assert.ok(c.to >= r.minReplicas, 'below min');
+        }
+        if (cooling && !reductionsOnly) assert.deepEqual(out.changes, []);
+        // A pure reduction inside the bounds is written as asked, however large and however recent the last.
+        const inBounds = p.changes.every((c) => {
+          if (c.kind !== 'replicas') return false;
+          const r = job.roles.find((x) => x.role === c.role);
+          return r !== undefined && Number.isInteger(c.to) && c.to >= r.minReplicas && c.to <= r.maxReplicas;
+        });
+        if (allowed && reductionsOnly && inBounds) assert.deepEqual(out.changes, p.changes);
+      }),
+      RUNS,
+    );
+  });
+
   it('leaves a plan inside every bound unchanged', () => {
     const job: JobView = {
       ref: TOY,

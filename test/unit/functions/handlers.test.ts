@@ -229,6 +229,33 @@ describe('schedule handler', () => {
     assert.ok((workers(await sim.getJob(TOY)) ?? 0) > 1);
   });
 
+  it('admits a queued job by sharing: running jobs give workers, the queued job starts at its share', async () => {
+    const { sim, deps } = harness();
+    // big holds all 16 GPUs of the 4 x 4 cluster; queued asks 6 (after the submit handler clamps 8 to its
+    // max), so the submit wrote it and it is in its cool-down when the schedule tick comes.
+    sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16 }));
+    sim.step(600);
+    sim.submitJob(toyJob({ name: 'queued', workers: 8, maxReplicas: 6 }));
+    const queuedRef = { ...TOY, name: 'queued' };
+    const submitted = await handleSubmit(queuedRef, deps);
+    assert.equal(submitted.outcomes[0]?.applied, true);
+    assert.equal(workers(await sim.getJob(queuedRef)), 6);
+    sim.step(30);
+
+    const result = await handleSchedule(scheduledEvent(), deps);
+    assert.deepEqual(result.errors, []);
+    const big = workers(await sim.getJob({ ...TOY, name: 'big' })) ?? 0;
+    const queued = workers(await sim.getJob(queuedRef)) ?? 0;
+    assert.ok(big < 16 && big >= 12, `big shrank by at most the step: ${big}`);
+    assert.ok(queued >= 1 && queued < 6, `queued started at its share: ${queued}`);
+    assert.equal(big + queued, 16, 'every GPU freed goes to the queued job');
+    const reason = (await sim.getJob(queuedRef)).metadata?.annotations?.[ANNOTATION.lastDecision] ?? '';
+    assert.match(reason, /queued with 6 workers asked and none placed/);
+
+    sim.step(120);
+    assert.equal(sim.jobStatus(queuedRef).startedAt !== undefined, true, 'the queued job trains');
+  });
+
   it('rejects other EventBridge events, with no write', async () => {
     const { sim, deps } = harness();
     const mark = sim.writeLog().length;

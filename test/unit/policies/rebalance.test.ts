@@ -301,9 +301,24 @@ describe('decideRebalance: reclaiming workers that add nearly nothing', () => {
     assert.match(byName.gainer ?? '', /\+1 from ml\/idle/);
   });
 
-  it('keeps a worker that adds at least hysteresis', () => {
-    const busy = { name: 'busy', k: 4, table: { 3: 380, 4: 400 } }; // +5.3%
-    assert.deepEqual(rebalance([busy, gainer]), []);
+  it('moves a worker that adds at least hysteresis only to a job gaining twice what it loses', () => {
+    const busy = { name: 'busy', k: 4, table: { 3: 380, 4: 400 } }; // loses 5% of its speed per GPU
+    const modest = { name: 'modest', k: 4, table: { 4: 400, 5: 436 } }; // +9%, less than 2 x 5%
+    assert.deepEqual(rebalance([busy, modest]), []);
+    const plans = rebalance([busy, gainer]); // +20%
+    assert.deepEqual(sizes(plans), { busy: 3, gainer: 5 });
+    assert.match(
+      plans.find((p) => p.ref.name === 'gainer')?.reason ?? '',
+      /\+1 from ml\/busy, which has longer to run/,
+    );
+  });
+
+  it('weighs gains by time left: a job near its end gets a worker from one far from it', () => {
+    const far = { name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 36_000 }; // 25% x 0.1
+    const near = { name: 'near', k: 4, table: { 4: 400, 5: 440 }, remainingSeconds: 1_800 }; // 10% x 2
+    assert.deepEqual(sizes(rebalance([far, near])), { far: 3, near: 5 });
+    // The same two jobs with equal time left: 10% does not beat 2 x 25%.
+    assert.deepEqual(rebalance([{ ...far, remainingSeconds: 1_800 }, near]), []);
   });
 
   it('never takes from a higher-priority job to feed a lower one', () => {
@@ -355,5 +370,197 @@ describe('decideRebalance determinism', () => {
       forward.map((p) => p.ref.name),
       ['a', 'b'],
     );
+  });
+});
+
+describe('decideRebalance: queued jobs of the same priority share the cluster', () => {
+  const LINEAR = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i + 1, 100 * (i + 1)]));
+  const running = (name: string, k: number, extra: Partial<JobSpec> = {}): JobSpec => ({
+    name,
+    k,
+    table: LINEAR,
+    ...extra,
+  });
+  /** A job that asked for `asked` workers, none placed, waiting since it was just submitted (cool-down). */
+  const queued = (asked: number, extra: { min?: number; elastic?: boolean; priority?: number } = {}) => {
+    const job = view(
+      { name: 'queued', priority: extra.priority ?? 0 },
+      { replicas: asked, minReplicas: extra.min ?? 1 },
+    );
+    job.elastic = extra.elastic ?? true;
+    job.state.lastActionAt = NOW - 10;
+    const demand: PendingDemand = { job, demand: ONE_GPU, pods: asked, role: 'Worker', placed: 0 };
+    const slot: RebalanceJob = {
+      job,
+      model: undefined,
+      current: { replicas: asked, nodes: 1, localBatchSize: 32 },
+    };
+    return { demand, slot };
+  };
+  const full = (jobs: JobSpec[], q: ReturnType<typeof queued>, overrides: Partial<RebalanceInput> = {}) => {
+    const used = jobs.reduce((n, j) => n + j.k, 0);
+    return decideRebalance({
+      jobs: [...jobs.map(entry), q.slot],
+      pending: [q.demand],
+      capacity: capacity(used, used),
+      config,
+      now: NOW,
+      ...overrides,
+    });
+  };
+
+  it('takes workers from a running job while its next worker is worth more, and starts at that share', () => {
+    // The first worker is worth everything; then 1/1, 1/2, 1/3 against big's 1/8, 1/7, 1/6, 1/5 (+5%):
+    // the 4-worker step per decision ends it at 4 and 4.
+    const plans = full([running('big', 8)], queued(8));
+    assert.deepEqual(sizes(plans), { big: 4, queued: 4 });
+    const own = plans.find((p) => p.ref.name === 'queued');
+    assert.match(
+      own?.reason ?? '',
+      /queued with 8 workers asked and none placed: starts with 4 \(4 from running/,
+    );
+    const victim = plans.find((p) => p.ref.name === 'big');
+    assert.match(victim?.reason ?? '', /to ml\/queued, queued at priority 0/);
+  });
+
+  it('stops where the queued job would gain less than the running jobs lose', () => {
+    // Its 2nd and 3rd workers (worth 1/1, 1/2) beat a 3-worker job's last (1/3 + 5%); its 4th (1/3) does not
+    // beat a 2-worker job's last (1/2 + 5%).
+    const three = ['a', 'b', 'c'].map((n) => running(n, 3));
+    assert.deepEqual(sizes(full(three, queued(8))), { a: 2, b: 2, c: 2, queued: 3 });
+    // Nothing is taken below a job's minimum.
+    assert.deepEqual(sizes(full([running('big', 3)], queued(8))), { big: 1, queued: 2 });
+  });
+
+  it('uses free GPUs first and leaves running jobs alone when they suffice', () => {
+    const plans = full([running('big', 4)], queued(2), { capacity: capacity(4, 6) });
+    assert.deepEqual(plans, []);
+    // One free GPU: the second comes from big.
+    assert.deepEqual(sizes(full([running('big', 4)], queued(2), { capacity: capacity(4, 5) })), { big: 3 });
+  });
+
+  it('shrinks nothing when the queued job cannot reach its minimum', () => {
+    // big may give at most 4 (step), the queued job needs 6 to start.
+    assert.deepEqual(full([running('big', 8)], queued(8, { min: 6 })), []);
+  });
+
+  it('never takes from a job of higher priority, nor for a job that cannot be resized', () => {
+    assert.deepEqual(full([running('big', 8, { priority: 5 })], queued(8)), []);
+    assert.deepEqual(full([running('big', 8)], queued(8, { elastic: false })), []);
+    const placed = queued(8);
+    placed.demand.placed = 1;
+    assert.deepEqual(full([running('big', 8)], placed), []);
+  });
+
+  it('takes from the job with the most time left first (shortest remaining time first)', () => {
+    const plans = full(
+      // ending may not grow (max 4), so only the choice of donor shows.
+      [
+        running('ending', 4, { remainingSeconds: 600, max: 4 }),
+        running('long', 4, { remainingSeconds: 36_000 }),
+      ],
+      queued(2),
+    );
+    // The queued job got all it asked for: only the victim changes.
+    assert.deepEqual(sizes(plans), { long: 2 });
+  });
+});
+
+describe('decideRebalance: urgency', () => {
+  it('gives an idle GPU to the job closer to its end when relative gains are equal', () => {
+    const a = { name: 'a', k: 2, table: SMALL, remainingSeconds: 7200 };
+    const b = { name: 'b', k: 2, table: SMALL, remainingSeconds: 1800 };
+    assert.deepEqual(sizes(rebalance([a, b], { capacity: capacity(4, 5) })), { b: 3 });
+    assert.deepEqual(sizes(rebalance([{ ...a, remainingSeconds: 900 }, b], { capacity: capacity(4, 5) })), {
+      a: 3,
+    });
+  });
+});
+
+describe('decideRebalance: a job observed at one scale only', () => {
+  /** Mean predictions from the table; off the observed scale the spread is unbounded, as in a real fit. */
+  function oneScaleModel(
+    observed: number,
+    table: Record<number, number>,
+    distinctScales = 1,
+  ): ThroughputModel {
+    return {
+      sampleCount: 3,
+      distinctScales,
+      predict(p: Placement) {
+        const tp = table[p.replicas] ?? 1;
+        const stdev = p.replicas === observed ? 0 : Number.POSITIVE_INFINITY;
+        return { stepTime: (p.replicas * p.localBatchSize) / tp, stdev, throughput: tp };
+      },
+    };
+  }
+  const fresh = (distinctScales: number): RebalanceJob => {
+    const e = entry({ name: 'fresh', k: 2 });
+    e.model = oneScaleModel(2, { 2: 200, 3: 290, 4: 360 }, distinctScales);
+    return e;
+  };
+
+  it('grows by one probe worker on the mean prediction, never more per decision', () => {
+    const plans = decideRebalance({ jobs: [fresh(1)], capacity: capacity(2, 5), config, now: NOW });
+    assert.deepEqual(sizes(plans), { fresh: 3 });
+  });
+
+  it('takes a probe worker from a job far from its end when none is idle', () => {
+    const far = entry({ name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 36_000 });
+    const plans = decideRebalance({ jobs: [fresh(1), far], capacity: capacity(6, 6), config, now: NOW });
+    assert.deepEqual(sizes(plans), { far: 3, fresh: 3 });
+  });
+
+  it('with several scales observed, an unbounded spread is not a reason to grow', () => {
+    assert.deepEqual(decideRebalance({ jobs: [fresh(3)], capacity: capacity(2, 5), config, now: NOW }), []);
+  });
+});
+
+describe('decideRebalance: a queued job valued from its profile', () => {
+  // Earlier runs of the signature: linear at 100 samples/s per worker.
+  const profileModel = tableModel(
+    Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i + 1, 100 * (i + 1)])),
+  );
+  const queuedWith = (targetSamples: number) => {
+    const job = view({ name: 'queued' }, { replicas: 4 });
+    job.targetSamples = targetSamples;
+    job.state.lastActionAt = NOW - 10;
+    const demand: PendingDemand = {
+      job,
+      demand: ONE_GPU,
+      pods: 4,
+      role: 'Worker',
+      placed: 0,
+      model: profileModel,
+    };
+    const slot: RebalanceJob = {
+      job,
+      model: undefined,
+      current: { replicas: 4, nodes: 1, localBatchSize: 32 },
+    };
+    return { demand, slot };
+  };
+  // A running job with an hour left at 4 workers: its 4th worker is worth 25% of its speed per hour.
+  const running = entry({ name: 'running', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 3600 });
+  const plan = (targetSamples: number) => {
+    const q = queuedWith(targetSamples);
+    return decideRebalance({
+      jobs: [running, q.slot],
+      pending: [q.demand],
+      capacity: capacity(4, 4),
+      config,
+      now: NOW,
+    });
+  };
+
+  it('starts a short job at once, taking from a running job', () => {
+    // 36,000 samples at 100/s per worker: 6 min on one worker, each worker worth 10 per hour, far above
+    // what running's 4th, 3rd and 2nd workers lose (0.25, 0.33, 0.5 + 5%); running keeps its last.
+    assert.deepEqual(sizes(plan(36_000)), { running: 1, queued: 3 });
+  });
+
+  it('lets a long job wait rather than slow a job that finishes sooner', () => {
+    // 3,600,000 samples: 10 h on one worker, its first worker worth 0.1 per hour < 0.25 + 5%.
+    assert.deepEqual(plan(3_600_000), []);
   });
 });
