@@ -69,7 +69,7 @@ export function renderSimulationTables(result: SimulationResult): string {
   );
   const ref: string[][] = [['', 'mean avg JCT s']];
   for (const [policy, a] of Object.entries(result.policies))
-    if (a) ref.push([`${policy} (ours)`, secs(a.meanAvgJctSeconds)]);
+    if (a) ref.push([`${policy} (measured here)`, secs(a.meanAvgJctSeconds)]);
   for (const [name, value] of Object.entries(result.published))
     ref.push([`${name} (published)`, String(value)]);
   lines.push(table(ref), '');

@@ -9,6 +9,7 @@ import {
   remainingSecondsOf,
 } from '../lib/decisions/runtime-review.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
+import { boundedByObservations } from '../lib/model/observed-bound.js';
 import { fitThroughputModel, type ThroughputModel } from '../lib/model/throughput-model.js';
 import { profileSamples } from '../lib/policies/profiles.js';
 import { decideRebalance, type PendingDemand } from '../lib/policies/rebalance.js';
@@ -85,7 +86,9 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const now = deps.clock();
   const plans = decideRebalance({
     jobs: jobs.map(({ snapshot, observed }) => {
-      const model = observed ? fitThroughputModel(observed.samples) : undefined;
+      const model = observed
+        ? boundedByObservations(fitThroughputModel(observed.samples), observed.samples)
+        : undefined;
       const current = currentPlacement(snapshot, observed?.samples ?? []);
       const entry: Parameters<typeof decideRebalance>[0]['jobs'][number] = {
         job: snapshot.view,
