@@ -71,6 +71,11 @@ export function release(capacity: ClusterCapacity, request: Resources, pods: num
   return { nodes };
 }
 
+/** Pods with equal requests fit alike: one key per request shape. */
+export function shapeKey(request: Resources): string {
+  return `${request.cpuMillis}/${request.memoryBytes}/${request.gpus}`;
+}
+
 /**
  * First-fit placement one pod at a time for a greedy loop in which free capacity only shrinks: the same
  * choices as reserve(), without copying every node per pod. A node skipped for a shape can never fit that
@@ -102,7 +107,7 @@ export class ShrinkingCapacity {
   }
 
   #firstFit(request: Resources): NodeView | undefined {
-    const key = `${request.cpuMillis}/${request.memoryBytes}/${request.gpus}`;
+    const key = shapeKey(request);
     let i = this.#cursor.get(key) ?? 0;
     for (; i < this.#nodes.length; i++) {
       const node = this.#nodes[i];

@@ -5,7 +5,7 @@
 // so a 2-worker job and a 64-worker job compete on equal terms, weighted by how soon the job would finish
 // (urgency): a queued or nearly done job is worth more GPUs than one with a day left.
 
-import { podsFitting, release, reserve, ShrinkingCapacity } from '../cluster/capacity.js';
+import { podsFitting, release, reserve, ShrinkingCapacity, shapeKey } from '../cluster/capacity.js';
 import type { PolicyConfig } from '../config.js';
 import type { Placement, ThroughputModel } from '../model/throughput-model.js';
 import type { ClusterCapacity, JobView, Plan, Resources, RoleView } from '../types.js';
@@ -112,7 +112,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
   // Jobs mostly share a few pod shapes; the largest node's room per shape is the same for all of them.
   const perNodeByShape = new Map<string, number>();
   const perNodeFor = (requests: Resources): number => {
-    const shape = `${requests.cpuMillis}/${requests.memoryBytes}/${requests.gpus}`;
+    const shape = shapeKey(requests);
     let n = perNodeByShape.get(shape);
     if (n === undefined) {
       n = podsPerNode(input.capacity, requests);
@@ -200,14 +200,7 @@ function takeFromLowerPriority(
   const taken = new Map<Slot, number>();
   let trial = cap;
   while (podsFitting(trial, p.demand) < p.pods) {
-    const victim = slots
-      .filter((s) => canShrink(s, config) && s.entry.job.priority < p.job.priority)
-      .sort(
-        (a, b) =>
-          a.entry.job.priority - b.entry.job.priority ||
-          lossPerGpu(a) - lossPerGpu(b) ||
-          compareStrings(a.key, b.key),
-      )[0];
+    const victim = cheapestDonor(slots, (s) => canShrink(s, config) && s.entry.job.priority < p.job.priority);
     if (!victim) break;
     trial = release(trial, victim.worker.requests, 1);
     shrink(victim);
@@ -265,28 +258,21 @@ function queuedShare(
   const taken = new Map<Slot, number>();
   while (granted < own.k0) {
     const gain = worth(granted);
-    const victim = slots
-      .filter(
-        (s) =>
-          s !== own &&
-          canShrink(s, config) &&
-          s.entry.job.priority <= p.job.priority &&
-          scaleDownPaysOff(s.remaining, s.k0, s.k - 1, config),
-      )
-      .map((s) => ({ slot: s, loss: lossPerGpu(s) }))
-      .sort(
-        (a, b) =>
-          a.slot.entry.job.priority - b.slot.entry.job.priority ||
-          a.loss - b.loss ||
-          compareStrings(a.slot.key, b.slot.key),
-      )[0];
-    if (!victim || !(gain > victim.loss + config.minRelativeGain)) break;
-    const freed = release(trial, victim.slot.worker.requests, 1);
+    const victim = cheapestDonor(
+      slots,
+      (s) =>
+        s !== own &&
+        canShrink(s, config) &&
+        s.entry.job.priority <= p.job.priority &&
+        scaleDownPaysOff(s.remaining, s.k0, s.k - 1, config),
+    );
+    if (!victim || !(gain > lossPerGpu(victim) + config.minRelativeGain)) break;
+    const freed = release(trial, victim.worker.requests, 1);
     const more = Math.min(own.k0 - granted, podsFitting(freed, p.demand));
     // A freed worker of another shape that still leaves no room for this job's pod is not taken.
     if (more < 1) break;
-    shrink(victim.slot);
-    taken.set(victim.slot, (taken.get(victim.slot) ?? 0) + 1);
+    shrink(victim);
+    taken.set(victim, (taken.get(victim) ?? 0) + 1);
     trial = reserve(freed, p.demand, more);
     granted += more;
   }
@@ -344,6 +330,26 @@ function queuedWorth(own: Slot, p: PendingDemand, minimum: number): (granted: nu
   };
   return (granted) =>
     granted < minimum ? rate(minimum) / minimum / gpus : (rate(granted + 1) - rate(granted)) / gpus;
+}
+
+/** The job that loses least by giving a worker: lowest priority first, then smallest loss per GPU. */
+function cheapestDonor(slots: Slot[], eligible: (s: Slot) => boolean): Slot | undefined {
+  let best: Slot | undefined;
+  let bestLoss = 0;
+  for (const slot of slots) {
+    if (!eligible(slot)) continue;
+    const loss = lossPerGpu(slot);
+    const order = best
+      ? slot.entry.job.priority - best.entry.job.priority ||
+        loss - bestLoss ||
+        compareStrings(slot.key, best.key)
+      : -1;
+    if (order < 0) {
+      best = slot;
+      bestLoss = loss;
+    }
+  }
+  return best;
 }
 
 function restore(slots: Slot[], before: Array<{ k: number; direction: -1 | 0 | 1 }>): void {
