@@ -1,7 +1,7 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
-import { loadProfile } from '../lib/decisions/profile-store.js';
+import { type LoadedProfile, readProfileStore } from '../lib/decisions/profile-store.js';
 import {
   currentPlacement,
   observeJob,
@@ -9,9 +9,9 @@ import {
   remainingSecondsOf,
 } from '../lib/decisions/runtime-review.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
-import { boundedByObservations } from '../lib/model/observed-bound.js';
-import { fitThroughputModel, type ThroughputModel } from '../lib/model/throughput-model.js';
-import { profileSamples } from '../lib/policies/profiles.js';
+import { fitRuntimeModel } from '../lib/model/observed-bound.js';
+import type { ThroughputModel } from '../lib/model/throughput-model.js';
+import { profileModel } from '../lib/policies/profiles.js';
 import { decideRebalance, type PendingDemand } from '../lib/policies/rebalance.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
 import type { Plan } from '../lib/types.js';
@@ -46,17 +46,20 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   parseSchedule(payload);
   const result: HandlerResult = { trigger: 'schedule', outcomes: [], errors: [] };
   const { capacity } = await loadCapacity(deps.cluster);
-  // A queued job is valued by how soon it would finish, from earlier runs of its signature; read once a tick.
-  const profiles = new Map<string, Promise<ThroughputModel | undefined>>();
-  const profileModel = (signature: string) => {
-    let model = profiles.get(signature);
+  // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
+  // at most once a tick, each signature fitted at most once.
+  let store: Promise<(signature: string) => LoadedProfile> | undefined;
+  const models = new Map<string, Promise<ThroughputModel | undefined>>();
+  const profileModelOf = (signature: string) => {
+    let model = models.get(signature);
     if (!model) {
-      model = loadProfile(deps.cluster, deps.profiles, signature).then(({ profile, problem }) => {
+      store ??= readProfileStore(deps.cluster, deps.profiles);
+      model = store.then((lookup) => {
+        const { profile, problem } = lookup(signature);
         if (problem) deps.logger.warn({ signature }, problem);
-        const samples = profile ? profileSamples(profile) : [];
-        return samples.length > 0 ? fitThroughputModel(samples) : undefined;
+        return profileModel(profile);
       });
-      profiles.set(signature, model);
+      models.set(signature, model);
     }
     return model;
   };
@@ -68,7 +71,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses);
       for (const demand of pendingDemands(snapshot)) {
         if (demand.placed === 0 && snapshot.view.managed) {
-          const model = await profileModel(snapshot.view.signature);
+          const model = await profileModelOf(snapshot.view.signature);
           if (model) demand.model = model;
         }
         pending.push(demand);
@@ -86,9 +89,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const now = deps.clock();
   const plans = decideRebalance({
     jobs: jobs.map(({ snapshot, observed }) => {
-      const model = observed
-        ? boundedByObservations(fitThroughputModel(observed.samples), observed.samples)
-        : undefined;
+      const model = observed ? fitRuntimeModel(observed.samples) : undefined;
       const current = currentPlacement(snapshot, observed?.samples ?? []);
       const entry: Parameters<typeof decideRebalance>[0]['jobs'][number] = {
         job: snapshot.view,

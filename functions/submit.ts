@@ -1,9 +1,8 @@
 import { actOnJob } from '../lib/actuator.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { loadProfile } from '../lib/decisions/profile-store.js';
-import { fitThroughputModel } from '../lib/model/throughput-model.js';
 import { decideInitialConfig } from '../lib/policies/initial-config.js';
-import { profileSamples } from '../lib/policies/profiles.js';
+import { profileModel } from '../lib/policies/profiles.js';
 import { parseSubmit } from '../lib/triggers/submit-payload.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
@@ -17,8 +16,7 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
     async (snapshot) => {
       const { profile, problem } = await loadProfile(deps.cluster, deps.profiles, snapshot.view.signature);
       if (problem) deps.logger.warn({ job: ref }, problem);
-      const samples = profile ? profileSamples(profile) : [];
-      const model = samples.length > 0 ? fitThroughputModel(samples) : undefined;
+      const model = profileModel(profile);
       // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it.
       const capacity = capacityOf(cluster.nodes, cluster.pods, {
         preemptibleBelow: snapshot.view.priority,

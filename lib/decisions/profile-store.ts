@@ -32,17 +32,27 @@ export async function loadProfile(
   store: ProfileStoreRef,
   signature: string,
 ): Promise<LoadedProfile> {
+  return (await readProfileStore(cluster, store))(signature);
+}
+
+/** One read of the store, then any number of signatures looked up in it (a tick reads it once). */
+export async function readProfileStore(
+  cluster: ClusterClient,
+  store: ProfileStoreRef,
+): Promise<(signature: string) => LoadedProfile> {
   const configMap = await cluster.getConfigMap(store.namespace, store.configMapName);
-  const raw = configMap?.data?.[profileKey(signature)];
-  if (!raw) return { profile: undefined };
-  try {
-    return { profile: parseProfile(raw) };
-  } catch (error) {
-    return {
-      profile: undefined,
-      problem: `profile for ${signature} is unreadable: ${(error as Error).message}`,
-    };
-  }
+  return (signature) => {
+    const raw = configMap?.data?.[profileKey(signature)];
+    if (!raw) return { profile: undefined };
+    try {
+      return { profile: parseProfile(raw) };
+    } catch (error) {
+      return {
+        profile: undefined,
+        problem: `profile for ${signature} is unreadable: ${(error as Error).message}`,
+      };
+    }
+  };
 }
 
 /** Merge a run into its signature's profile; guarded by the ConfigMap's resourceVersion, retried on conflict. */

@@ -2,7 +2,7 @@ import type { JobSnapshot } from '../actuator.js';
 import type { PolicyConfig } from '../config.js';
 import { MissingMetricsError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
-import { boundedByObservations } from '../model/observed-bound.js';
+import { fitRuntimeModel } from '../model/observed-bound.js';
 import type { Placement } from '../model/throughput-model.js';
 import { fitThroughputModel } from '../model/throughput-model.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
@@ -101,7 +101,7 @@ export function decideRuntime(
     if (plan.changes.length > 0) return plan;
     reasons.push(plan.reason);
   }
-  const model = boundedByObservations(fitThroughputModel(observed.samples), observed.samples);
+  const model = fitRuntimeModel(observed.samples);
   const current = currentPlacement(snapshot, observed.samples);
   const throughput = model.predict(current).throughput;
   const remainingSeconds = remainingSecondsOf(view, observed, throughput);

@@ -4,7 +4,17 @@
 // slow, shrinking it again, and paying a restart each way.
 
 import type { StepSample } from '../types.js';
-import type { Placement, Prediction, ThroughputModel } from './throughput-model.js';
+import {
+  fitThroughputModel,
+  type Placement,
+  type Prediction,
+  type ThroughputModel,
+} from './throughput-model.js';
+
+/** The model tuning and rebalance use for a running job: fitted on its samples, bounded by them. */
+export function fitRuntimeModel(samples: readonly StepSample[]): ThroughputModel {
+  return boundedByObservations(fitThroughputModel([...samples]), samples);
+}
 
 /** Relative difference under which two local batch sizes count as the same configuration. */
 const SAME_BATCH = 0.01;

@@ -4,6 +4,7 @@
 // policy.
 
 import { ValidationError } from '../errors.js';
+import { fitThroughputModel, type ThroughputModel } from '../model/throughput-model.js';
 import type { ContainerUsage, RoleName, StepSample } from '../types.js';
 
 export const PROFILE_VERSION = 1;
@@ -177,6 +178,12 @@ export function profileSamples(profile: JobProfile): StepSample[] {
     stepTime: s.stepTime,
     at: s.lastSeenAt,
   }));
+}
+
+/** The throughput model fitted on the profile's summaries; undefined without a profile or summaries. */
+export function profileModel(profile: JobProfile | undefined): ThroughputModel | undefined {
+  const samples = profile ? profileSamples(profile) : [];
+  return samples.length > 0 ? fitThroughputModel(samples) : undefined;
 }
 
 /** Parameter servers per worker at the best scale seen, when the profile knows one. */

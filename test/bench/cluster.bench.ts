@@ -69,6 +69,7 @@ async function replay(workloads: Workload[]): Promise<void> {
         console.log(
           `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
         );
+      for (const run of part.runs) console.log(`apps ${run.workload} ${run.policy}: ${byApplication(run)}`);
       parts.push(part);
     }
     const first = parts[0];
@@ -89,6 +90,21 @@ async function replay(workloads: Workload[]): Promise<void> {
       );
     console.log(`wall-clock ${set} total: ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
+}
+
+/** Where a run's JCT goes: per application, jobs, mean JCT and mean wait, and its share of all JCT. */
+function byApplication(run: SimulationResult['runs'][number]): string {
+  const done = run.jobs.filter((j) => j.jctSeconds !== null);
+  const total = done.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
+  const apps = [...new Set(done.map((j) => j.application))].sort();
+  return apps
+    .map((app) => {
+      const jobs = done.filter((j) => j.application === app);
+      const jct = jobs.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
+      const wait = jobs.reduce((s, j) => s + (j.queuedSeconds ?? 0), 0);
+      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT`;
+    })
+    .join('; ');
 }
 
 async function multiTenant(workload: Workload): Promise<void> {
