@@ -11,24 +11,17 @@ import type {
   Resources,
   RoleView,
 } from '../../../lib/types.js';
-import { jobView } from '../../support/job-views.js';
+import { jobView, workerRole } from '../../support/job-views.js';
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
 const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG };
 
 function worker(overrides: Partial<RoleView> = {}): RoleView {
-  return {
-    role: 'Worker',
-    replicas: 4,
-    minReplicas: 2,
-    maxReplicas: 8,
-    containerName: 'pytorch',
-    containerIndex: 0,
-    requests: { cpuMillis: 4000, memoryBytes: 6 * GiB, gpus: 1 },
-    limits: { cpuMillis: 8000, memoryBytes: 8 * GiB, gpus: 1 },
-    ...overrides,
-  };
+  return workerRole(
+    { cpuMillis: 4000, memoryBytes: 6 * GiB, gpus: 1 },
+    { minReplicas: 2, limits: { cpuMillis: 8000, memoryBytes: 8 * GiB, gpus: 1 }, ...overrides },
+  );
 }
 
 function job(overrides: Partial<JobView> = {}, roles: RoleView[] = [worker()]): JobView {

@@ -5,6 +5,7 @@ import type { Placement, ThroughputModel } from '../../../lib/model/throughput-m
 import { decideInitialConfig, type InitialConfigInput } from '../../../lib/policies/initial-config.js';
 import type { JobProfile } from '../../../lib/policies/profiles.js';
 import type { Change, ClusterCapacity, JobView, Resources, RoleView } from '../../../lib/types.js';
+import { jobView, workerRole } from '../../support/job-views.js';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
@@ -12,33 +13,11 @@ const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG }; // mrg 5%, headroom 2
 const WORKER_REQ: Resources = { cpuMillis: 4000, memoryBytes: 16 * GiB, gpus: 1 };
 
 function role(overrides: Partial<RoleView> = {}): RoleView {
-  return {
-    role: 'Worker',
-    replicas: 4,
-    minReplicas: 2,
-    maxReplicas: 8,
-    containerName: 'pytorch',
-    containerIndex: 0,
-    requests: { ...WORKER_REQ },
-    limits: { ...WORKER_REQ },
-    ...overrides,
-  };
+  return workerRole(WORKER_REQ, { minReplicas: 2, ...overrides });
 }
 
 function job(overrides: Partial<JobView> = {}, roles: RoleView[] = [role()]): JobView {
-  return {
-    ref: { kind: 'PyTorchJob', namespace: 'ml', name: 'bert' },
-    uid: 'uid-1',
-    resourceVersion: '1',
-    priority: 0,
-    elastic: true,
-    signature: 'bert-large',
-    localBatchSize: 32,
-    roles,
-    managed: true,
-    state: { oomCount: 0, paused: false },
-    ...overrides,
-  };
+  return jobView({ signature: 'bert-large', localBatchSize: 32, ...overrides }, roles);
 }
 
 /** Empty nodes of 8 GPUs, 64 cores, 512 GiB; `gpus` limits the free GPUs of the last one. */

@@ -11,7 +11,7 @@ import {
 } from '../../../lib/policies/placement.js';
 import { decideTuning, type TuningInput } from '../../../lib/policies/tuning.js';
 import type { ClusterCapacity, JobView, Resources, RoleView } from '../../../lib/types.js';
-import { jobView } from '../../support/job-views.js';
+import { jobView, workerRole } from '../../support/job-views.js';
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
@@ -20,17 +20,7 @@ const WORKER_REQ: Resources = { cpuMillis: 4000, memoryBytes: 16 * GiB, gpus: 1 
 const PS_REQ: Resources = { cpuMillis: 4000, memoryBytes: 8 * GiB, gpus: 0 };
 
 function role(overrides: Partial<RoleView> = {}): RoleView {
-  return {
-    role: 'Worker',
-    replicas: 4,
-    minReplicas: 1,
-    maxReplicas: 8,
-    containerName: 'pytorch',
-    containerIndex: 0,
-    requests: { ...WORKER_REQ },
-    limits: { ...WORKER_REQ },
-    ...overrides,
-  };
+  return workerRole(WORKER_REQ, overrides);
 }
 
 function job(overrides: Partial<JobView> = {}, roles: RoleView[] = [role()]): JobView {
