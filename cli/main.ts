@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { registerHistoryCommand } from './history.js';
 import { registerRunCommand } from './run.js';
 import { registerSimulateCommand } from './simulate.js';
+import { registerStragglersCommand } from './stragglers.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -42,6 +43,7 @@ program
 registerRunCommand(program);
 registerSimulateCommand(program);
 registerHistoryCommand(program);
+registerStragglersCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -24,9 +24,12 @@ export interface PolicyConfig {
   rightsizeHeadroom: number;
   /** Right-sizing acts only when the request is off by more than this fraction. */
   rightsizeTolerance: number;
-  /** Straggler: a worker is slow when its step time exceeds the job's median by this factor... */
+  /**
+   * Straggler: a worker is slow when its pace exceeds its own usual pace by this factor (and it is slower than
+   * the job's fast pace)... 1.2 so that a 1.25x slowdown is caught through noise and the sidecar's mean window.
+   */
   stragglerFactor: number;
-  /** ...for at least this many consecutive samples. */
+  /** ...for at least this many consecutive samples (5 x the 15 s query step: a minute). */
   stragglerMinSamples: number;
   /** Namespaces trainscaler may act in; empty = all. */
   namespaceAllowlist: string[];
@@ -50,8 +53,8 @@ export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
   crashLoopRestarts: 5,
   rightsizeHeadroom: 0.2,
   rightsizeTolerance: 0.25,
-  stragglerFactor: 1.3,
-  stragglerMinSamples: 3,
+  stragglerFactor: 1.2,
+  stragglerMinSamples: 5,
   namespaceAllowlist: [],
   maxClusterGpus: Number.POSITIVE_INFINITY,
 };

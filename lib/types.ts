@@ -134,7 +134,8 @@ export interface ContainerUsage {
 export interface WorkerStepTimes {
   worker: number;
   pod?: string;
-  samples: { at: number; stepTime: number }[];
+  /** `node`: where the pod ran at that sample, when the metrics carry it (names nodes that keep straggling). */
+  samples: { at: number; stepTime: number; node?: string }[];
 }
 
 export type PolicyName = 'initial' | 'tuning' | 'rightsizing' | 'fault' | 'straggler' | 'rebalance';

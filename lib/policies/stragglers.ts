@@ -2,7 +2,17 @@
 // slow worker slows the whole job. Two different things look alike in raw step times:
 //  - a transient straggler (a noisy neighbour, a throttled GPU) that replacing the pod can cure, and
 //  - a persistent skew (a slower GPU model, a worse network path) that replacing the pod will not cure.
-// Each worker is therefore judged against its OWN long-run ratio to the job, not against the job alone.
+// A worker is judged twice: against its OWN usual pace (so a persistent skew is not a straggler), and
+// against the job's typical FAST pace (so a worker that is not slower than the fast workers is never one).
+//
+// One forward pass over the lookback window, at each instant:
+//  - pace  = the worker's step time / the job's fast pace (20th percentile of the workers' step times): job-wide
+//    changes (a resize, a slower phase) cancel out, and a 5/5 split does not flip it;
+//  - usual = median of the worker's last BASELINE_SAMPLES normal paces. Slow samples never enter it, so a
+//    slow spell is not absorbed however long it lasts (the baseline is frozen while the worker is slow);
+//  - the job's common drift = median over workers of pace / usual, divided out: when several of the fast
+//    workers slow down together the fast pace itself moves, and this puts it back. Up to half the workers
+//    minus one may slow down together without moving the median.
 
 import type { PolicyConfig } from '../config.js';
 import type { Change, JobView, Plan, PodView, WorkerStepTimes } from '../types.js';
@@ -13,141 +23,181 @@ export type WorkerStatus = 'ok' | 'straggler' | 'persistently-slow';
 export interface WorkerStragglerStatus {
   worker: number;
   pod?: string;
+  /** Node of the worker's latest sample, when the metrics carry it. */
+  node?: string;
   status: WorkerStatus;
-  /** Median of the worker's last `stragglerMinSamples` step times, each divided by the job median at that sample. */
+  /** The worker's latest pace: its step time / the job's fast pace (corrected for the job's common drift). */
   recentRatio?: number;
-  /** The worker's usual ratio to the job median: the median over every comparable sample given. */
+  /** The worker's usual pace on the same scale: median of its recent normal samples. */
   baselineRatio?: number;
   /** Epoch seconds since which the worker has been in this status (first sample of the episode). */
   since?: number;
   /** Samples that could be compared with enough peers; no verdict other than 'ok' is given on fewer. */
   comparableSamples: number;
+  /** Straggler episodes (closed or open) seen in the lookback window, with the node each began on. */
+  episodes: StragglerEpisode[];
+}
+
+export interface StragglerEpisode {
+  from: number;
+  /** Last slow sample of a closed episode; undefined while it lasts. */
+  to?: number;
+  node?: string;
 }
 
 export interface StragglerReport {
   at: number;
   workers: WorkerStragglerStatus[];
-  /** How much slower than the job's fastest quartile a worker must usually be to count as persistently slow. */
+  /** How much slower than the job's fast pace a worker must usually be to count as persistently slow. */
   persistentFactor: number;
 }
 
-/** Fewer workers than this at a sample and the "job median" is just one or two workers: no comparison. */
+/**
+ * The production resolution: the sidecar's 60 s mean gauge, scraped every 15 s, queried at a 15 s step over
+ * two hours (one query_range per review, 481 points per worker). A 60 s step gives two points in a two-minute
+ * spell, too few to tell a spell from noise; two hours keep the pace before a one-hour spell in view.
+ */
+export const STRAGGLER_QUERY_STEP_SECONDS = 15;
+export const STRAGGLER_LOOKBACK_SECONDS = 2 * 3600;
+
+/** Fewer workers than this at a sample and the "job" is just one or two workers: no comparison. */
 const MIN_PEERS = 3;
+/** The usual pace is the median of this many latest normal samples (30 min at the production step). */
+const BASELINE_SAMPLES = 120;
+/** No verdict before a worker has this many normal samples (2 min at the production step). */
+const MIN_BASELINE_SAMPLES = 8;
+/** Persistent skew is only called on this many normal samples (10 min at the production step). */
+const PERSISTENT_MIN_SAMPLES = 40;
 
 /**
- * A steady gap costs the job at every step, so it is worth reporting at half the margin that flags a
- * transient spike; below that, workers on the same GPU model differ by normal noise.
+ * A steady gap costs the job at every step, so it is worth reporting at three quarters of the margin that
+ * flags a transient spike (x1.15 at the default x1.2); below that, workers on the same GPU model differ by
+ * normal noise (job 1 of the PAI traces: three workers steadily x1.11 the others, not worth a report).
  */
 export function persistentSlowFactor(config: PolicyConfig): number {
-  return 1 + (config.stragglerFactor - 1) / 2;
+  return 1 + ((config.stragglerFactor - 1) * 3) / 4;
 }
 
-/**
- * Persistent skew is only called on ten straggler windows of history (30 samples by default): over a shorter
- * span a slow spell that began before the window looks the same as a steady gap.
- */
-const PERSISTENT_HISTORY_WINDOWS = 10;
+interface WorkerTrack {
+  worker: number;
+  pod?: string;
+  node?: string;
+  samples: { at: number; stepTime: number; node?: string }[];
+  history: number[];
+  comparable: number;
+  straggling: boolean;
+  run: number;
+  runStart: number;
+  since?: number;
+  firstComparable?: number;
+  recent?: number;
+  episodes: StragglerEpisode[];
+  lastSlowAt?: number;
+}
 
 export function detectStragglers(
   series: WorkerStepTimes[],
   config: PolicyConfig,
   now: number,
 ): StragglerReport {
-  const observed = series.map((s) => ({
+  const tracks: WorkerTrack[] = series.map((s) => ({
     worker: s.worker,
-    pod: s.pod,
+    ...(s.pod !== undefined ? { pod: s.pod } : {}),
     samples: s.samples
       .filter((x) => x.at <= now && Number.isFinite(x.at) && Number.isFinite(x.stepTime) && x.stepTime > 0)
       .sort((a, b) => a.at - b.at),
+    history: [],
+    comparable: 0,
+    straggling: false,
+    run: 0,
+    runStart: 0,
+    episodes: [],
   }));
-  const tolerance = typicalInterval(observed.map((o) => o.samples));
-  const ratios = observed.map((o) => ratiosToJobMedian(o.samples, observed, tolerance));
-  const baselines = ratios.map((r) => (r.length > 0 ? median(r.map((x) => x.ratio)) : undefined));
-  const fastPace = lowerQuartile(baselines.filter((b): b is number => b !== undefined));
+  const interval = typicalInterval(tracks.map((t) => t.samples));
+  const minRun = Math.max(1, config.stragglerMinSamples);
+
+  for (const at of grid(tracks, interval)) {
+    const present: { track: WorkerTrack; stepTime: number }[] = [];
+    for (const track of tracks) {
+      const sample = latestWithin(track.samples, at, interval);
+      if (sample === undefined) continue;
+      if (sample.node !== undefined) track.node = sample.node;
+      present.push({ track, stepTime: sample.stepTime });
+    }
+    if (present.length < MIN_PEERS) continue;
+    const fast = fastPaceOf(present.map((p) => p.stepTime)) ?? 1;
+    const drifts = present
+      .filter((p) => p.track.history.length >= MIN_BASELINE_SAMPLES)
+      .map((p) => p.stepTime / fast / usualOf(p.track));
+    const drift = drifts.length >= MIN_PEERS ? median(drifts) : 1;
+
+    for (const { track, stepTime } of present) {
+      const pace = stepTime / fast / drift;
+      track.comparable += 1;
+      track.firstComparable ??= at;
+      track.recent = pace;
+      if (track.history.length < MIN_BASELINE_SAMPLES) {
+        track.history.push(pace);
+        continue;
+      }
+      const usual = usualOf(track);
+      const slowerThanUsual = pace >= usual * config.stragglerFactor;
+      // Never a straggler while not slower than the job's fast pace: replacing it could not speed the job up.
+      const slow = slowerThanUsual && pace > 1;
+      if (slow) track.lastSlowAt = at;
+      stepEpisode(track, slow, at, minRun);
+      if (!track.straggling && track.run === 0 && !slowerThanUsual) {
+        track.history.push(pace);
+        if (track.history.length > BASELINE_SAMPLES) track.history.shift();
+      }
+    }
+  }
+
   const persistentFactor = persistentSlowFactor(config);
-
-  const workers = observed.map((o, i): WorkerStragglerStatus => {
-    const own = ratios[i] ?? [];
-    const baseline = baselines[i];
+  const workers = tracks.map((t): WorkerStragglerStatus => {
     const base = {
-      worker: o.worker,
-      ...(o.pod !== undefined ? { pod: o.pod } : {}),
-      comparableSamples: own.length,
+      worker: t.worker,
+      ...(t.pod !== undefined ? { pod: t.pod } : {}),
+      ...(t.node !== undefined ? { node: t.node } : {}),
+      comparableSamples: t.comparable,
+      episodes: t.episodes,
     };
-    if (baseline === undefined || own.length < config.stragglerMinSamples) {
-      return { ...base, status: 'ok', ...(baseline !== undefined ? { baselineRatio: baseline } : {}) };
+    if (t.history.length < MIN_BASELINE_SAMPLES || t.recent === undefined) return { ...base, status: 'ok' };
+    const withRatios = { ...base, recentRatio: t.recent, baselineRatio: usualOf(t) };
+    if (t.straggling) return { ...withRatios, status: 'straggler', since: t.since ?? t.runStart };
+    if (t.history.length >= PERSISTENT_MIN_SAMPLES && usualOf(t) > persistentFactor) {
+      return { ...withRatios, status: 'persistently-slow', since: t.firstComparable ?? t.runStart };
     }
-    const recentRatio = median(own.slice(-config.stragglerMinSamples).map((x) => x.ratio));
-    const episode = currentEpisode(own, baseline * config.stragglerFactor, config.stragglerMinSamples);
-    const withRatios = { ...base, recentRatio, baselineRatio: baseline };
-    if (episode.straggling) return { ...withRatios, status: 'straggler', since: episode.since };
-
-    const longEnough = own.length >= PERSISTENT_HISTORY_WINDOWS * config.stragglerMinSamples;
-    if (longEnough && fastPace !== undefined && baseline > fastPace * persistentFactor) {
-      return { ...withRatios, status: 'persistently-slow', since: own[0]?.at ?? episode.since };
-    }
-    return { ...withRatios, status: 'ok', since: episode.since };
+    return { ...withRatios, status: 'ok', ...(t.since !== undefined ? { since: t.since } : {}) };
   });
-
   return { at: now, workers, persistentFactor };
 }
 
-interface Ratio {
-  at: number;
-  ratio: number;
+function usualOf(track: WorkerTrack): number {
+  return median(track.history.slice(-BASELINE_SAMPLES));
 }
 
 /**
- * Each sample divided by the median of all workers' step times at that moment. Workers rarely report at the
- * same instant, so each peer contributes its sample nearest in time, if within one sampling interval.
+ * A worker becomes a straggler after `minRun` consecutive slow samples and stops being one after `minRun`
+ * consecutive normal ones, so that one fast step inside a slow spell does not make the verdict flap.
  */
-function ratiosToJobMedian(
-  own: { at: number; stepTime: number }[],
-  all: { samples: { at: number; stepTime: number }[] }[],
-  tolerance: number,
-): Ratio[] {
-  const out: Ratio[] = [];
-  for (const sample of own) {
-    const peers: number[] = [];
-    for (const other of all) {
-      const near = nearest(other.samples, sample.at);
-      if (near !== undefined && Math.abs(near.at - sample.at) <= tolerance) peers.push(near.stepTime);
-    }
-    if (peers.length < MIN_PEERS) continue;
-    out.push({ at: sample.at, ratio: sample.stepTime / median(peers) });
+function stepEpisode(track: WorkerTrack, slow: boolean, at: number, minRun: number): void {
+  if (slow === track.straggling) {
+    track.run = 0;
+    return;
   }
-  return out;
-}
-
-/**
- * Replays the worker's ratios: it becomes a straggler after `minSamples` consecutive slow samples and stops
- * being one after `minSamples` consecutive normal ones, so that a single fast step inside a slow spell
- * does not make the verdict flap.
- */
-function currentEpisode(
-  ratios: Ratio[],
-  slowAbove: number,
-  minSamples: number,
-): { straggling: boolean; since: number } {
-  let straggling = false;
-  let since = ratios[0]?.at ?? 0;
-  let run = 0;
-  let runStart = since;
-  for (const { at, ratio } of ratios) {
-    const agrees = ratio > slowAbove === straggling;
-    if (agrees) {
-      run = 0;
-      continue;
-    }
-    if (run === 0) runStart = at;
-    run += 1;
-    if (run >= minSamples) {
-      straggling = !straggling;
-      since = runStart;
-      run = 0;
-    }
+  if (track.run === 0) track.runStart = at;
+  track.run += 1;
+  if (track.run < minRun) return;
+  track.straggling = !track.straggling;
+  track.since = track.runStart;
+  track.run = 0;
+  if (track.straggling) {
+    track.episodes.push({ from: track.runStart, ...(track.node !== undefined ? { node: track.node } : {}) });
+  } else {
+    const open = track.episodes[track.episodes.length - 1];
+    if (open) open.to = track.lastSlowAt ?? track.runStart;
   }
-  return { straggling, since };
 }
 
 // --- Decision --------------------------------------------------------------------------------------------
@@ -158,7 +208,12 @@ export interface StragglerInput {
   pods: PodView[];
   config: PolicyConfig;
   now: number;
+  /** The detector's report for these series at `now`, when the caller has computed it already. */
+  report?: StragglerReport;
 }
+
+/** Pods of one job that straggled on the same node this many times in the lookback window: the node is named. */
+const REPEAT_NODE_EPISODES = 2;
 
 export function decideOnStragglers(input: StragglerInput): Plan {
   const { job, series, pods, config, now } = input;
@@ -182,7 +237,7 @@ export function decideOnStragglers(input: StragglerInput): Plan {
     return plan([], `in cooldown for ${left} s more after the last change; not checking stragglers`);
   }
 
-  const report = detectStragglers(series, config, now);
+  const report = input.report ?? detectStragglers(series, config, now);
   const notes: string[] = [];
   const stragglers = report.workers
     .filter((w) => w.status === 'straggler')
@@ -191,7 +246,7 @@ export function decideOnStragglers(input: StragglerInput): Plan {
   let change: Change | undefined;
   for (const straggler of stragglers) {
     const pod = podOf(straggler, pods);
-    const what = describeStraggler(straggler, pod?.name, config);
+    const what = describeStraggler(straggler, pod, config);
     if (change !== undefined) {
       notes.push(`${what}; left for a later decision (one eviction at a time)`);
     } else if (pod === undefined) {
@@ -207,14 +262,40 @@ export function decideOnStragglers(input: StragglerInput): Plan {
   const slow = report.workers.filter((w) => w.status === 'persistently-slow');
   if (slow.length > 0) {
     const list = slow
-      .map((w) => `worker ${w.worker} (${formatRatio(w.baselineRatio ?? 0)} of median)`)
+      .map(
+        (w) => `worker ${w.worker} (${formatRatio(w.baselineRatio ?? 0)} the fast pace since t=${w.since})`,
+      )
       .join(', ');
     notes.push(
-      `persistently slow, not evicting (a replacement would be as slow): ${list}; more than ${formatRatio(report.persistentFactor)} the fastest quartile`,
+      `persistently slow, not evicting (a replacement would be as slow): ${list}; more than ${formatRatio(report.persistentFactor)} the job's fast pace`,
     );
   }
+  const repeat = repeatNodes(report, pods);
+  if (repeat.length > 0) notes.push(repeat.join('; '));
   if (stragglers.length === 0) notes.unshift('no straggler');
   return plan(change ? [change] : [], notes.join('; '));
+}
+
+/**
+ * Nodes on which this job's pods kept straggling: named so that an operator can look at them. trainscaler
+ * never cordons or taints a node; the node may be fine and the cause elsewhere.
+ */
+function repeatNodes(report: StragglerReport, pods: PodView[]): string[] {
+  const count = new Map<string, number>();
+  for (const w of report.workers) {
+    const fallback = podOf(w, pods)?.nodeName;
+    for (const e of w.episodes) {
+      const node = e.node ?? fallback;
+      if (node !== undefined) count.set(node, (count.get(node) ?? 0) + 1);
+    }
+  }
+  return [...count]
+    .filter(([, n]) => n >= REPEAT_NODE_EPISODES)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(
+      ([node, n]) =>
+        `node ${node}: this job's pods straggled on it ${n} times in the last ${STRAGGLER_LOOKBACK_SECONDS / 3600} h (reported only; trainscaler does not cordon or taint)`,
+    );
 }
 
 function excess(w: WorkerStragglerStatus): number {
@@ -227,16 +308,14 @@ function podOf(worker: WorkerStragglerStatus, pods: PodView[]): PodView | undefi
   return pods.find((p) => p.role === 'Worker' && p.index === worker.worker);
 }
 
-function describeStraggler(
-  w: WorkerStragglerStatus,
-  podName: string | undefined,
-  config: PolicyConfig,
-): string {
-  const who = podName ? `${podName} (worker ${w.worker})` : `worker ${w.worker}`;
-  return `${who} straggling since t=${w.since}: step time ${formatRatio(w.recentRatio ?? 0)} the job median vs its usual ${formatRatio(w.baselineRatio ?? 0)} (threshold ${formatRatio(config.stragglerFactor)} its usual for ${config.stragglerMinSamples} samples)`;
+function describeStraggler(w: WorkerStragglerStatus, pod: PodView | undefined, config: PolicyConfig): string {
+  const who = pod ? `${pod.name} (worker ${w.worker})` : `worker ${w.worker}`;
+  const node = pod?.nodeName ?? w.node;
+  const where = node !== undefined ? ` on node ${node}` : '';
+  return `${who}${where} straggling since t=${w.since}: pace ${formatRatio(w.recentRatio ?? 0)} the job's fast pace vs its usual ${formatRatio(w.baselineRatio ?? 0)} (threshold ${formatRatio(config.stragglerFactor)} its usual for ${config.stragglerMinSamples} samples)`;
 }
 
-// --- Statistics ------------------------------------------------------------------------------------------
+// --- Statistics and alignment ----------------------------------------------------------------------------
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -246,14 +325,17 @@ function median(values: number[]): number {
   return ((sorted[mid - 1] ?? hi) + hi) / 2;
 }
 
-/** 25th percentile (nearest rank): the pace the job's faster workers keep, robust to one unusually fast worker. */
-function lowerQuartile(values: number[]): number | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil(sorted.length * 0.25) - 1)];
+/**
+ * 20th percentile (nearest rank; the 2nd fastest of 6-10 workers): the pace the job's fast workers keep,
+ * robust to one unusually fast worker, and inside the fast group of a 5/5 split.
+ */
+function fastPaceOf(stepTimes: number[]): number | undefined {
+  if (stepTimes.length === 0) return undefined;
+  const sorted = [...stepTimes].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil(sorted.length * 0.2) - 1)];
 }
 
-/** The usual gap between a worker's consecutive samples; 0 (exact match only) when no worker has two. */
+/** The usual gap between a worker's consecutive samples; 1 s when no worker has two. */
 function typicalInterval(all: { at: number }[][]): number {
   const gaps: number[] = [];
   for (const samples of all) {
@@ -262,21 +344,38 @@ function typicalInterval(all: { at: number }[][]): number {
       if (gap > 0) gaps.push(gap);
     }
   }
-  return gaps.length > 0 ? median(gaps) : 0;
+  return gaps.length > 0 ? median(gaps) : 1;
 }
 
-/** Sample nearest to `at` in a list sorted by time (the earlier one on a tie). */
-function nearest<T extends { at: number }>(sorted: T[], at: number): T | undefined {
+/**
+ * Instants to compare workers at, one interval apart and ending at the latest sample: Prometheus range
+ * results share these timestamps exactly; workers that report a few seconds apart are matched by
+ * `latestWithin`.
+ */
+function grid(tracks: WorkerTrack[], interval: number): number[] {
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const t of tracks) {
+    const a = t.samples[0]?.at;
+    const b = t.samples[t.samples.length - 1]?.at;
+    if (a !== undefined && a < first) first = a;
+    if (b !== undefined && b > last) last = b;
+  }
+  if (!Number.isFinite(first) || !Number.isFinite(last)) return [];
+  const out: number[] = [];
+  for (let at = last; at >= first; at -= interval) out.push(at);
+  return out.reverse();
+}
+
+/** The latest sample at or before `at` and less than one interval older (Prometheus's instant semantics). */
+function latestWithin<T extends { at: number }>(sorted: T[], at: number, interval: number): T | undefined {
   let lo = 0;
   let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if ((sorted[mid]?.at ?? 0) < at) lo = mid + 1;
+    if ((sorted[mid]?.at ?? 0) <= at) lo = mid + 1;
     else hi = mid;
   }
-  const after = sorted[lo];
-  const before = sorted[lo - 1];
-  if (before === undefined) return after;
-  if (after === undefined) return before;
-  return at - before.at <= after.at - at ? before : after;
+  const found = sorted[lo - 1];
+  return found !== undefined && at - found.at < interval ? found : undefined;
 }
