@@ -33,6 +33,8 @@ export interface VerdictEpisode {
   status: Exclude<WorkerStatus, 'ok'>;
   from: number;
   to: number | null;
+  /** The review that first gave this verdict (not in the CLI's JSON: `from` is when the detector dates it). */
+  flaggedAt: number;
 }
 
 export interface ReplayResult {
@@ -134,7 +136,7 @@ export function replayStragglers(trace: WorkerStepTimes[], options: ReplayOption
         open.delete(w.worker);
       }
       if (status !== undefined && !open.has(w.worker)) {
-        const episode: VerdictEpisode = { status, from: w.since ?? now, to: null };
+        const episode: VerdictEpisode = { status, from: w.since ?? now, to: null, flaggedAt: now };
         open.set(w.worker, episode);
         episodes.get(w.worker)?.push(episode);
       }

@@ -21,10 +21,20 @@ export function registerStragglersCommand(program: Command): void {
     });
 }
 
-export function toJson(result: ReplayResult): Pick<ReplayResult, 'workers' | 'replacements'> {
+export interface StragglersJson {
+  workers: { worker: number; episodes: { status: string; from: number; to: number | null }[] }[];
+  replacements: { at: number; worker: number }[];
+}
+
+export function toJson(result: ReplayResult): StragglersJson {
   return {
-    workers: result.workers.filter((w) => w.episodes.length > 0),
-    replacements: result.replacements,
+    workers: result.workers
+      .filter((w) => w.episodes.length > 0)
+      .map((w) => ({
+        worker: w.worker,
+        episodes: w.episodes.map(({ status, from, to }) => ({ status, from, to })),
+      })),
+    replacements: result.replacements.map(({ at, worker }) => ({ at, worker })),
   };
 }
 
