@@ -7,7 +7,7 @@ import type { Placement } from '../model/throughput-model.js';
 import { fitThroughputModel } from '../model/throughput-model.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
-import { decideOnStragglers } from '../policies/stragglers.js';
+import { decideOnStragglers, STRAGGLER_LOOKBACK_SECONDS } from '../policies/stragglers.js';
 import { decideTuning } from '../policies/tuning.js';
 import type { ClusterCapacity, ContainerUsage, JobRef, Plan, StepSample, WorkerStepTimes } from '../types.js';
 
@@ -36,7 +36,7 @@ export async function observeJob(metrics: MetricsSource, ref: JobRef): Promise<R
   if (samples.length === 0) throw new MissingMetricsError(`no step samples for ${ref.namespace}/${ref.name}`);
   const [usage, series, samplesProcessed] = await Promise.all([
     optional(() => metrics.containerUsage(ref, WINDOW_SECONDS)),
-    optional(() => metrics.workerStepTimes(ref, 1800)),
+    optional(() => metrics.workerStepTimes(ref, STRAGGLER_LOOKBACK_SECONDS)),
     optional(() => metrics.samplesProcessed(ref)),
   ]);
   return { samples, usage, series, samplesProcessed };

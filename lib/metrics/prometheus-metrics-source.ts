@@ -1,5 +1,6 @@
 import axios, { type AxiosInstance, isAxiosError } from 'axios';
 import { ApiError, MissingMetricsError } from '../errors.js';
+import { STRAGGLER_QUERY_STEP_SECONDS } from '../policies/stragglers.js';
 import type { ContainerUsage, JobRef, RoleName, StepSample, WorkerStepTimes } from '../types.js';
 import type { MetricsSource } from './metrics-source.js';
 
@@ -165,20 +166,26 @@ export class PrometheusMetricsSource implements MetricsSource {
   }
 
   async workerStepTimes(ref: JobRef, windowSeconds: number): Promise<WorkerStepTimes[]> {
-    const expr = `max by (pod, worker) (${SIDECAR_SERIES.stepTime}{${selector(ref)},role="worker"})`;
-    const series = await this.range(expr, windowSeconds, 'per-worker step time query');
-    const workers = series
-      .map((s) => {
-        const entry: WorkerStepTimes = {
-          worker: Number(s.metric.worker ?? 0),
-          samples: s.values
-            .map(([at, v]) => ({ at, stepTime: Number(v) }))
-            .filter((x) => x.stepTime > 0 && Number.isFinite(x.stepTime)),
-        };
-        if (s.metric.pod) entry.pod = s.metric.pod;
-        return entry;
-      })
-      .filter((w) => w.samples.length > 0);
+    // By node too, so that the straggler policy can name a node on which the job's pods keep straggling; a
+    // replaced pod keeps its name, so its series on the old and new node are joined back into one worker.
+    const expr = `max by (pod, worker, node) (${SIDECAR_SERIES.stepTime}{${selector(ref)},role="worker"})`;
+    const step = Math.min(this.stepSeconds, STRAGGLER_QUERY_STEP_SECONDS);
+    const series = await this.range(expr, windowSeconds, 'per-worker step time query', this.clock(), step);
+    const byWorker = new Map<string, WorkerStepTimes>();
+    for (const s of series) {
+      const worker = Number(s.metric.worker ?? 0);
+      const key = `${s.metric.pod ?? ''}|${worker}`;
+      const entry = byWorker.get(key) ?? { worker, samples: [] };
+      if (s.metric.pod) entry.pod = s.metric.pod;
+      for (const [at, v] of s.values) {
+        const stepTime = Number(v);
+        if (!(stepTime > 0 && Number.isFinite(stepTime))) continue;
+        entry.samples.push({ at, stepTime, ...(s.metric.node ? { node: s.metric.node } : {}) });
+      }
+      byWorker.set(key, entry);
+    }
+    const workers = [...byWorker.values()].filter((w) => w.samples.length > 0);
+    for (const w of workers) w.samples.sort((a, b) => a.at - b.at);
     if (workers.length === 0) throw new MissingMetricsError(`no per-worker step times for ${job(ref)}`);
     return workers;
   }
@@ -219,8 +226,9 @@ export class PrometheusMetricsSource implements MetricsSource {
     windowSeconds: number,
     what: string,
     end = this.clock(),
+    stepSeconds = this.stepSeconds,
   ): Promise<MatrixResult[]> {
-    const step = Math.max(this.stepSeconds, Math.ceil(windowSeconds / this.maxPoints));
+    const step = Math.max(stepSeconds, Math.ceil(windowSeconds / this.maxPoints));
     return this.query<MatrixResult>(
       '/api/v1/query_range',
       { query: expr, start: end - windowSeconds, end, step },
