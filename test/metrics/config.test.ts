@@ -38,7 +38,7 @@ describe('infra/prometheus files', () => {
   it('the alert rules are valid and pass their promtool unit tests', async () => {
     const check = await run(bin.promtool, ['check', 'rules', 'rules/trainscaler.rules.yml']);
     assert.equal(check.code, 0, check.output);
-    assert.match(check.output, /SUCCESS: 7 rules found/);
+    assert.match(check.output, /SUCCESS: 10 rules found/);
     const test = await run(bin.promtool, ['test', 'rules', 'tests/trainscaler.rules.test.yml']);
     assert.equal(test.code, 0, test.output);
   });
