@@ -53,6 +53,8 @@ function describeChange(c: Change): string {
       return `${c.role} ${c.resource} ${c.field} ${c.from} -> ${c.to}`;
     case 'evict-pod':
       return `evict pod ${c.pod}`;
+    case 'avoid-node':
+      return `${c.role} pods prefer nodes other than ${c.node}`;
     case 'pause':
       return `pause: ${c.reason}`;
   }

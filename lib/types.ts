@@ -151,6 +151,12 @@ export type Change =
       to: number;
     }
   | { kind: 'evict-pod'; pod: string }
+  /**
+   * Prefer other nodes for the role's pods created from now on (a preferred node anti-affinity on the pod
+   * template): what the operators let one replacement pod be steered by. Written with the eviction of a
+   * straggler, so that its replacement lands elsewhere when another node fits; running pods are untouched.
+   */
+  | { kind: 'avoid-node'; role: RoleName; node: string }
   | { kind: 'pause'; reason: string };
 
 /** A policy's answer: what to change and why, in words a person can read. Empty changes = leave the job alone. */

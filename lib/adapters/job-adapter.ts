@@ -340,6 +340,10 @@ export function buildJobPatch(
       ensureObject([...resourcesPath, change.field]);
       const value = change.resource === 'cpu' ? formatCpuMillis(change.to) : formatMemoryBytes(change.to);
       ops.push({ op: 'add', path: jsonPointer([...resourcesPath, change.field, change.resource]), value });
+    } else if (change.kind === 'avoid-node') {
+      const loc = locations.get(change.role);
+      if (!loc) throw new ValidationError(`/spec`, `job has no ${change.role} role`);
+      ops.push(...avoidNodeOps(obj, loc.podSpecPath, change.node, ensureObject));
     }
   }
   if (Object.keys(annotations).length > 0) {
@@ -352,6 +356,59 @@ export function buildJobPatch(
     }
   }
   return ops;
+}
+
+/** At most this many nodes are avoided by trainscaler's terms; a new one replaces the oldest. */
+const MAX_AVOIDED_NODES = 3;
+const AVOID_WEIGHT = 100;
+
+/**
+ * A preferred (soft) node anti-affinity term `metadata.name NotIn [node]`, appended to the pod template's
+ * preferred node affinity: the scheduler picks another node when one fits, the same node otherwise. Nothing
+ * when the template already avoids that node; the oldest of trainscaler's terms is replaced beyond
+ * MAX_AVOIDED_NODES, so the list stays bounded. The user's own terms are never touched.
+ */
+function avoidNodeOps(
+  obj: KubeObject,
+  podSpecPath: Path,
+  node: string,
+  ensureObject: (path: Path) => void,
+): JsonPatchOp[] {
+  const listPath = [
+    ...podSpecPath,
+    'affinity',
+    'nodeAffinity',
+    'preferredDuringSchedulingIgnoredDuringExecution',
+  ];
+  const term = {
+    weight: AVOID_WEIGHT,
+    preference: { matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: [node] }] },
+  };
+  const existing = getArray(obj, listPath);
+  if (existing === undefined) {
+    ensureObject([...podSpecPath, 'affinity']);
+    ensureObject([...podSpecPath, 'affinity', 'nodeAffinity']);
+    return [{ op: 'add', path: jsonPointer(listPath), value: [term] }];
+  }
+  const ours = existing
+    .map((t, index) => ({ index, avoided: avoidedNode(t) }))
+    .filter((t): t is { index: number; avoided: string } => t.avoided !== undefined);
+  if (ours.some((t) => t.avoided === node)) return [];
+  const oldest = ours[0];
+  if (ours.length >= MAX_AVOIDED_NODES && oldest !== undefined)
+    return [{ op: 'replace', path: jsonPointer([...listPath, oldest.index]), value: term }];
+  return [{ op: 'add', path: jsonPointer([...listPath, '-']), value: term }];
+}
+
+/** The node a term written by avoidNodeOps avoids; undefined for any other term. */
+function avoidedNode(term: unknown): string | undefined {
+  const fields = getArray(term, ['preference', 'matchFields']);
+  if (getNumber(term, ['weight']) !== AVOID_WEIGHT || fields?.length !== 1) return undefined;
+  const [field] = fields;
+  const values = getArray(field, ['values']);
+  if (getString(field, ['key']) !== 'metadata.name' || getString(field, ['operator']) !== 'NotIn')
+    return undefined;
+  return values?.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
 }
 
 export function refOf(obj: KubeObject): JobRef {

@@ -170,7 +170,9 @@ export class PrometheusMetricsSource implements MetricsSource {
     // replaced pod keeps its name, so its series on the old and new node are joined back into one worker.
     const expr = `max by (pod, worker, node) (${SIDECAR_SERIES.stepTime}{${selector(ref)},role="worker"})`;
     const step = Math.min(this.stepSeconds, STRAGGLER_QUERY_STEP_SECONDS);
-    const series = await this.range(expr, windowSeconds, 'per-worker step time query', this.clock(), step);
+    // The straggler policy needs the resolution more than the length: at most maxPoints points at its step.
+    const window = Math.min(windowSeconds, step * this.maxPoints);
+    const series = await this.range(expr, window, 'per-worker step time query', this.clock(), step);
     const byWorker = new Map<string, WorkerStepTimes>();
     for (const s of series) {
       const worker = Number(s.metric.worker ?? 0);

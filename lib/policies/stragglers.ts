@@ -243,19 +243,28 @@ export function decideOnStragglers(input: StragglerInput): Plan {
     .filter((w) => w.status === 'straggler')
     .sort((a, b) => excess(b) - excess(a) || a.worker - b.worker);
 
-  let change: Change | undefined;
+  let changes: Change[] | undefined;
   for (const straggler of stragglers) {
     const pod = podOf(straggler, pods);
     const what = describeStraggler(straggler, pod, config);
-    if (change !== undefined) {
+    if (changes !== undefined) {
       notes.push(`${what}; left for a later decision (one eviction at a time)`);
     } else if (pod === undefined) {
       notes.push(`${what}; no pod found for it, not evicting`);
     } else if (pod.phase !== 'Running') {
       notes.push(`${what}; its pod is ${pod.phase}, not evicting`);
     } else {
-      change = { kind: 'evict-pod', pod: pod.name };
-      notes.push(`${what}; evicting ${pod.name} so the controller replaces it`);
+      changes = [{ kind: 'evict-pod', pod: pod.name }];
+      let steer = '';
+      if (pod.nodeName !== undefined && job.ref.kind !== 'StatefulSet') {
+        // Written before the eviction, so the pod the operator recreates already prefers other nodes.
+        changes.unshift({ kind: 'avoid-node', role: pod.role, node: pod.nodeName });
+        steer = `, preferring nodes other than ${pod.nodeName} for it`;
+      } else if (pod.nodeName !== undefined) {
+        // A StatefulSet rolls every pod when its template changes: the replacement may land on the same node.
+        steer = ` (a StatefulSet: its template is left alone, so the replacement may land on ${pod.nodeName} again)`;
+      }
+      notes.push(`${what}; evicting ${pod.name} so the controller replaces it${steer}`);
     }
   }
 
@@ -273,7 +282,7 @@ export function decideOnStragglers(input: StragglerInput): Plan {
   const repeat = repeatNodes(report, pods);
   if (repeat.length > 0) notes.push(repeat.join('; '));
   if (stragglers.length === 0) notes.unshift('no straggler');
-  return plan(change ? [change] : [], notes.join('; '));
+  return plan(changes ?? [], notes.join('; '));
 }
 
 /**
@@ -312,7 +321,7 @@ function describeStraggler(w: WorkerStragglerStatus, pod: PodView | undefined, c
   const who = pod ? `${pod.name} (worker ${w.worker})` : `worker ${w.worker}`;
   const node = pod?.nodeName ?? w.node;
   const where = node !== undefined ? ` on node ${node}` : '';
-  return `${who}${where} straggling since t=${w.since}: pace ${formatRatio(w.recentRatio ?? 0)} the job's fast pace vs its usual ${formatRatio(w.baselineRatio ?? 0)} (threshold ${formatRatio(config.stragglerFactor)} its usual for ${config.stragglerMinSamples} samples)`;
+  return `${who} straggling${where} since t=${w.since}: pace ${formatRatio(w.recentRatio ?? 0)} the job's fast pace vs its usual ${formatRatio(w.baselineRatio ?? 0)} (threshold ${formatRatio(config.stragglerFactor)} its usual for ${config.stragglerMinSamples} samples)`;
 }
 
 // --- Statistics and alignment ----------------------------------------------------------------------------

@@ -101,7 +101,9 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
       cluster,
       metrics: new PrometheusMetricsSource(prometheusUrl, clock, { stepSeconds: 1, timeoutMs: 5000 }),
       clock,
-      config: { ...DEFAULT_POLICY_CONFIG },
+      // The straggler policy holds for a number of query points (5 x 15 s = the alert's `for: 1m` in
+      // production); at this 1 s step and 30x faster rules that is 2 points (1 min -> 2 s).
+      config: { ...DEFAULT_POLICY_CONFIG, stragglerMinSamples: 2 },
       dryRun: false,
       logger: silentLogger,
       profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
@@ -281,7 +283,11 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
     const [outcome] = eviction.result.outcomes;
     assert.ok(outcome);
     assert.equal(outcome.plan.policy, 'straggler');
-    assert.deepEqual(outcome.plan.changes, [{ kind: 'evict-pod', pod: straggler }]);
+    // Its replacement prefers nodes other than the one it straggled on (the Worker template's affinity).
+    const [avoid, evict] = outcome.plan.changes;
+    assert.deepEqual(evict, { kind: 'evict-pod', pod: straggler });
+    assert.ok(avoid?.kind === 'avoid-node' && avoid.role === 'Worker', JSON.stringify(avoid));
+    assert.match(outcome.plan.reason, new RegExp(`straggling on node ${avoid.node} `));
     assert.match(outcome.plan.reason, new RegExp(`${straggler} \\(worker ${STRAGGLER}\\) straggling`));
     assert.equal(outcome.applied, true);
     assert.ok(

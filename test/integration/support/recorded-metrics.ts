@@ -6,7 +6,11 @@ import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
 import type { ContainerUsage, JobRef, StepSample, WorkerStepTimes } from '../../../lib/types.js';
 
 export class RecordedMetricsSource implements MetricsSource {
-  constructor(private readonly samples: Map<string, StepSample[]>) {}
+  constructor(
+    private readonly samples: Map<string, StepSample[]>,
+    /** Per-worker step times by job key, for the straggler policy; none by default. */
+    private readonly workers: Map<string, WorkerStepTimes[]> = new Map(),
+  ) {}
 
   static key(ref: Pick<JobRef, 'namespace' | 'name'>): string {
     return `${ref.namespace}/${ref.name}`;
@@ -24,7 +28,10 @@ export class RecordedMetricsSource implements MetricsSource {
   }
 
   async workerStepTimes(ref: JobRef): Promise<WorkerStepTimes[]> {
-    throw new MissingMetricsError(`no recorded per-worker times for ${ref.name}`);
+    const series = this.workers.get(RecordedMetricsSource.key(ref));
+    if (!series || series.length === 0)
+      throw new MissingMetricsError(`no recorded per-worker times for ${ref.name}`);
+    return series;
   }
 
   async samplesProcessed(): Promise<number | undefined> {

@@ -178,4 +178,64 @@ describe('buildJobPatch', () => {
     const withMap = buildJobPatch(tfJob(), [], { 'trainscaler.io/state': '{}' });
     assert.equal(withMap.at(-1)?.path, '/metadata/annotations/trainscaler.io~1state');
   });
+
+  it('avoid-node: adds a preferred node anti-affinity to the role template, once, bounded, keeping the user’s terms', () => {
+    type Terms = { weight: number; preference: { matchFields?: { values: string[] }[] } }[];
+    const termsOf = (obj: KubeObject) =>
+      (
+        obj as unknown as {
+          spec: {
+            pytorchReplicaSpecs: {
+              Worker: {
+                template: {
+                  spec: {
+                    affinity?: { nodeAffinity?: { preferredDuringSchedulingIgnoredDuringExecution?: Terms } };
+                  };
+                };
+              };
+            };
+          };
+        }
+      ).spec.pytorchReplicaSpecs.Worker.template.spec.affinity?.nodeAffinity
+        ?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+    const avoid = (obj: KubeObject, node: string) =>
+      apply(obj, buildJobPatch(obj, [{ kind: 'avoid-node', role: 'Worker', node }], {}));
+
+    const once = avoid(pytorchJob(), 'node-a');
+    assert.deepEqual(termsOf(once), [
+      {
+        weight: 100,
+        preference: { matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['node-a'] }] },
+      },
+    ]);
+    const master = (
+      once as unknown as { spec: { pytorchReplicaSpecs: { Master?: { template: { spec: object } } } } }
+    ).spec.pytorchReplicaSpecs.Master?.template.spec;
+    assert.ok(!master || !('affinity' in master), 'other roles untouched');
+    // Idempotent: the same node again writes nothing but the resourceVersion pin.
+    assert.deepEqual(
+      buildJobPatch(once, [{ kind: 'avoid-node', role: 'Worker', node: 'node-a' }], {}).map((o) => o.path),
+      ['/metadata/resourceVersion'],
+    );
+    // A user's own preferred term is kept; trainscaler's terms stay at 3, the oldest replaced.
+    const user = {
+      weight: 5,
+      preference: { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] },
+    };
+    const withUser = apply(once, [
+      {
+        op: 'add',
+        path: '/spec/pytorchReplicaSpecs/Worker/template/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution/0',
+        value: user,
+      },
+    ]);
+    const four = ['node-b', 'node-c', 'node-d'].reduce(avoid, withUser);
+    assert.deepEqual(termsOf(four)[0], user);
+    assert.deepEqual(
+      termsOf(four)
+        .slice(1)
+        .map((t) => t.preference.matchFields?.[0]?.values[0]),
+      ['node-d', 'node-b', 'node-c'],
+    );
+  });
 });

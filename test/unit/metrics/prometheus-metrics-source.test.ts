@@ -217,16 +217,23 @@ describe('PrometheusMetricsSource failures', () => {
 
   it('asks for no more points than Prometheus allows over a long window', async () => {
     const steps: number[] = [];
+    const spans: number[] = [];
     const { server, url } = await serve((req, res) => {
-      steps.push(Number(new URL(req.url ?? '/', 'http://x').searchParams.get('step')));
+      const params = new URL(req.url ?? '/', 'http://x').searchParams;
+      steps.push(Number(params.get('step')));
+      spans.push(Number(params.get('end')) - Number(params.get('start')));
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [] } }));
     });
     try {
       const source = new PrometheusMetricsSource(url, () => RECORDED_END, { stepSeconds: 1 });
+      await source.stepSamples(JOB, 7 * 24 * 3600).catch(() => undefined);
+      assert.deepEqual(steps, [605, 605, 605]);
+      // Per-worker step times keep their resolution (the straggler policy counts points) and shorten the window.
       await source.workerStepTimes(JOB, 7 * 24 * 3600).catch(() => undefined);
       await source.workerStepTimes(JOB, 300).catch(() => undefined);
-      assert.deepEqual(steps, [605, 1]);
+      assert.deepEqual(steps.slice(3), [1, 1]);
+      assert.deepEqual(spans.slice(3), [1000, 300]);
     } finally {
       await close(server);
     }

@@ -293,13 +293,20 @@ function decide(s: WorkerStepTimes[], j = job(), p = pods(), now = NOW) {
 }
 
 describe('decideOnStragglers', () => {
-  it('evicts the straggler’s pod and says on which node it ran, with numbers', () => {
+  it('evicts the straggler’s pod, names its node, and has its replacement prefer other nodes', () => {
     const plan = decide(oneSlow());
     assert.equal(plan.policy, 'straggler');
-    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
+    assert.deepEqual(plan.changes, [
+      { kind: 'avoid-node', role: 'Worker', node: 'node-2' },
+      { kind: 'evict-pod', pod: 'worker-2' },
+    ]);
     assert.match(
       plan.reason,
-      /worker-2 \(worker 2\) on node node-2 straggling since t=510: pace x1\.50 .* usual x1\.00/,
+      /evicting worker-2 so the controller replaces it, preferring nodes other than node-2/,
+    );
+    assert.match(
+      plan.reason,
+      /worker-2 \(worker 2\) straggling on node node-2 since t=510: pace x1\.50 .* usual x1\.00/,
     );
   });
 
@@ -308,13 +315,26 @@ describe('decideOnStragglers', () => {
       i >= N - 6 && w === 1 ? 1.4 : i >= N - 6 && w === 4 ? 2 : 1,
     );
     const plan = decide(two);
-    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-4' }]);
+    assert.deepEqual(plan.changes.at(-1), { kind: 'evict-pod', pod: 'worker-4' });
+    assert.equal(plan.changes.length, 2);
     assert.match(plan.reason, /worker-1 .* left for a later decision/);
   });
 
   it('finds the pod by Worker replica index when the series does not name it', () => {
     const unnamed = oneSlow().map(({ pod: _pod, ...rest }) => rest);
-    assert.deepEqual(decide(unnamed).changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
+    assert.deepEqual(decide(unnamed).changes.at(-1), { kind: 'evict-pod', pod: 'worker-2' });
+  });
+
+  it('only evicts when the node is unknown, or for a StatefulSet (a template change would roll every pod)', () => {
+    const noNode = decide(oneSlow(), job(), pods({ index: 2, nodeName: undefined }));
+    assert.deepEqual(noNode.changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
+    const sts = { ...job(), ref: { kind: 'StatefulSet' as const, namespace: 'ml', name: 'resnet' } };
+    const plan = decide(oneSlow(), sts);
+    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
+    assert.match(
+      plan.reason,
+      /a StatefulSet: its template is left alone, so the replacement may land on node-2 again/,
+    );
   });
 
   it('does not evict a straggler whose pod is not running', () => {
@@ -338,7 +358,7 @@ describe('decideOnStragglers', () => {
       (x) => ({ ...x, samples: x.samples.map((p) => (x.worker === 2 ? { ...p, node: 'node-9' } : p)) }),
     );
     const plan = decide(s, job(), pods({ index: 2, nodeName: 'node-9' }));
-    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
+    assert.deepEqual(plan.changes.at(-1), { kind: 'evict-pod', pod: 'worker-2' });
     assert.match(plan.reason, /node node-9: this job's pods straggled on it 2 times in the last 2 h/);
     const once = decide(oneSlow());
     assert.doesNotMatch(once.reason, /straggled on it/);
@@ -355,6 +375,6 @@ describe('decideOnStragglers', () => {
     assert.deepEqual(inCooldown.changes, []);
     assert.match(inCooldown.reason, /cooldown for 1 s more/);
     const after = decide(oneSlow(), job({ lastActionAt: NOW - config.cooldownSeconds }));
-    assert.equal(after.changes.length, 1);
+    assert.equal(after.changes.length, 2);
   });
 });
