@@ -114,9 +114,13 @@ export function replayStragglers(trace: WorkerStepTimes[], options: ReplayOption
   const every = options.reviewSeconds ?? 60;
   const scraped = scrapeSidecars(trace, window, scrape, options.scrapeOffsetSeconds ?? 7);
 
-  const times = trace.flatMap((s) => s.samples.map((x) => x.at));
-  const start = Math.min(...times);
-  const end = Math.max(...times);
+  let start = Number.POSITIVE_INFINITY;
+  let end = Number.NEGATIVE_INFINITY;
+  for (const s of trace)
+    for (const x of s.samples) {
+      start = Math.min(start, x.at);
+      end = Math.max(end, x.at);
+    }
   const pods = trace.map((s): PodView => podFor(s.worker));
   const open = new Map<number, VerdictEpisode>();
   const episodes = new Map<number, VerdictEpisode[]>(trace.map((s) => [s.worker, []]));

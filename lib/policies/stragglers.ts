@@ -84,6 +84,8 @@ interface WorkerTrack {
   node?: string;
   samples: { at: number; stepTime: number; node?: string }[];
   history: number[];
+  /** Median of `history`, cached until the next push: read twice per worker per point. */
+  usual?: number;
   comparable: number;
   straggling: boolean;
   run: number;
@@ -137,7 +139,7 @@ export function detectStragglers(
       track.firstComparable ??= at;
       track.recent = pace;
       if (track.history.length < MIN_BASELINE_SAMPLES) {
-        track.history.push(pace);
+        remember(track, pace);
         continue;
       }
       const usual = usualOf(track);
@@ -146,10 +148,7 @@ export function detectStragglers(
       const slow = slowerThanUsual && pace > 1;
       if (slow) track.lastSlowAt = at;
       stepEpisode(track, slow, at, minRun);
-      if (!track.straggling && track.run === 0 && !slowerThanUsual) {
-        track.history.push(pace);
-        if (track.history.length > BASELINE_SAMPLES) track.history.shift();
-      }
+      if (!track.straggling && track.run === 0 && !slowerThanUsual) remember(track, pace);
     }
   }
 
@@ -174,7 +173,14 @@ export function detectStragglers(
 }
 
 function usualOf(track: WorkerTrack): number {
-  return median(track.history.slice(-BASELINE_SAMPLES));
+  track.usual ??= median(track.history);
+  return track.usual;
+}
+
+function remember(track: WorkerTrack, pace: number): void {
+  track.history.push(pace);
+  if (track.history.length > BASELINE_SAMPLES) track.history.shift();
+  track.usual = undefined;
 }
 
 /**
