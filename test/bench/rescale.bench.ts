@@ -36,7 +36,7 @@ interface Pauses {
 
 function agent(name: string, port: number, dir: string, settings: string[]): Started {
   const args = [
-    '--nnodes=1:2',
+    '--nnodes=1:4', // an elasticPolicy whose max is not reached: the rendezvous waits last_call_timeout
     '--nproc_per_node=1',
     '--rdzv_backend=c10d',
     `--rdzv_endpoint=127.0.0.1:${port}`,
