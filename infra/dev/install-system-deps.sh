@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System packages the test suites use, from Debian: Prometheus and Alertmanager (the metrics pipeline test)
-# and pytest (the Python hook). Go builds the control plane on first use (infra/cluster/build.sh) and must be
+# and pytest (the Python hook); torch for the elastic trainer. Go builds the control plane on first use (infra/cluster/build.sh) and must be
 # on PATH. Installs only what is missing; needs root (or sudo) when something is.
 set -euo pipefail
 missing=()
@@ -8,6 +8,9 @@ command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(
 { command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null; } && command -v amtool >/dev/null || missing+=(prometheus-alertmanager)
 python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
 command -v openssl >/dev/null || missing+=(openssl)
+# The real elastic trainer (infra/examples/elastic-trainer, npm run bench:rescale): Debian's CPU build of torch
+# under /usr/bin/python3, since PyPI's torch wheels pull CUDA packages.
+[[ -x /usr/bin/torchrun ]] && /usr/bin/python3 -c 'import torch' 2>/dev/null || missing+=(python3-torch)
 command -v go >/dev/null || echo "warning: no Go on PATH: the integration tests' control plane cannot be built (needs Go >= 1.24)" >&2
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "system dependencies present"

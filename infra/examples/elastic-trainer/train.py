@@ -1,0 +1,152 @@
+"""A small elastic DDP trainer (synthetic data, CPU, gloo) that survives trainscaler's rescales.
+
+Run under torchrun with elastic settings, e.g.
+
+    torchrun --nnodes=1:4 --nproc_per_node=1 --rdzv_backend=c10d --rdzv_endpoint=HOST:29400 \
+        --rdzv_id=JOB --max_restarts=20 --monitor_interval=1 --rdzv_conf=last_call_timeout=2 \
+        --redirects=2 --tee=1 train.py
+
+(torch 1.13 takes underscored flags only; on Python 3.11 it needs --redirects/--tee.) What makes it elastic:
+- the data order comes from ``trainscaler_hook.elastic.ElasticSampler``: every sample of an epoch is processed
+  exactly once across worlds of any size, resumed from the committed count kept in the checkpoint;
+- a stop (its own SIGTERM: the agent re-forms the world or the pod is deleted; or the sidecar's drain) is agreed
+  by all ranks at a step boundary through one tiny all-reduce, then rank 0 saves, so no committed step is lost;
+  a peer that vanished without that agreement (a killed pod) costs at most the steps since the last periodic
+  checkpoint;
+- progress goes to the sidecar through ``trainscaler_hook.report``.
+
+Each rank appends one JSON line per committed step to ``$TRAIN_LOG_DIR/rank-<node>.jsonl`` (time, epoch, step,
+world size, the sample ids it processed): the tests and ``npm run bench:rescale`` read them.
+"""
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from trainscaler_hook import checkpoint_done, report, should_checkpoint
+from trainscaler_hook.elastic import ElasticSampler
+
+DATASET_SIZE = int(os.environ.get("TRAIN_DATASET_SIZE", "4096"))
+LOCAL_BATCH = int(os.environ.get("TRAIN_LOCAL_BATCH", "16"))
+EPOCHS = int(os.environ.get("TRAIN_EPOCHS", "1"))
+CHECKPOINT_EVERY = int(os.environ.get("TRAIN_CHECKPOINT_EVERY", "20"))
+FEATURES, CLASSES = 64, 10
+HIDDEN = int(os.environ.get("TRAIN_HIDDEN", "1024"))
+# Seconds a worker whose peer asked to stop waits for its own agent's SIGTERM before exiting as failed:
+# exiting 0 would tell torchelastic the job is done; exiting non-zero at once would spend one max_restarts on
+# what is only the agent re-forming the world.
+PEER_STOP_WAIT = float(os.environ.get("TRAIN_PEER_STOP_WAIT", "3"))
+
+stop_requested = False
+
+
+def on_sigterm(_signum, _frame):
+    # A flag, not an exception: raising here would abandon the step in the middle of its all-reduce.
+    global stop_requested
+    stop_requested = True
+
+
+def synthetic_sample(index):
+    """Sample ``index`` of a fixed synthetic classification set (the same in every process)."""
+    gen = torch.Generator().manual_seed(index)
+    x = torch.randn(FEATURES, generator=gen)
+    return x, int(x[:CLASSES].argmax())
+
+
+def batch_tensors(ids):
+    if not ids:
+        return torch.zeros(0, FEATURES), torch.zeros(0, dtype=torch.long)
+    xs, ys = zip(*(synthetic_sample(i) for i in ids))
+    return torch.stack(xs), torch.tensor(ys)
+
+
+def load_checkpoint(path, model, optimizer):
+    if not path.exists():
+        return {"epoch": 0, "consumed": 0, "step": 0}
+    state = torch.load(path)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return state["progress"]
+
+
+def save_checkpoint(path, model, optimizer, progress):
+    tmp = path.with_suffix(".tmp")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "progress": progress}, tmp)
+    os.replace(tmp, path)  # atomic: a reader never sees half a checkpoint
+
+
+def agreed_stop(local_stop):
+    flag = torch.tensor([1.0 if local_stop else 0.0])
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return flag.item() > 0
+
+
+def main():
+    signal.signal(signal.SIGTERM, on_sigterm)
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    # One id per world formation, the same on every rank: a step re-done after a restart is told apart by it.
+    world_id = torch.tensor([time.time()], dtype=torch.float64)
+    dist.broadcast(world_id, src=0)
+    ckpt_dir = Path(os.environ.get("TRAIN_CHECKPOINT_DIR", "checkpoints"))
+    log_dir = Path(os.environ.get("TRAIN_LOG_DIR", "train-logs"))
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    ckpt = ckpt_dir / "latest.pt"
+    node = os.environ.get("TRAIN_NODE_NAME") or socket.gethostname()
+    log = open(log_dir / f"rank-{node}.jsonl", "a", buffering=1)
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, CLASSES))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    progress = load_checkpoint(ckpt, model, optimizer)
+    ddp = DistributedDataParallel(model)
+    sampler = ElasticSampler(DATASET_SIZE, world, rank, LOCAL_BATCH, epoch=progress["epoch"], consumed=progress["consumed"])
+    step = progress["step"]
+    print(f"rank {rank}/{world} on {node} resumes at epoch {sampler.epoch} sample {sampler.consumed} step {step}", flush=True)
+
+    def snapshot():
+        return {"epoch": sampler.epoch, "consumed": sampler.consumed, "step": step}
+
+    while sampler.epoch < EPOCHS:
+        for ids in sampler:
+            x, y = batch_tensors(ids)
+            loss = torch.nn.functional.cross_entropy(ddp(x), y, reduction="sum") / max(1, sampler.global_batch_size)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            sampler.advance()
+            step += 1
+            log.write(json.dumps({"t": time.time(), "epoch": sampler.epoch, "step": step, "world": world, "world_id": world_id.item(), "rank": rank, "ids": ids}) + "\n")
+            report(step, samples=step * sampler.global_batch_size)
+            own_stop = stop_requested or should_checkpoint()
+            if agreed_stop(own_stop):
+                if rank == 0:
+                    save_checkpoint(ckpt, model, optimizer, snapshot())
+                    checkpoint_done()
+                dist.barrier()
+                if not own_stop:
+                    deadline = time.time() + PEER_STOP_WAIT
+                    while not stop_requested and time.time() < deadline:
+                        time.sleep(0.05)
+                sys.exit(0 if stop_requested else 1)
+            if rank == 0 and step % CHECKPOINT_EVERY == 0:
+                save_checkpoint(ckpt, model, optimizer, snapshot())
+        sampler.next_epoch()
+    if rank == 0:
+        save_checkpoint(ckpt, model, optimizer, snapshot())
+        (ckpt_dir / "DONE").write_text(str(step))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+// Reads the step logs of infra/examples/elastic-trainer/train.py (one JSON line per committed step per rank)
+// and derives what the rescale benchmark and tests assert: pauses between world sizes and exactly-once data.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface StepRecord {
+  t: number;
+  epoch: number;
+  step: number;
+  world: number;
+  worldId: number;
+  rank: number;
+  ids: number[];
+}
+
+export function readStepLogs(dir: string): StepRecord[] {
+  let files: string[];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.jsonl'));
+  } catch {
+    return [];
+  }
+  const records: StepRecord[] = [];
+  for (const file of files) {
+    for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
+      if (!line.trim()) continue;
+      let raw: Record<string, unknown>;
+      try {
+        raw = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        continue; // a line cut short by a kill mid-write
+      }
+      records.push({
+        t: Number(raw.t),
+        epoch: Number(raw.epoch),
+        step: Number(raw.step),
+        world: Number(raw.world),
+        worldId: Number(raw.world_id),
+        rank: Number(raw.rank),
+        ids: Array.isArray(raw.ids) ? raw.ids.map(Number) : [],
+      });
+    }
+  }
+  return records.sort((a, b) => a.t - b.t);
+}
+
+/**
+ * The pause of a rescale: from the last step logged at the old world size to the first step logged at the
+ * new one, both after `after` (epoch seconds). Undefined while the new size has not stepped yet.
+ */
+export function rescalePause(
+  records: StepRecord[],
+  from: number,
+  to: number,
+  after: number,
+): number | undefined {
+  const later = records.filter((r) => r.t >= after);
+  const first = later.find((r) => r.world === to);
+  if (!first) return undefined;
+  const before = records.filter((r) => r.world === from && r.t <= first.t);
+  const last = before[before.length - 1];
+  return last ? first.t - last.t : undefined;
+}
+
+/**
+ * The steps that count: for each (epoch, step) the records of the world that logged it last (a step re-done
+ * after a restart from an older checkpoint replaces the lost one). Returns the sample ids of each epoch in step
+ * order and the duplicates among them.
+ */
+export function committedSamples(
+  records: StepRecord[],
+): Map<number, { ids: number[]; duplicates: number[] }> {
+  const latest = new Map<string, StepRecord[]>();
+  for (const r of records) {
+    const key = `${r.epoch}:${r.step}`;
+    const kept = latest.get(key);
+    if (!kept || kept[0]?.worldId !== r.worldId) {
+      if (!kept || (kept[0]?.t ?? 0) <= r.t) latest.set(key, [r]);
+    } else kept.push(r);
+  }
+  const byEpoch = new Map<number, { ids: number[]; duplicates: number[] }>();
+  const steps = [...latest.values()].sort((a, b) => (a[0]?.step ?? 0) - (b[0]?.step ?? 0));
+  for (const group of steps) {
+    const epoch = group[0]?.epoch ?? 0;
+    const entry = byEpoch.get(epoch) ?? { ids: [], duplicates: [] };
+    for (const r of group.sort((a, b) => a.rank - b.rank)) entry.ids.push(...r.ids);
+    byEpoch.set(epoch, entry);
+  }
+  for (const entry of byEpoch.values()) {
+    const seen = new Set<number>();
+    for (const id of entry.ids) {
+      if (seen.has(id)) entry.duplicates.push(id);
+      seen.add(id);
+    }
+  }
+  return byEpoch;
+}
