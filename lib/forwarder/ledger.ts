@@ -85,7 +85,7 @@ function isNotFound(error: unknown): boolean {
   return typeof error === 'object' && error !== null && 'code' in error && error.code === 404;
 }
 
-/** The ledger in ConfigMap `namespace/name` (key ledger.json), replaced whole by its only writer. */
+/** The ledger in ConfigMap `namespace/name` (key ledger.json), written whole by its only writer. */
 export class ConfigMapLedgerStore implements LedgerStore {
   private readonly core: CoreV1Api;
 
@@ -115,21 +115,28 @@ export class ConfigMapLedgerStore implements LedgerStore {
   }
 
   async save(entries: Record<string, string>): Promise<void> {
-    const body: V1ConfigMap = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: {
-        name: this.name,
-        namespace: this.namespace,
-        labels: { 'app.kubernetes.io/name': 'trainscaler-forwarder' },
-      },
-      data: { [LEDGER_KEY]: JSON.stringify(entries) },
-    };
+    const data = { [LEDGER_KEY]: JSON.stringify(entries) };
     try {
-      // No resourceVersion: one forwarder replica is the only writer, and its state is the newest.
-      await this.core.replaceNamespacedConfigMap({ namespace: this.namespace, name: this.name, body });
+      // Only `data` is replaced (labels and kubectl's annotations stay); no resourceVersion pin: the one
+      // forwarder replica is the only writer and its state is the newest.
+      await this.core.patchNamespacedConfigMap({
+        namespace: this.namespace,
+        name: this.name,
+        body: [{ op: 'add', path: '/data', value: data }],
+      });
     } catch (error) {
       if (!isNotFound(error)) throw error;
+      // infra/k8s/forwarder ships the ConfigMap; creating it needs a permission the Role does not grant.
+      const body: V1ConfigMap = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: this.name,
+          namespace: this.namespace,
+          labels: { 'app.kubernetes.io/name': 'trainscaler-forwarder' },
+        },
+        data,
+      };
       await this.core.createNamespacedConfigMap({ namespace: this.namespace, body });
     }
   }
