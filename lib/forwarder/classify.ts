@@ -50,6 +50,8 @@ export interface ClassifyContext {
    * than this long ago and was not forwarded before: a fresh install or a lost ledger re-sends no history.
    */
   graceMs: number;
+  /** Whether pods of this job concern trainscaler (e.g. only StatefulSets the informer selects); all when unset. */
+  ownerWatched?: (kind: string, namespace: string, name: string) => boolean;
 }
 
 export const DEFAULT_GRACE_MS = 5 * 60_000;
@@ -168,6 +170,7 @@ export function classify(event: InformerEvent, context: ClassifyContext): Forwar
   if (object.kind === 'Pod') {
     const owner = jobOfPod(object as V1Pod);
     if (!owner || !isSupportedKind(owner.kind)) return undefined;
+    if (context.ownerWatched && !context.ownerWatched(owner.kind, namespace, owner.name)) return undefined;
     fact = podFault(object);
   } else if (isSupportedKind(object.kind)) {
     fact = jobFact(object, event.type);

@@ -80,6 +80,12 @@ export async function startForwarder(options: ForwarderOptions): Promise<Forward
   });
 
   const live = new Set<string>();
+  // With a StatefulSet selector, pods of the other StatefulSets (databases, ...) are not trainscaler's.
+  let informers: InformerSet | undefined;
+  const ownerWatched = options.statefulSetSelector
+    ? (kind: string, namespace: string, name: string) =>
+        kind !== 'StatefulSet' || (informers?.has(kind, namespace, name) ?? false)
+    : undefined;
   const onEvent = (event: InformerEvent) => {
     const uid = event.object.metadata.uid;
     if (uid) {
@@ -92,6 +98,7 @@ export async function startForwarder(options: ForwarderOptions): Promise<Forward
       lastForwarded: uid ? ledger.lastForwarded(uid) : undefined,
       now: now(),
       graceMs,
+      ...(ownerWatched ? { ownerWatched } : {}),
     });
     if (!forward) return;
     ledger.queued(forward.uid, forward.fingerprint);
@@ -99,7 +106,7 @@ export async function startForwarder(options: ForwarderOptions): Promise<Forward
     metrics.queued.set(publisher.queued);
   };
 
-  const informers: InformerSet = startInformers(options.kubeConfig, {
+  informers = startInformers(options.kubeConfig, {
     onEvent,
     logger,
     ...(options.statefulSetSelector ? { statefulSetSelector: options.statefulSetSelector } : {}),
@@ -121,7 +128,8 @@ export async function startForwarder(options: ForwarderOptions): Promise<Forward
     return saving;
   };
 
-  const synced = informers.synced.then(() => {
+  const started = informers;
+  const synced = started.synced.then(() => {
     ledger.retainOnly(live);
     return flushLedger();
   });
@@ -146,7 +154,7 @@ export async function startForwarder(options: ForwarderOptions): Promise<Forward
     async stop() {
       clearInterval(flushTimer);
       clearInterval(summaryTimer);
-      await informers.stop();
+      await started.stop();
       await publisher.stop();
       await flushLedger();
       logger.info({ ledgerEntries: ledger.size }, tally.summary(Math.round(summaryMs / 1000)));

@@ -176,6 +176,16 @@ describe('forwarder classifier: pods', () => {
     assert.equal(classify(ev('MODIFIED', pod(oomNever, { uid: undefined })), ctx()), undefined);
   });
 
+  it('ignores pods of jobs the informers do not select (a StatefulSet selector)', () => {
+    const sts = pod(oomNever, {
+      labels: {},
+      ownerReferences: [{ kind: 'StatefulSet', name: 'db', controller: true }],
+    });
+    const watched = (selected: boolean) => ({ ...ctx(), ownerWatched: () => selected });
+    assert.equal(classify(ev('MODIFIED', sts), watched(false)), undefined);
+    assert.equal(classify(ev('MODIFIED', sts), watched(true))?.reason, 'OOMKilled');
+  });
+
   it('in the first list, forwards only recent faults never forwarded, or newer than the ledger says', () => {
     assert.ok(classify(ev('ADDED', pod(oomRestarted(1, RECENT)), true), ctx()));
     assert.equal(classify(ev('ADDED', pod(oomRestarted(1, OLD)), true), ctx()), undefined);
