@@ -32,7 +32,7 @@ export interface Forward {
   detailType: DetailType;
   reason: ForwardReason;
   uid: string;
-  /** What was forwarded about this object: the same fingerprint is never forwarded twice for one uid. */
+  /** Every fact the object shows, joined: a fact already in the last forwarded fingerprint is not news. */
   fingerprint: string;
   /** `Kind/namespace/name`, for logs. */
   subject: string;
@@ -55,6 +55,9 @@ export interface ClassifyContext {
 }
 
 export const DEFAULT_GRACE_MS = 5 * 60_000;
+
+/** Joins the fingerprints of the facts an object shows at once (`OOMKilled/pytorch/1+Evicted`). */
+const FACT_SEPARATOR = '+';
 
 /** Reasons the API server and kubelet give a pod disruption (condition DisruptionTarget). */
 const DISRUPTION_REASONS: Record<string, ForwardReason> = {
@@ -104,19 +107,22 @@ function oomKill(pod: unknown): Fact | undefined {
   return undefined;
 }
 
-/** The fault a pod shows, most specific first (an OOM-killed pod with restartPolicy Never is also Failed). */
-export function podFault(pod: unknown): Fact | undefined {
+/**
+ * Every fault a pod shows, most specific first (an OOM-killed pod with restartPolicy Never is also Failed; one
+ * OOM-killed earlier may be evicted later): each is a fact of its own, so a new one is never hidden by an old.
+ */
+export function podFaults(pod: unknown): Fact[] {
+  const facts: Fact[] = [];
   const oom = oomKill(pod);
-  if (oom) return oom;
+  if (oom) facts.push(oom);
   const statusReason = getString(pod, ['status', 'reason']);
+  const disruption = conditionOf(pod, 'DisruptionTarget');
   if (statusReason === 'Evicted' || statusReason === 'Preempted') {
     const at = timeOf(getString(pod, ['metadata', 'deletionTimestamp']));
-    return { reason: statusReason, fingerprint: statusReason, at };
-  }
-  const disruption = conditionOf(pod, 'DisruptionTarget');
-  if (disruption?.status === 'True') {
+    facts.push({ reason: statusReason, fingerprint: statusReason, at });
+  } else if (disruption?.status === 'True') {
     const reason = DISRUPTION_REASONS[String(disruption.reason)] ?? 'Evicted';
-    return { reason, fingerprint: reason, at: timeOf(disruption.lastTransitionTime) };
+    facts.push({ reason, fingerprint: reason, at: timeOf(disruption.lastTransitionTime) });
   }
   if (getString(pod, ['status', 'phase']) === 'Failed') {
     const finished = (getArray(pod, ['status', 'containerStatuses']) ?? [])
@@ -125,17 +131,21 @@ export function podFault(pod: unknown): Fact | undefined {
         isObject(s.state) && isObject(s.state.terminated) ? timeOf(s.state.terminated.finishedAt) : NaN,
       )
       .filter(Number.isFinite);
-    return { reason: 'Failed', fingerprint: 'Failed', at: finished.length > 0 ? Math.max(...finished) : NaN };
+    facts.push({
+      reason: 'Failed',
+      fingerprint: 'Failed',
+      at: finished.length > 0 ? Math.max(...finished) : NaN,
+    });
   }
   const scheduled = conditionOf(pod, 'PodScheduled');
   if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
-    return {
+    facts.push({
       reason: 'Unschedulable',
       fingerprint: 'Unschedulable',
       at: timeOf(scheduled.lastTransitionTime),
-    };
+    });
   }
-  return undefined;
+  return facts;
 }
 
 function jobFact(job: WatchedObject, type: InformerEvent['type']): Fact | undefined {
@@ -166,26 +176,31 @@ export function classify(event: InformerEvent, context: ClassifyContext): Forwar
   const namespace = object.metadata.namespace ?? 'default';
   const uid = object.metadata.uid;
   if (!uid) return undefined;
-  let fact: Fact | undefined;
+  let facts: Fact[] = [];
   if (object.kind === 'Pod') {
     const owner = jobOfPod(object as V1Pod);
     if (!owner || !isSupportedKind(owner.kind)) return undefined;
     if (context.ownerWatched && !context.ownerWatched(owner.kind, namespace, owner.name)) return undefined;
-    fact = podFault(object);
+    facts = podFaults(object);
   } else if (isSupportedKind(object.kind)) {
-    fact = jobFact(object, event.type);
+    const fact = jobFact(object, event.type);
+    if (fact) facts = [fact];
   }
-  if (!fact || fact.fingerprint === context.lastForwarded) return undefined;
+  // Only a fact not in what was last forwarded for this object is news (one that went away is not).
+  const before = new Set(context.lastForwarded?.split(FACT_SEPARATOR) ?? []);
+  const fresh = facts.filter((f) => !before.has(f.fingerprint));
+  const [fact] = fresh;
+  if (!fact) return undefined;
   // Submissions are only ever new; other facts seen live are forwarded whatever their age, but in the first
   // list only if recent, unless the ledger shows this object was forwarded before (a newer fact since then).
   const needsRecency =
     fact.reason === 'JobSubmitted' || (event.initial && context.lastForwarded === undefined);
-  if (needsRecency && !recent(fact.at, context)) return undefined;
+  if (needsRecency && !fresh.some((f) => recent(f.at, context))) return undefined;
   return {
     detailType: fact.reason === 'JobSubmitted' ? DETAIL_TYPE.jobSubmitted : DETAIL_TYPE.watchEvent,
     reason: fact.reason,
     uid,
-    fingerprint: fact.fingerprint,
+    fingerprint: facts.map((f) => f.fingerprint).join(FACT_SEPARATOR),
     subject: `${object.kind}/${namespace}/${object.metadata.name}`,
     detail: { type: event.type, object: withoutManagedFields(object) },
   };

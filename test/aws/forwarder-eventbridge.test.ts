@@ -353,16 +353,29 @@ describe('event forwarder -> EventBridge -> SQS -> bundled Lambda handlers, on e
       result.outcomes[0]?.plan.reason ?? JSON.stringify(result.errors),
     );
     // The handler evicted the pod to recreate it at the new size: deliver what that puts on the bus too.
+    const later: BusEvent[] = [];
     await waitFor('worker-1 recreated at 3Gi', async () => {
-      for (const event of await receive('clusterEvent', () => true, 1_000))
+      for (const event of await receiveFor('clusterEvent', 1_000)) {
+        later.push(event);
         await invoke('clusterEvent', event);
+      }
       const pod = await cluster.admin.core.readNamespacedPod({ namespace: ns, name: 'oom-worker-1' });
       return pod.metadata?.uid !== oom.detail.object.metadata.uid &&
         pod.spec?.containers[0]?.resources?.limits?.memory === '3Gi'
         ? pod
         : undefined;
     });
-    for (const event of await receiveFor('clusterEvent', 3_000)) await invoke('clusterEvent', event);
+    for (const event of await receiveFor('clusterEvent', 3_000)) {
+      later.push(event);
+      await invoke('clusterEvent', event);
+    }
+    // The Eviction API marks the pod (condition DisruptionTarget) before deleting it: forwarded as an eviction.
+    const evicted = later.filter(
+      (e) =>
+        e.detail.object.metadata.uid === oom.detail.object.metadata.uid &&
+        JSON.stringify(e.detail.object).includes('"DisruptionTarget"'),
+    );
+    assert.equal(evicted.length, 1, 'the eviction of the OOM-killed pod was put once');
     const job = await readJob(ns, 'oom');
     assert.equal(
       job.spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]?.resources.limits.memory,

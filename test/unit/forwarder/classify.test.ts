@@ -176,6 +176,30 @@ describe('forwarder classifier: pods', () => {
     assert.equal(classify(ev('MODIFIED', pod(oomNever, { uid: undefined })), ctx()), undefined);
   });
 
+  it('forwards an eviction of a pod OOM-killed earlier: a new fact is not hidden by an old one', () => {
+    const evictedAfterOom = {
+      ...oomRestarted(1),
+      conditions: [
+        {
+          type: 'DisruptionTarget',
+          status: 'True',
+          reason: 'EvictionByEvictionAPI',
+          lastTransitionTime: RECENT,
+        },
+      ],
+    };
+    const forward = classify(ev('MODIFIED', pod(evictedAfterOom)), ctx('OOMKilled/pytorch/1'));
+    assert.equal(forward?.reason, 'Evicted');
+    assert.equal(forward?.fingerprint, 'OOMKilled/pytorch/1+Evicted');
+    assert.equal(
+      classify(ev('MODIFIED', pod(evictedAfterOom)), ctx('OOMKilled/pytorch/1+Evicted')),
+      undefined,
+    );
+    // A fact that went away (the OOM kill's lastState replaced) is no news either.
+    const evictedOnly = { phase: 'Running', conditions: evictedAfterOom.conditions };
+    assert.equal(classify(ev('MODIFIED', pod(evictedOnly)), ctx('OOMKilled/pytorch/1+Evicted')), undefined);
+  });
+
   it('ignores pods of jobs the informers do not select (a StatefulSet selector)', () => {
     const sts = pod(oomNever, {
       labels: {},
