@@ -77,7 +77,11 @@ export async function forwardCommand(
   const settings = resolveForwardSettings(options, env);
   const logger = pino({ level: env.LOG_LEVEL || 'info' });
   const kubeConfig = await loadKubeConfigFor(settings.kube);
-  const eventBridge = new EventBridgeClient({ region: settings.region });
+  // A hung connection must fail (and be retried) instead of stalling every event behind it.
+  const eventBridge = new EventBridgeClient({
+    region: settings.region,
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 15_000, throwOnRequestTimeout: true },
+  });
   const ledgerStore: LedgerStore =
     options.ledgerConfigmap === 'none'
       ? new MemoryLedgerStore()
