@@ -46,8 +46,8 @@ export interface ClassifyContext {
   /** Epoch milliseconds. */
   now: number;
   /**
-   * A fact seen in the first list after a start (or on a job's ADDED) is forwarded only when it happened less
-   * than this long ago and was not forwarded before: a fresh install or a lost ledger re-sends no history.
+   * A fact about an object never forwarded (and any submission) is forwarded only when it happened less than
+   * this long ago: a fresh install or a lost ledger re-sends no history.
    */
   graceMs: number;
   /** Whether pods of this job concern trainscaler (e.g. only StatefulSets the informer selects); all when unset. */
@@ -159,10 +159,12 @@ function jobFact(job: WatchedObject, type: InformerEvent['type']): Fact | undefi
   return { reason: 'JobSubmitted', fingerprint: 'Submitted', at: timeOf(job.metadata.creationTimestamp) };
 }
 
-function recent(at: number, context: ClassifyContext): boolean {
+/** An undated fact is taken as recent when seen live (it just appeared), not in the first list. */
+function recent(at: number, context: ClassifyContext, live: boolean): boolean {
+  if (!Number.isFinite(at)) return live;
   const age = context.now - at;
-  // A clock a little ahead of ours (negative age) is still recent; an undated fact is not.
-  return Number.isFinite(age) && age < context.graceMs && age > -context.graceMs;
+  // A clock a little ahead of ours (negative age) is still recent.
+  return age < context.graceMs && age > -context.graceMs;
 }
 
 /**
@@ -191,11 +193,11 @@ export function classify(event: InformerEvent, context: ClassifyContext): Forwar
   const fresh = facts.filter((f) => !before.has(f.fingerprint));
   const [fact] = fresh;
   if (!fact) return undefined;
-  // Submissions are only ever new; other facts seen live are forwarded whatever their age, but in the first
-  // list only if recent, unless the ledger shows this object was forwarded before (a newer fact since then).
-  const needsRecency =
-    fact.reason === 'JobSubmitted' || (event.initial && context.lastForwarded === undefined);
-  if (needsRecency && !fresh.some((f) => recent(f.at, context))) return undefined;
+  // About an object never forwarded, only recent facts are news: after a fresh install (or a lost ledger)
+  // neither the first list nor the next update of a pod with an old fault replays history. An object the
+  // ledger knows has a new fact whatever its age. Submissions are only ever new.
+  const needsRecency = fact.reason === 'JobSubmitted' || context.lastForwarded === undefined;
+  if (needsRecency && !fresh.some((f) => recent(f.at, context, !event.initial))) return undefined;
   return {
     detailType: fact.reason === 'JobSubmitted' ? DETAIL_TYPE.jobSubmitted : DETAIL_TYPE.watchEvent,
     reason: fact.reason,

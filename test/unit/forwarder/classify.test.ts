@@ -219,8 +219,11 @@ describe('forwarder classifier: pods', () => {
     );
     // Killed again while the forwarder was down: the ledger knows the first kill, the second is new.
     assert.ok(classify(ev('ADDED', pod(oomRestarted(2, OLD)), true), ctx('OOMKilled/pytorch/1')));
-    // Live (not the first list), an old fault still goes out once.
-    assert.ok(classify(ev('MODIFIED', pod(oomRestarted(1, OLD))), ctx()));
+    // Nor does the next update of a pod with an old fault never forwarded (a fresh install: no replay).
+    assert.equal(classify(ev('MODIFIED', pod(oomRestarted(1, OLD))), ctx()), undefined);
+    // An undated fault is new when it appears live, unknown in the first list.
+    assert.equal(classify(ev('MODIFIED', pod({ phase: 'Failed' })), ctx())?.reason, 'Failed');
+    assert.equal(classify(ev('ADDED', pod({ phase: 'Failed' }), true), ctx()), undefined);
   });
 
   it('strips managedFields and yields the event functions/cluster-event.ts parses', () => {
