@@ -1,11 +1,11 @@
 // `trainscaler forward`: puts the cluster events the Lambda functions act on onto an EventBridge bus.
 import { type Command, InvalidArgumentError } from 'commander';
 
-function nonNegativeInt(max: number) {
+function intBetween(min: number, max: number) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < 0 || n > max)
-      throw new InvalidArgumentError(`expected an integer 0..${max}`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`expected an integer ${min}..${max}`);
     return n;
   };
 }
@@ -34,13 +34,13 @@ export function registerForwardCommand(program: Command): Command {
       'trainscaler-forwarder-ledger',
     )
     .option('--address <address>', 'address of the HTTP server (metrics, healthz)', '0.0.0.0')
-    .option('--port <port>', 'port of the HTTP server', nonNegativeInt(65535), 8080)
+    .option('--port <port>', 'port of the HTTP server', intBetween(0, 65535), 8080)
     .option('--statefulset-selector <selector>', 'only StatefulSets matching this label selector')
-    .option('--summary-seconds <n>', 'interval of the summary log line', nonNegativeInt(86_400), 60)
+    .option('--summary-seconds <n>', 'interval of the summary log line', intBetween(1, 86_400), 60)
     .option(
       '--grace-seconds <n>',
-      'at start, facts older than this that were never forwarded are not sent (default 300)',
-      nonNegativeInt(86_400),
+      'about an object never forwarded, facts older than this are not sent (default 300)',
+      intBetween(0, 86_400),
     )
     .action(async (options: import('../lib/forwarder/forward-command.js').ForwardCommandOptions) => {
       const { forwardCommand, stopOnSignals } = await import('../lib/forwarder/forward-command.js');
