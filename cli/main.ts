@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
+import { registerForwardCommand } from './forward.js';
 import { registerHistoryCommand } from './history.js';
 import { registerRunCommand } from './run.js';
 import { registerSimulateCommand } from './simulate.js';
@@ -44,6 +45,7 @@ registerRunCommand(program);
 registerSimulateCommand(program);
 registerHistoryCommand(program);
 registerStragglersCommand(program);
+registerForwardCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);

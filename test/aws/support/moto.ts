@@ -1,0 +1,65 @@
+// moto's server mode (PyPI `moto[server]`, installed by `npm run setup`): a maintained emulator of the AWS
+// APIs, started here on a free 127.0.0.1 port and stopped after the tests. It stands in for AWS, which
+// cannot be reached from here; EventBridge rules deliver to SQS inside it as they do in AWS.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export interface Moto {
+  endpoint: string;
+  /** Static credentials moto accepts (it checks none). */
+  credentials: { accessKeyId: string; secretAccessKey: string };
+  region: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startMoto(timeoutMs = 30_000): Promise<Moto> {
+  const port = await freePort();
+  const child: ChildProcess = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const endpoint = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const up = await fetch(`${endpoint}/moto-api/`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) break;
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(
+        `moto_server did not start on ${endpoint} (is moto[server] installed? npm run setup): ${stderr}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    endpoint,
+    credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+    region: 'us-east-1',
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

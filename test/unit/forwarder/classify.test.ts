@@ -1,0 +1,301 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  type ClassifyContext,
+  classify,
+  DETAIL_TYPE,
+  EVENT_SOURCE,
+  type Forward,
+} from '../../../lib/forwarder/classify.js';
+import type { InformerEvent, WatchedObject } from '../../../lib/runner/event-router.js';
+import { parseClusterEvent } from '../../../lib/triggers/cluster-event-payload.js';
+import { parseSubmit } from '../../../lib/triggers/submit-payload.js';
+
+const NOW = Date.parse('2026-11-29T12:00:00Z');
+const RECENT = '2026-11-29T11:58:00Z';
+const OLD = '2026-11-29T10:00:00Z';
+const ctx = (lastForwarded?: string): ClassifyContext => ({ lastForwarded, now: NOW, graceMs: 5 * 60_000 });
+
+function pod(status: Record<string, unknown>, extra: Record<string, unknown> = {}): WatchedObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: 'bert-worker-0',
+      namespace: 'ml',
+      uid: 'pod-uid',
+      labels: { 'training.kubeflow.org/job-name': 'bert', 'training.kubeflow.org/replica-type': 'worker' },
+      ownerReferences: [
+        { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob', name: 'bert', uid: 'j', controller: true },
+      ],
+      managedFields: [{ manager: 'kubelet' }],
+      ...extra,
+    },
+    status,
+  } as WatchedObject;
+}
+
+function job(metadata: Record<string, unknown> = {}, status?: unknown): WatchedObject {
+  return {
+    apiVersion: 'kubeflow.org/v1',
+    kind: 'PyTorchJob',
+    metadata: { name: 'bert', namespace: 'ml', uid: 'job-uid', creationTimestamp: RECENT, ...metadata },
+    ...(status ? { status } : {}),
+  } as WatchedObject;
+}
+
+const ev = (type: InformerEvent['type'], object: WatchedObject, initial = false): InformerEvent => ({
+  type,
+  object,
+  initial,
+});
+
+const running = {
+  phase: 'Running',
+  containerStatuses: [{ name: 'pytorch', restartCount: 0, state: { running: {} } }],
+};
+const oomRestarted = (restartCount: number, finishedAt = RECENT) => ({
+  phase: 'Running',
+  containerStatuses: [
+    {
+      name: 'pytorch',
+      restartCount,
+      state: { running: {} },
+      lastState: { terminated: { reason: 'OOMKilled', exitCode: 137, finishedAt } },
+    },
+  ],
+});
+const oomNever = {
+  phase: 'Failed',
+  containerStatuses: [
+    {
+      name: 'pytorch',
+      restartCount: 0,
+      state: { terminated: { reason: 'OOMKilled', exitCode: 137, finishedAt: RECENT } },
+    },
+  ],
+};
+
+/** What EventBridge delivers to the function: the forwarded event in its envelope. */
+function delivered(forward: Forward) {
+  return {
+    version: '0',
+    id: 'e1',
+    'detail-type': forward.detailType,
+    source: EVENT_SOURCE,
+    account: '123456789012',
+    time: '2026-11-29T12:00:00Z',
+    region: 'us-east-1',
+    resources: [],
+    detail: JSON.parse(JSON.stringify(forward.detail)),
+  };
+}
+
+describe('forwarder classifier: pods', () => {
+  it('forwards an OOM kill (restarted in place or terminated), not a healthy running pod', () => {
+    assert.equal(classify(ev('MODIFIED', pod(running)), ctx()), undefined);
+    const restarted = classify(ev('MODIFIED', pod(oomRestarted(1))), ctx());
+    assert.equal(restarted?.reason, 'OOMKilled');
+    assert.equal(restarted?.fingerprint, 'OOMKilled/pytorch/1');
+    assert.equal(restarted?.detailType, DETAIL_TYPE.watchEvent);
+    assert.equal(classify(ev('MODIFIED', pod(oomNever)), ctx())?.reason, 'OOMKilled');
+  });
+
+  it('does not forward a container terminated for another reason while running', () => {
+    const status = oomRestarted(1);
+    (
+      status.containerStatuses[0] as { lastState: { terminated: { reason: string } } }
+    ).lastState.terminated.reason = 'Error';
+    assert.equal(classify(ev('MODIFIED', pod(status)), ctx()), undefined);
+  });
+
+  it('forwards one OOM kill once, and the next kill (restartCount) again', () => {
+    assert.equal(classify(ev('MODIFIED', pod(oomRestarted(1))), ctx('OOMKilled/pytorch/1')), undefined);
+    assert.equal(
+      classify(ev('MODIFIED', pod(oomRestarted(2))), ctx('OOMKilled/pytorch/1'))?.fingerprint,
+      'OOMKilled/pytorch/2',
+    );
+  });
+
+  it('forwards an evicted or preempted pod, by status reason or DisruptionTarget condition', () => {
+    assert.equal(
+      classify(ev('MODIFIED', pod({ phase: 'Failed', reason: 'Evicted' })), ctx())?.reason,
+      'Evicted',
+    );
+    assert.equal(
+      classify(ev('MODIFIED', pod({ phase: 'Failed', reason: 'Preempted' })), ctx())?.reason,
+      'Preempted',
+    );
+    const condition = (status: string, reason: string) => ({
+      phase: 'Running',
+      conditions: [{ type: 'DisruptionTarget', status, reason, lastTransitionTime: RECENT }],
+    });
+    assert.equal(
+      classify(ev('MODIFIED', pod(condition('True', 'EvictionByEvictionAPI'))), ctx())?.reason,
+      'Evicted',
+    );
+    assert.equal(
+      classify(ev('MODIFIED', pod(condition('True', 'PreemptionByScheduler'))), ctx())?.reason,
+      'Preempted',
+    );
+    assert.equal(
+      classify(ev('MODIFIED', pod(condition('False', 'EvictionByEvictionAPI'))), ctx()),
+      undefined,
+    );
+  });
+
+  it('forwards a failed pod, not a succeeded one', () => {
+    assert.equal(classify(ev('MODIFIED', pod({ phase: 'Failed' })), ctx())?.reason, 'Failed');
+    assert.equal(classify(ev('MODIFIED', pod({ phase: 'Succeeded' })), ctx()), undefined);
+  });
+
+  it('forwards an unschedulable pod, not one merely pending scheduling', () => {
+    const scheduled = (status: string, reason?: string) => ({
+      phase: 'Pending',
+      conditions: [
+        { type: 'PodScheduled', status, ...(reason ? { reason } : {}), lastTransitionTime: RECENT },
+      ],
+    });
+    assert.equal(
+      classify(ev('MODIFIED', pod(scheduled('False', 'Unschedulable'))), ctx())?.reason,
+      'Unschedulable',
+    );
+    assert.equal(classify(ev('MODIFIED', pod(scheduled('False', 'SchedulingGated'))), ctx()), undefined);
+    assert.equal(classify(ev('MODIFIED', pod(scheduled('True'))), ctx()), undefined);
+  });
+
+  it('ignores pods of no supported job, deleted pods and pods without uid', () => {
+    const orphan = pod(oomNever, { labels: {}, ownerReferences: [] });
+    assert.equal(classify(ev('MODIFIED', orphan), ctx()), undefined);
+    const batchJob = pod(oomNever, {
+      labels: {},
+      ownerReferences: [{ kind: 'Job', name: 'x', controller: true }],
+    });
+    assert.equal(classify(ev('MODIFIED', batchJob), ctx()), undefined);
+    assert.equal(classify(ev('DELETED', pod(oomNever)), ctx()), undefined);
+    assert.equal(classify(ev('MODIFIED', pod(oomNever, { uid: undefined })), ctx()), undefined);
+  });
+
+  it('forwards an eviction of a pod OOM-killed earlier: a new fact is not hidden by an old one', () => {
+    const evictedAfterOom = {
+      ...oomRestarted(1),
+      conditions: [
+        {
+          type: 'DisruptionTarget',
+          status: 'True',
+          reason: 'EvictionByEvictionAPI',
+          lastTransitionTime: RECENT,
+        },
+      ],
+    };
+    const forward = classify(ev('MODIFIED', pod(evictedAfterOom)), ctx('OOMKilled/pytorch/1'));
+    assert.equal(forward?.reason, 'Evicted');
+    assert.equal(forward?.fingerprint, 'OOMKilled/pytorch/1+Evicted');
+    assert.equal(
+      classify(ev('MODIFIED', pod(evictedAfterOom)), ctx('OOMKilled/pytorch/1+Evicted')),
+      undefined,
+    );
+    // A fact that went away (the OOM kill's lastState replaced) is no news either.
+    const evictedOnly = { phase: 'Running', conditions: evictedAfterOom.conditions };
+    assert.equal(classify(ev('MODIFIED', pod(evictedOnly)), ctx('OOMKilled/pytorch/1+Evicted')), undefined);
+  });
+
+  it('ignores pods of jobs the informers do not select (a StatefulSet selector)', () => {
+    const sts = pod(oomNever, {
+      labels: {},
+      ownerReferences: [{ kind: 'StatefulSet', name: 'db', controller: true }],
+    });
+    const watched = (selected: boolean) => ({ ...ctx(), ownerWatched: () => selected });
+    assert.equal(classify(ev('MODIFIED', sts), watched(false)), undefined);
+    assert.equal(classify(ev('MODIFIED', sts), watched(true))?.reason, 'OOMKilled');
+  });
+
+  it('in the first list, forwards only recent faults never forwarded, or newer than the ledger says', () => {
+    assert.ok(classify(ev('ADDED', pod(oomRestarted(1, RECENT)), true), ctx()));
+    assert.equal(classify(ev('ADDED', pod(oomRestarted(1, OLD)), true), ctx()), undefined);
+    assert.equal(
+      classify(ev('ADDED', pod(oomRestarted(1, RECENT)), true), ctx('OOMKilled/pytorch/1')),
+      undefined,
+    );
+    // Killed again while the forwarder was down: the ledger knows the first kill, the second is new.
+    assert.ok(classify(ev('ADDED', pod(oomRestarted(2, OLD)), true), ctx('OOMKilled/pytorch/1')));
+    // Nor does the next update of a pod with an old fault never forwarded (a fresh install: no replay).
+    assert.equal(classify(ev('MODIFIED', pod(oomRestarted(1, OLD))), ctx()), undefined);
+    // An undated fault is new when it appears live, unknown in the first list.
+    assert.equal(classify(ev('MODIFIED', pod({ phase: 'Failed' })), ctx())?.reason, 'Failed');
+    assert.equal(classify(ev('ADDED', pod({ phase: 'Failed' }), true), ctx()), undefined);
+  });
+
+  it('strips managedFields and yields the event functions/cluster-event.ts parses', () => {
+    const forward = classify(ev('MODIFIED', pod(oomRestarted(1))), ctx());
+    assert.ok(forward);
+    assert.equal('managedFields' in forward.detail.object.metadata, false);
+    const trigger = parseClusterEvent(delivered(forward));
+    assert.equal(trigger.subject, 'pod');
+    assert.deepEqual(trigger.subject === 'pod' && trigger.ref, {
+      kind: 'PyTorchJob',
+      namespace: 'ml',
+      name: 'bert',
+    });
+  });
+});
+
+describe('forwarder classifier: jobs', () => {
+  it('forwards a job ADDED recently as submitted, not an old one nor one trainscaler decided on', () => {
+    const forward = classify(ev('ADDED', job()), ctx());
+    assert.equal(forward?.detailType, DETAIL_TYPE.jobSubmitted);
+    assert.equal(classify(ev('ADDED', job({ creationTimestamp: OLD })), ctx()), undefined);
+    const decided = job({ annotations: { 'trainscaler.io/last-decision': '{}' } });
+    assert.equal(classify(ev('ADDED', decided), ctx()), undefined);
+    assert.equal(classify(ev('ADDED', job()), ctx('Submitted')), undefined);
+  });
+
+  it('does not forward a job MODIFIED without success', () => {
+    assert.equal(classify(ev('MODIFIED', job()), ctx()), undefined);
+    const running = { conditions: [{ type: 'Running', status: 'True', lastTransitionTime: RECENT }] };
+    assert.equal(classify(ev('MODIFIED', job({}, running)), ctx('Submitted')), undefined);
+  });
+
+  it('forwards a job that succeeded once, not while Succeeded is False', () => {
+    const succeeded = (status: string, at = RECENT) => ({
+      conditions: [{ type: 'Succeeded', status, lastTransitionTime: at }],
+    });
+    const forward = classify(ev('MODIFIED', job({}, succeeded('True'))), ctx('Submitted'));
+    assert.equal(forward?.reason, 'JobSucceeded');
+    assert.equal(forward?.detailType, DETAIL_TYPE.watchEvent);
+    assert.equal(classify(ev('MODIFIED', job({}, succeeded('True'))), ctx('Succeeded')), undefined);
+    assert.equal(classify(ev('MODIFIED', job({}, succeeded('False'))), ctx('Submitted')), undefined);
+    // A success long ago listed at start (fresh ledger) is history; one listed with the ledger at Submitted is new.
+    assert.equal(
+      classify(ev('ADDED', job({ creationTimestamp: OLD }, succeeded('True', OLD)), true), ctx()),
+      undefined,
+    );
+    assert.ok(
+      classify(ev('ADDED', job({ creationTimestamp: OLD }, succeeded('True', OLD)), true), ctx('Submitted')),
+    );
+  });
+
+  it('ignores kinds trainscaler does not manage', () => {
+    const deployment = { ...job(), kind: 'Deployment', apiVersion: 'apps/v1' } as WatchedObject;
+    assert.equal(classify(ev('ADDED', deployment), ctx()), undefined);
+  });
+
+  it('yields the events functions/submit.ts and functions/cluster-event.ts parse', () => {
+    const submitted = classify(ev('ADDED', job()), ctx());
+    assert.ok(submitted);
+    assert.deepEqual(parseSubmit(delivered(submitted)), {
+      kind: 'PyTorchJob',
+      namespace: 'ml',
+      name: 'bert',
+    });
+    const done = classify(
+      ev(
+        'MODIFIED',
+        job({}, { conditions: [{ type: 'Succeeded', status: 'True', lastTransitionTime: RECENT }] }),
+      ),
+      ctx(),
+    );
+    assert.ok(done);
+    assert.equal(parseClusterEvent(delivered(done)).subject, 'job');
+  });
+});
