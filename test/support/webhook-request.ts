@@ -76,14 +76,15 @@ export function streamWebhook(
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        finish({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
-      );
+      res.on('end', () => {
+        answered = { status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') };
+        if (!keepWriting || written >= maxBytes) finish(answered);
+      });
       res.on('error', () => finish({ status: res.statusCode ?? 0 }));
     });
     req.on('error', (error) => {
       // The server may close before the answer is read; give a pending 'response' a moment.
-      setTimeout(() => finish({ error: error.message }), 200);
+      setTimeout(() => finish({ ...answered, error: error.message }), 200);
     });
     const chunk = Buffer.alloc(1024 * 1024, 0x20);
     const pump = () => {

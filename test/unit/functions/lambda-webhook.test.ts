@@ -79,7 +79,7 @@ describe('Lambda alertmanagerWebhook (HTTP API v2 events)', () => {
     assert.equal(depsBuilt(), 1);
     assert.ok(sim.writeLog().length > marks, 'the alarm handler acted');
     const logged = lines.find((l) => l.requestId === 'req-1' && l.msg === 'alertmanager webhook handled');
-    assert.equal((logged?.outcomes as { applied: boolean }[])[0]?.applied, true);
+    assert.equal((logged?.outcomes as { applied: boolean }[] | undefined)?.[0]?.applied, true);
 
     const bad = await handler(httpApiEvent('{"alerts":', { authorization: `Bearer ${TEST_WEBHOOK_TOKEN}` }));
     assert.equal(bad.statusCode, 400);
