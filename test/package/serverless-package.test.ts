@@ -110,7 +110,7 @@ describe('osls package output', () => {
   it('lets only the webhook read its token: ssm:GetParameter on the one parameter, kms:Decrypt through SSM for it', () => {
     const policyOf = (role: string) =>
       (
-        resources[role]?.Properties.Policies as {
+        (resources[role]?.Properties.Policies ?? []) as {
           PolicyDocument: { Statement: { Action: unknown; Resource: unknown; Condition?: unknown }[] };
         }[]
       ).flatMap((p) => p.PolicyDocument.Statement);
