@@ -1,16 +1,26 @@
 // Two `trainscaler run` runners in one process against the real test API server: one Lease, one leader;
 // the other takes over when the leader stops (at once when it releases the Lease, after the lease duration
 // when it just disappears), and at no sampled instant do both lead. The leader's informers feed real watch
-// events to the (stubbed) handlers; the follower's handlers never run.
+// events to the (stubbed) handlers; the follower's handlers never run. With a pod each (kwok pods standing
+// in for the runners' pods, POD_NAME given to each runner), the leader labels its pod and a Service
+// selecting that label has, in the EndpointSlices the real controller-manager maintains, the leader only.
 // Needs TRAINSCALER_KUBECONFIG; runs as the trainscaler ServiceAccount when kubeconfig-sa sits beside it.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  KubeConfig,
+} from '@kubernetes/client-node';
 import type { Handler, HandlerResult } from '../../../functions/handler-deps.js';
 import { buildRuntimeDeps, readRuntimeConfig } from '../../../functions/runtime-deps.js';
+import { LEADER_LABEL } from '../../../lib/runner/leader-pod-label.js';
 import { type Runner, startRunner } from '../../../lib/runner/runner.js';
+import { TEST_WEBHOOK_TOKEN } from '../../support/webhook-request.js';
 
 const kubeconfig = process.env.TRAINSCALER_KUBECONFIG;
 const skip = kubeconfig
@@ -92,7 +102,7 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
       .catch(() => undefined);
   });
 
-  async function startPair(leaseName: string) {
+  async function startPair(leaseName: string, pods: { a?: string; b?: string } = {}) {
     leases.push(leaseName);
     const config = readRuntimeConfig({
       PROMETHEUS_URL: 'http://127.0.0.1:9',
@@ -114,6 +124,8 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
         port: 0,
         schedule: '* * * * * *',
         handlers: recordingHandlers(calls[id]),
+        webhookToken: async () => TEST_WEBHOOK_TOKEN,
+        ...(pods[id] ? { podName: pods[id] } : {}),
       });
     const a = await start('a');
     const runners: Runner[] = [a];
@@ -237,6 +249,115 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
     } finally {
       await a.stop();
       await b.stop();
+    }
+  });
+
+  it('routes the Service to the leader only: the leader labels its pod, a stale label is removed, hand-over moves it', async (t) => {
+    const core = admin.makeApiClient(CoreV1Api);
+    const discovery = admin.makeApiClient(DiscoveryV1Api);
+    const app = `trainscaler-it-${suffix}`;
+    const service = `trainscaler-it-${suffix}`;
+    const podName = (id: string) => `trainscaler-it-${id}-${suffix}`;
+    const createPod = (id: string, labels: Record<string, string> = {}) =>
+      core.createNamespacedPod({
+        namespace: NAMESPACE,
+        body: {
+          metadata: { name: podName(id), labels: { 'app.kubernetes.io/name': app, ...labels } },
+          spec: {
+            containers: [
+              {
+                name: 'trainscaler',
+                image: 'registry.invalid/trainscaler:it',
+                ports: [{ name: 'http', containerPort: 8080 }],
+                resources: { requests: { cpu: '10m' } },
+              },
+            ],
+          },
+        },
+      });
+    const leaseName = `trainscaler-leader-it3-${suffix}`;
+    let runners: Runner[] = [];
+    try {
+      await core.createNamespacedService({
+        namespace: NAMESPACE,
+        body: {
+          metadata: { name: service },
+          spec: {
+            selector: { 'app.kubernetes.io/name': app, [LEADER_LABEL]: 'true' },
+            ports: [{ name: 'http', port: 8080, targetPort: 'http' }],
+          },
+        },
+      });
+      // b's pod carries a label a previous container left behind: b must remove it as a follower.
+      await createPod('a');
+      await createPod('b', { [LEADER_LABEL]: 'true' });
+      for (const id of ['a', 'b']) {
+        const deadline = Date.now() + 30_000;
+        const ready = async () => {
+          const pod = await core.readNamespacedPod({ name: podName(id), namespace: NAMESPACE });
+          return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+        };
+        while (!(await ready())) {
+          assert.ok(Date.now() < deadline, `pod ${id} Ready (kwok) within 30 s`);
+          await sleep(200);
+        }
+      }
+
+      /** Names of the ready pods behind the Service, from its EndpointSlices. */
+      const endpoints = async () => {
+        const slices = await discovery.listNamespacedEndpointSlice({
+          namespace: NAMESPACE,
+          labelSelector: `kubernetes.io/service-name=${service}`,
+        });
+        return slices.items
+          .flatMap((slice) => slice.endpoints ?? [])
+          .filter((e) => e.conditions?.ready !== false)
+          .map((e) => e.targetRef?.name ?? '')
+          .sort();
+      };
+      const labelOf = async (id: string) =>
+        (await core.readNamespacedPod({ name: podName(id), namespace: NAMESPACE })).metadata?.labels?.[
+          LEADER_LABEL
+        ];
+      const waitForEndpoints = async (what: string, expected: string[]) => {
+        const deadline = Date.now() + 30_000;
+        let seen: string[] = [];
+        while (Date.now() < deadline) {
+          seen = await endpoints();
+          if (JSON.stringify(seen) === JSON.stringify(expected)) return;
+          await sleep(200);
+        }
+        assert.fail(`${what}: endpoints ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
+      };
+
+      const pair = await startPair(leaseName, { a: podName('a'), b: podName('b') });
+      runners = pair.runners;
+      assert.equal(pair.a.isLeader(), true);
+      await waitForEndpoints('the leader a only', [podName('a')]);
+      assert.equal(await labelOf('a'), 'true');
+      assert.equal(await labelOf('b'), undefined, 'the follower removed its stale label');
+      // Stays so while a renews.
+      const until = Date.now() + 2 * RETRY_PERIOD_MS;
+      while (Date.now() < until) {
+        assert.deepEqual(await endpoints(), [podName('a')]);
+        await sleep(500);
+      }
+
+      const stoppedAt = Date.now();
+      await pair.a.stop();
+      assert.equal(await labelOf('a'), undefined, 'a unlabelled its pod on shutdown');
+      await waitFor('b to take over', runners, () => pair.b.isLeader(), LEASE_DURATION_MS);
+      await waitForEndpoints('the new leader b only', [podName('b')]);
+      t.diagnostic(
+        `Service endpoints moved to the new leader ${Date.now() - stoppedAt} ms after a's stop began`,
+      );
+    } finally {
+      for (const r of runners) await r.stop();
+      await core.deleteNamespacedService({ name: service, namespace: NAMESPACE }).catch(() => undefined);
+      for (const id of ['a', 'b'])
+        await core
+          .deleteNamespacedPod({ name: podName(id), namespace: NAMESPACE, gracePeriodSeconds: 0 })
+          .catch(() => undefined);
     }
   });
 });
