@@ -10,18 +10,24 @@ export interface WebhookAnswer {
 }
 
 /** POSTs `body` to `url`; `token: null` sends no Authorization header, a string sends `Bearer <token>`. */
-export async function postWebhook(
+export function postWebhook(
   url: string,
   body: string,
   token: string | null = TEST_WEBHOOK_TOKEN,
 ): Promise<WebhookAnswer> {
+  return postWebhookWithAuthorization(url, body, token === null ? null : `Bearer ${token}`);
+}
+
+/** POSTs `body` with exactly this Authorization header (null: none). */
+export async function postWebhookWithAuthorization(
+  url: string,
+  body: string,
+  authorization: string | null,
+): Promise<WebhookAnswer> {
   const response = await fetch(url, {
     method: 'POST',
     body,
-    headers: {
-      'content-type': 'application/json',
-      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
-    },
+    headers: { 'content-type': 'application/json', ...(authorization === null ? {} : { authorization }) },
   });
   const text = await response.text();
   return {

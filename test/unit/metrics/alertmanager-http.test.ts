@@ -17,7 +17,12 @@ import { PROFILED_APP_MODEL } from '../../../lib/sim/profiled-app-model.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
 import { alertmanagerWebhook } from '../../fixtures/payloads.js';
-import { postWebhook, streamWebhook, TEST_WEBHOOK_TOKEN } from '../../support/webhook-request.js';
+import {
+  postWebhook,
+  postWebhookWithAuthorization,
+  streamWebhook,
+  TEST_WEBHOOK_TOKEN,
+} from '../../support/webhook-request.js';
 
 const GiB = 1024 ** 3;
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -205,11 +210,11 @@ describe('alertmanager-http credential', () => {
       assert.equal((await postWebhook(url, firing, `${TEST_WEBHOOK_TOKEN}x`)).status, 401);
       assert.equal((await postWebhook(url, firing, TEST_WEBHOOK_TOKEN.slice(0, -1))).status, 401);
       assert.equal((await postWebhook(url, firing, '')).status, 401);
-      const basic = await fetch(url, {
-        method: 'POST',
-        body: firing,
-        headers: { authorization: `Basic ${Buffer.from(`u:${TEST_WEBHOOK_TOKEN}`).toString('base64')}` },
-      });
+      const basic = await postWebhookWithAuthorization(
+        url,
+        firing,
+        `Basic ${Buffer.from(`u:${TEST_WEBHOOK_TOKEN}`).toString('base64')}`,
+      );
       assert.equal(basic.status, 401);
       assert.deepEqual(refused, ['missing', 'wrong', 'wrong', 'missing', 'missing']);
       assert.equal(depsBuilt, 0, 'no client was built');
