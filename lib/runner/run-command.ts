@@ -52,6 +52,7 @@ export function resolveRunSettings(options: RunCommandOptions, env: Env) {
     statefulSetSelector: options.statefulsetSelector || env.TRAINSCALER_STATEFULSET_SELECTOR || undefined,
     webhookTokenFile: options.webhookTokenFile || env.TRAINSCALER_WEBHOOK_TOKEN_FILE || undefined,
     podName: env.POD_NAME || undefined,
+    podNamespace: env.POD_NAMESPACE || undefined,
   };
 }
 
@@ -100,6 +101,7 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
     ...(settings.statefulSetSelector ? { statefulSetSelector: settings.statefulSetSelector } : {}),
     ...(webhookToken ? { webhookToken } : {}),
     ...(settings.podName ? { podName: settings.podName } : {}),
+    ...(settings.podNamespace ? { podNamespace: settings.podNamespace } : {}),
   });
   deps.logger.info(
     { dryRun: settings.config.dryRun, kube: settings.config.kube.mode, schedule: settings.schedule },

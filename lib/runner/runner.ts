@@ -53,8 +53,10 @@ export interface RunnerOptions {
    * it is never open by default.
    */
   webhookToken?: TokenSource;
-  /** This replica's pod (POD_NAME, in `namespace`): the leader labels it so the Service routes to it. */
+  /** This replica's pod (POD_NAME): the leader labels it so the Service routes to it. */
   podName?: string;
+  /** The pod's namespace (POD_NAMESPACE), when it is not the Lease's `namespace`. */
+  podNamespace?: string;
   /** Tests replace handlers, the lock and the pod label patch. */
   leaderLabelPatch?: LeaderLabelPatch;
   handlers?: Partial<RunnerHandlers>;
@@ -111,7 +113,11 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
   const labelPatch =
     options.leaderLabelPatch ??
     (options.podName
-      ? kubernetesLeaderLabelPatch(options.kubeConfig, options.namespace, options.podName)
+      ? kubernetesLeaderLabelPatch(
+          options.kubeConfig,
+          options.podNamespace ?? options.namespace,
+          options.podName,
+        )
       : undefined);
   // Removes a label a previous container of this pod may have left, before anything else.
   const podLabel = labelPatch ? new LeaderPodLabel({ patch: labelPatch, logger }) : undefined;
