@@ -2,10 +2,13 @@
 // the other takes over when the leader stops (at once when it releases the Lease, after the lease duration
 // when it just disappears), and at no sampled instant do both lead. The leader's informers feed real watch
 // events to the (stubbed) handlers; the follower's handlers never run. With a pod each (kwok pods standing
-// in for the runners' pods, POD_NAME given to each runner), the leader labels its pod and a Service
-// selecting that label has, in the EndpointSlices the real controller-manager maintains, the leader only.
+// in for the runners' pods, POD_NAME given to each runner, each runner authenticated with a token bound to its
+// pod as in a Deployment), the leader labels its pod and a Service selecting that label has, in the
+// EndpointSlices the real controller-manager maintains, the leader only; infra/k8s/leader-label-policy.yaml
+// lets a runner change that label of its own pod and nothing else.
 // Needs TRAINSCALER_KUBECONFIG; runs as the trainscaler ServiceAccount when kubeconfig-sa sits beside it.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,6 +18,8 @@ import {
   CustomObjectsApi,
   DiscoveryV1Api,
   KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { Handler, HandlerResult } from '../../../functions/handler-deps.js';
 import { buildRuntimeDeps, readRuntimeConfig } from '../../../functions/runtime-deps.js';
@@ -102,7 +107,11 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
       .catch(() => undefined);
   });
 
-  async function startPair(leaseName: string, pods: { a?: string; b?: string } = {}) {
+  async function startPair(
+    leaseName: string,
+    pods: { a?: string; b?: string } = {},
+    configs: { a?: KubeConfig; b?: KubeConfig } = {},
+  ) {
     leases.push(leaseName);
     const config = readRuntimeConfig({
       PROMETHEUS_URL: 'http://127.0.0.1:9',
@@ -115,8 +124,8 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
     } as Record<'a' | 'b', Calls>;
     const start = (id: 'a' | 'b') =>
       startRunner({
-        kubeConfig: runnerConfig,
-        deps: buildRuntimeDeps(config, runnerConfig),
+        kubeConfig: configs[id] ?? runnerConfig,
+        deps: buildRuntimeDeps(config, configs[id] ?? runnerConfig),
         identity: `it-${id}-${suffix}`,
         namespace: NAMESPACE,
         leaseName,
@@ -264,6 +273,7 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
         body: {
           metadata: { name: podName(id), labels: { 'app.kubernetes.io/name': app, ...labels } },
           spec: {
+            serviceAccountName: 'trainscaler',
             containers: [
               {
                 name: 'trainscaler',
@@ -276,8 +286,45 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
         },
       });
     const leaseName = `trainscaler-leader-it3-${suffix}`;
+    /** A kubeconfig authenticated as the ServiceAccount with a token bound to this pod, as the kubelet mounts. */
+    const podConfig = async (id: string): Promise<KubeConfig> => {
+      const pod = await core.readNamespacedPod({ name: podName(id), namespace: NAMESPACE });
+      const request = await core.createNamespacedServiceAccountToken({
+        name: 'trainscaler',
+        namespace: NAMESPACE,
+        body: {
+          spec: {
+            audiences: [],
+            expirationSeconds: 3600,
+            boundObjectRef: {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              name: podName(id),
+              uid: pod.metadata?.uid ?? '',
+            },
+          },
+        },
+      });
+      const cluster = admin.getCurrentCluster();
+      assert.ok(cluster);
+      const config = new KubeConfig();
+      config.loadFromOptions({
+        clusters: [cluster],
+        users: [{ name: `pod-${id}`, token: request.status?.token ?? '' }],
+        contexts: [{ name: 'pod', cluster: cluster.name, user: `pod-${id}` }],
+        currentContext: 'pod',
+      });
+      return config;
+    };
+    const policy = 'infra/k8s/leader-label-policy.yaml';
+    const kubectl = (...args: string[]) =>
+      execFileSync('kubectl', ['--kubeconfig', kubeconfig ?? '', ...args], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
     let runners: Runner[] = [];
     try {
+      kubectl('apply', '-f', policy);
       await core.createNamespacedService({
         namespace: NAMESPACE,
         body: {
@@ -330,7 +377,44 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
         assert.fail(`${what}: endpoints ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
       };
 
-      const pair = await startPair(leaseName, { a: podName('a'), b: podName('b') });
+      const configs = { a: await podConfig('a'), b: await podConfig('b') };
+      // The policy admits nothing else from a runner's pod identity: not another pod's label, not another label.
+      const asA = configs.a.makeApiClient(CoreV1Api);
+      const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+      const denied = async (name: string, labels: Record<string, string | null>) => {
+        const error = await asA
+          .patchNamespacedPod({ name, namespace: NAMESPACE, body: { metadata: { labels } } }, mergePatch)
+          .then(
+            () => undefined,
+            (e: { code?: number; body?: unknown }) => e,
+          );
+        assert.ok(error, `patch of ${name} ${JSON.stringify(labels)} was admitted`);
+        assert.match(String(error.body), /ValidatingAdmissionPolicy 'trainscaler-leader-label'/);
+      };
+      // Policies take effect once the API server has loaded them: retry the first denial briefly.
+      // (b's pod carries the stale label; a may not remove it.)
+      const policyDeadline = Date.now() + 15_000;
+      for (;;) {
+        try {
+          await denied(podName('b'), { [LEADER_LABEL]: null });
+          break;
+        } catch (error) {
+          if (Date.now() > policyDeadline) throw error;
+          await core.patchNamespacedPod(
+            {
+              name: podName('b'),
+              namespace: NAMESPACE,
+              body: { metadata: { labels: { [LEADER_LABEL]: 'true' } } },
+            },
+            mergePatch,
+          );
+          await sleep(300);
+        }
+      }
+      await denied(podName('a'), { 'app.kubernetes.io/name': 'hijacked' });
+      await denied(podName('a'), { [LEADER_LABEL]: 'yes' });
+
+      const pair = await startPair(leaseName, { a: podName('a'), b: podName('b') }, configs);
       runners = pair.runners;
       assert.equal(pair.a.isLeader(), true);
       await waitForEndpoints('the leader a only', [podName('a')]);
@@ -354,6 +438,9 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
     } finally {
       for (const r of runners) await r.stop();
       await core.deleteNamespacedService({ name: service, namespace: NAMESPACE }).catch(() => undefined);
+      try {
+        kubectl('delete', '--ignore-not-found', '-f', policy);
+      } catch {}
       for (const id of ['a', 'b'])
         await core
           .deleteNamespacedPod({ name: podName(id), namespace: NAMESPACE, gracePeriodSeconds: 0 })
