@@ -30,6 +30,11 @@ export function registerRunCommand(program: Command): Command {
     .option('--port <port>', 'port of the HTTP server', port, 8080)
     .option('--schedule <cron>', 'rebalance schedule, UTC (default: TRAINSCALER_SCHEDULE or */5 * * * *)')
     .option('--statefulset-selector <selector>', 'only StatefulSets matching this label selector')
+    .option(
+      '--webhook-token-file <path>',
+      'file holding the bearer token Alertmanager must send to /alertmanager (default: ' +
+        'TRAINSCALER_WEBHOOK_TOKEN_FILE; without one the webhook answers 401 to everything)',
+    )
     .option('--dry-run', 'decide and log, but send every write as a server-side dry run')
     .action(async (options: import('../lib/runner/run-command.js').RunCommandOptions) => {
       const { runCommand } = await import('../lib/runner/run-command.js');

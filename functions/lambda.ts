@@ -3,10 +3,12 @@
 // infra/lambda/bundle.ts bundles each export on its own; the /* @__PURE__ */ marks let esbuild drop the
 // handlers a function does not export.
 
-import { ConfigError, ValidationError } from '../lib/errors.js';
+import { randomUUID } from 'node:crypto';
+import { ConfigError } from '../lib/errors.js';
 import { handleAlarm } from './alarm.js';
+import { answerBody, handleAlertBody, MAX_BODY_BYTES } from './alertmanager-http.js';
 import { handleClusterEvent } from './cluster-event.js';
-import type { Handler, HandlerDeps, HandlerResult } from './handler-deps.js';
+import type { Handler, HandlerDeps, HandlerResult, Logger } from './handler-deps.js';
 import {
   buildRuntimeDeps,
   loadKubeConfigFor,
@@ -14,7 +16,15 @@ import {
   readRuntimeConfig,
 } from './runtime-deps.js';
 import { handleSchedule } from './schedule.js';
+import { ssmTokenSource } from './ssm-token.js';
 import { handleSubmit } from './submit.js';
+import {
+  checkCredential,
+  NO_TOKEN,
+  type TokenSource,
+  UNCONFIGURED_WARNING,
+  type Unauthorized,
+} from './webhook-auth.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -69,29 +79,127 @@ export const clusterEvent = /* @__PURE__ */ lambda(handleClusterEvent);
 export const schedule = /* @__PURE__ */ lambda(handleSchedule);
 export const submit = /* @__PURE__ */ lambda(handleSubmit);
 
-interface HttpEvent {
+/**
+ * The parts of an API Gateway HTTP API (payload format 2.0) event the webhook reads. HTTP APIs lower-case
+ * header names; requestContext.requestId is API Gateway's own id, so logs and access logs share it.
+ */
+export interface HttpApiEvent {
+  headers?: Record<string, string | undefined>;
+  requestContext?: { requestId?: string };
   body?: string | null;
   isBase64Encoded?: boolean;
 }
 
-/** Alertmanager's webhook through an API Gateway HTTP API: 400 with the field for bad input, 200 otherwise. */
-export async function alertmanagerWebhook(event: HttpEvent): Promise<{ statusCode: number; body: string }> {
-  try {
-    const text = event.isBase64Encoded
-      ? Buffer.from(event.body ?? '', 'base64').toString('utf8')
-      : (event.body ?? '');
-    let payload: unknown;
-    try {
-      payload = JSON.parse(text);
-    } catch {
-      throw new ValidationError('', 'request body is not JSON');
-    }
-    const result = await handleAlarm(payload, await runtimeDeps());
-    return { statusCode: 200, body: JSON.stringify(result) };
-  } catch (error) {
-    if (error instanceof ValidationError) {
-      return { statusCode: 400, body: JSON.stringify({ error: error.message, field: error.field }) };
-    }
-    throw error;
-  }
+export interface HttpApiResult {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
 }
+
+export interface AlertmanagerWebhookOptions {
+  token: TokenSource;
+  deps: () => Promise<HandlerDeps>;
+  /** One JSON line per call (CloudWatch Logs). */
+  log?: (line: string) => void;
+  maxBodyBytes?: number;
+}
+
+/**
+ * A 401 as a CloudWatch embedded-metric log line: CloudWatch turns it into the metric
+ * trainscaler/trainscaler_webhook_unauthorized_total without an API call from the function.
+ */
+function unauthorizedMetricLine(reason: Unauthorized, requestId: string): string {
+  return JSON.stringify({
+    _aws: {
+      Timestamp: Date.now(),
+      CloudWatchMetrics: [
+        {
+          Namespace: 'trainscaler',
+          Dimensions: [['reason']],
+          Metrics: [{ Name: 'trainscaler_webhook_unauthorized_total', Unit: 'Count' }],
+        },
+      ],
+    },
+    reason,
+    requestId,
+    trainscaler_webhook_unauthorized_total: 1,
+    level: 'warn',
+    msg: 'webhook unauthorized',
+  });
+}
+
+function jsonLogger(log: (line: string) => void): Logger {
+  const line = (level: string) => (obj: object, msg?: string) =>
+    log(JSON.stringify({ level, ...obj, ...(msg ? { msg } : {}) }));
+  return { info: line('info'), warn: line('warn'), error: line('error') };
+}
+
+/**
+ * Alertmanager's webhook through an API Gateway HTTP API route. The credential is checked before the body
+ * is decoded; the answer carries only the status and the request id (details are logged under it):
+ * 401 missing/wrong credential (or none configured), 413 body over the limit, 400 bad payload, 200 handled,
+ * 500/503 failures Alertmanager retries.
+ */
+export function createAlertmanagerWebhook(options: AlertmanagerWebhookOptions) {
+  const log = options.log ?? console.log;
+  const logger = jsonLogger(log);
+  const maxBody = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  return async (event: HttpApiEvent): Promise<HttpApiResult> => {
+    const requestId = event.requestContext?.requestId ?? randomUUID();
+    const answer = (statusCode: number, headers: Record<string, string> = {}): HttpApiResult => ({
+      statusCode,
+      headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...headers },
+      body: answerBody(statusCode, requestId),
+    });
+    let expected: string | undefined;
+    try {
+      expected = await options.token();
+    } catch (error) {
+      logger.error({ requestId, error: String(error) }, 'webhook token unavailable');
+      return answer(503, { 'retry-after': '10' });
+    }
+    const denied = checkCredential(expected, event.headers?.authorization);
+    if (denied) {
+      log(unauthorizedMetricLine(denied, requestId));
+      return answer(401, { 'www-authenticate': 'Bearer' });
+    }
+    const raw = event.body ?? '';
+    // Base64 of n bytes is about 4n/3 characters: judge the size before decoding anything.
+    const bytes = event.isBase64Encoded ? Math.floor((raw.length * 3) / 4) : Buffer.byteLength(raw, 'utf8');
+    if (bytes > maxBody) {
+      logger.warn({ requestId, bytes }, 'alertmanager webhook rejected: body over the limit');
+      return answer(413);
+    }
+    const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
+    return answer(await handleAlertBody(text, options.deps, logger, requestId));
+  };
+}
+
+let webhookToken: TokenSource | undefined;
+
+/** The token source from the environment, once per container; warns once when none is configured. */
+function lambdaWebhookToken(env: Env): TokenSource {
+  if (webhookToken) return webhookToken;
+  const parameter = env.TRAINSCALER_WEBHOOK_TOKEN_PARAMETER;
+  if (!parameter) {
+    console.error(JSON.stringify({ level: 'warn', msg: UNCONFIGURED_WARNING }));
+    webhookToken = NO_TOKEN;
+  } else {
+    webhookToken = ssmTokenSource(parameter, {
+      onRefreshError: (error) =>
+        console.error(
+          JSON.stringify({
+            level: 'warn',
+            error: String(error),
+            msg: 'cannot re-read the webhook token; keeping the last',
+          }),
+        ),
+    });
+  }
+  return webhookToken;
+}
+
+export const alertmanagerWebhook = /* @__PURE__ */ createAlertmanagerWebhook({
+  token: () => lambdaWebhookToken(process.env)(),
+  deps: runtimeDeps,
+});

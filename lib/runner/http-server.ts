@@ -1,12 +1,14 @@
 // The runner's one port: /healthz for the kubelet, /metrics for Prometheus, POST /alertmanager for
 // Alertmanager's webhook (served by functions/alertmanager-http.ts, the same route the other runtimes use).
-// Only the leader handles alerts; a follower answers 503 and closes the connection, so Alertmanager's retry
-// opens a new one, which the Service may route to the leader.
+// The webhook needs the bearer token; only the leader handles alerts. The Service routes to the leader's pod
+// only (it carries the trainscaler.io/leader label); a follower reached anyway (during a hand-over) answers
+// 503 and closes the connection, so Alertmanager's retry opens a new one.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ALERTMANAGER_PATH, alertmanagerRequestListener } from '../../functions/alertmanager-http.js';
 import type { HandlerDeps } from '../../functions/handler-deps.js';
+import type { TokenSource } from '../../functions/webhook-auth.js';
 import type { RunnerMetrics } from './metrics.js';
 
 export interface RunnerHttpOptions {
@@ -15,6 +17,8 @@ export interface RunnerHttpOptions {
   metrics: RunnerMetrics;
   isLeader: () => boolean;
   deps: HandlerDeps;
+  /** The webhook's bearer token (undefined: none configured, every webhook request gets 401). */
+  webhookToken: TokenSource;
   /** Registers work that shutdown must wait for. */
   track: (work: Promise<unknown>) => void;
 }
@@ -35,27 +39,25 @@ export async function startHttpServer(options: RunnerHttpOptions): Promise<Runne
   const { metrics } = options;
   const alertmanager = alertmanagerRequestListener({
     deps: options.deps,
+    token: options.webhookToken,
+    logger: options.deps.logger,
+    available: options.isLeader,
     onResult: (_payload, result) => metrics.recordOutcomes('alarm', result),
+    onUnauthorized: (reason) => metrics.webhookUnauthorized.inc({ reason }),
+    onAnswer: ({ status, handled, seconds }) => {
+      metrics.webhookResponses.inc({ status: String(status) });
+      // Only a request that reached the handler is a handler invocation: a wrong method, a missing
+      // credential, a follower's 503 or a 429 are answered before it and are no handler error.
+      if (!handled) return;
+      metrics.handlerDuration.observe({ trigger: 'alarm' }, seconds);
+      if (status === 400 || status === 413)
+        metrics.handlerErrors.inc({ trigger: 'alarm', code: 'VALIDATION' });
+      else if (status >= 500) metrics.handlerErrors.inc({ trigger: 'alarm', code: `HTTP_${status}` });
+    },
   });
 
   const onAlertmanager = (req: IncomingMessage, res: ServerResponse) => {
-    if (!options.isLeader()) {
-      req.resume();
-      return send(res, 503, 'not the leader\n', { connection: 'close', 'retry-after': '5' });
-    }
-    const started = performance.now();
-    const finished = new Promise<void>((resolve) => {
-      res.on('close', () => {
-        const seconds = (performance.now() - started) / 1000;
-        metrics.handlerDuration.observe({ trigger: 'alarm' }, seconds);
-        // The route answers 400 for bad input, 413 for an oversized body and 500 for a failed handler.
-        if (res.statusCode === 400) metrics.handlerErrors.inc({ trigger: 'alarm', code: 'VALIDATION' });
-        else if (res.statusCode !== 200)
-          metrics.handlerErrors.inc({ trigger: 'alarm', code: `HTTP_${res.statusCode}` });
-        resolve();
-      });
-    });
-    options.track(finished);
+    options.track(new Promise<void>((resolve) => res.on('close', () => resolve())));
     alertmanager(req, res);
   };
 

@@ -15,6 +15,8 @@ export class RunnerMetrics {
   readonly leader: Gauge;
   readonly queueDepth: Gauge;
   readonly droppedEvents: Counter;
+  readonly webhookUnauthorized: Counter<'reason'>;
+  readonly webhookResponses: Counter<'status'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -50,6 +52,18 @@ export class RunnerMetrics {
     this.droppedEvents = new Counter({
       name: 'trainscaler_dropped_events_total',
       help: 'Watch events dropped because the work queue was full',
+      registers,
+    });
+    this.webhookUnauthorized = new Counter({
+      name: 'trainscaler_webhook_unauthorized_total',
+      help: 'Webhook requests refused with 401 before reading them: credential missing, wrong, or none configured',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.webhookResponses = new Counter({
+      name: 'trainscaler_webhook_responses_total',
+      help: 'Webhook answers by HTTP status (429: over the concurrency cap, 413: body over the limit)',
+      labelNames: ['status'],
       registers,
     });
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });

@@ -3,6 +3,12 @@
 
 import { hostname } from 'node:os';
 import { buildRuntimeDeps, loadKubeConfigFor, readRuntimeConfig } from '../../functions/runtime-deps.js';
+import {
+  cachedToken,
+  readTokenFile,
+  type TokenSource,
+  WEBHOOK_TOKEN_TTL_MS,
+} from '../../functions/webhook-auth.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_LEASE_NAME, DEFAULT_SCHEDULE, type Runner, startRunner } from './runner.js';
 
@@ -17,6 +23,7 @@ export interface RunCommandOptions {
   schedule?: string;
   statefulsetSelector?: string;
   dryRun?: boolean;
+  webhookTokenFile?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -43,7 +50,28 @@ export function resolveRunSettings(options: RunCommandOptions, env: Env) {
     leaseName: options.leaseName || DEFAULT_LEASE_NAME,
     schedule: options.schedule || env.TRAINSCALER_SCHEDULE || DEFAULT_SCHEDULE,
     statefulSetSelector: options.statefulsetSelector || env.TRAINSCALER_STATEFULSET_SELECTOR || undefined,
+    webhookTokenFile: options.webhookTokenFile || env.TRAINSCALER_WEBHOOK_TOKEN_FILE || undefined,
+    podName: env.POD_NAME || undefined,
+    podNamespace: env.POD_NAMESPACE || undefined,
   };
+}
+
+/**
+ * The webhook token from its file, checked now: a named file that cannot be read or is empty is a
+ * configuration error at start-up, not a 401 on every alert later. Re-read every minute (Secret rotation).
+ */
+export async function webhookTokenFromFile(
+  path: string,
+  log: (error: unknown) => void,
+): Promise<TokenSource> {
+  let first: string | undefined;
+  try {
+    first = await readTokenFile(path);
+  } catch (error) {
+    throw new ConfigError(`webhook token file '${path}' cannot be read: ${(error as Error).message}`);
+  }
+  if (first === undefined) throw new ConfigError(`webhook token file '${path}' is empty`);
+  return cachedToken(() => readTokenFile(path), WEBHOOK_TOKEN_TTL_MS, Date.now, log);
 }
 
 /** Shutdown must end before the kubelet's SIGKILL (terminationGracePeriodSeconds 30 in infra/k8s). */
@@ -53,6 +81,14 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
   const settings = resolveRunSettings(options, env);
   const kubeConfig = await loadKubeConfigFor(settings.config.kube);
   const deps = buildRuntimeDeps(settings.config, kubeConfig);
+  const webhookToken = settings.webhookTokenFile
+    ? await webhookTokenFromFile(settings.webhookTokenFile, (error) =>
+        deps.logger.warn(
+          { error: String(error) },
+          'cannot re-read the webhook token file; keeping the last token',
+        ),
+      )
+    : undefined;
   const runner = await startRunner({
     kubeConfig,
     deps,
@@ -63,6 +99,9 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
     port: options.port,
     schedule: settings.schedule,
     ...(settings.statefulSetSelector ? { statefulSetSelector: settings.statefulSetSelector } : {}),
+    ...(webhookToken ? { webhookToken } : {}),
+    ...(settings.podName ? { podName: settings.podName } : {}),
+    ...(settings.podNamespace ? { podNamespace: settings.podNamespace } : {}),
   });
   deps.logger.info(
     { dryRun: settings.config.dryRun, kube: settings.config.kube.mode, schedule: settings.schedule },

@@ -10,12 +10,14 @@ import { handleClusterEvent } from '../../functions/cluster-event.js';
 import type { Handler, HandlerDeps } from '../../functions/handler-deps.js';
 import { handleSchedule } from '../../functions/schedule.js';
 import { handleSubmit } from '../../functions/submit.js';
+import { NO_TOKEN, type TokenSource, UNCONFIGURED_WARNING } from '../../functions/webhook-auth.js';
 import { ConfigError } from '../errors.js';
 import { EventRouter, type RoutedTask } from './event-router.js';
 import { LeaderFencedClusterClient } from './fenced-cluster-client.js';
 import { startHttpServer } from './http-server.js';
 import { type InformerSet, startInformers } from './informers.js';
 import { type LeaderElectionTiming, LeaderElector, type LeaseLock } from './leader-election.js';
+import { kubernetesLeaderLabelPatch, type LeaderLabelPatch, LeaderPodLabel } from './leader-pod-label.js';
 import { KubernetesLeaseLock } from './lease-lock.js';
 import { RunnerMetrics, type Trigger } from './metrics.js';
 import { KeyedWorkQueue } from './work-queue.js';
@@ -46,7 +48,17 @@ export interface RunnerOptions {
   timing?: Partial<LeaderElectionTiming>;
   statefulSetSelector?: string;
   submitGraceMs?: number;
-  /** Tests replace handlers and the lock. */
+  /**
+   * The webhook's bearer token. Without one the webhook answers 401 to every request (and start-up warns):
+   * it is never open by default.
+   */
+  webhookToken?: TokenSource;
+  /** This replica's pod (POD_NAME): the leader labels it so the Service routes to it. */
+  podName?: string;
+  /** The pod's namespace (POD_NAMESPACE), when it is not the Lease's `namespace`. */
+  podNamespace?: string;
+  /** Tests replace handlers, the lock and the pod label patch. */
+  leaderLabelPatch?: LeaderLabelPatch;
   handlers?: Partial<RunnerHandlers>;
   lock?: LeaseLock;
 }
@@ -98,13 +110,31 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
     settled.finally(() => inFlight.delete(settled));
   };
 
+  const labelPatch =
+    options.leaderLabelPatch ??
+    (options.podName
+      ? kubernetesLeaderLabelPatch(
+          options.kubeConfig,
+          options.podNamespace ?? options.namespace,
+          options.podName,
+        )
+      : undefined);
+  // Removes a label a previous container of this pod may have left, before anything else.
+  const podLabel = labelPatch ? new LeaderPodLabel({ patch: labelPatch, logger }) : undefined;
   const elector: LeaderElector = new LeaderElector({
     lock,
     identity: options.identity,
     ...(options.timing ? { timing: options.timing } : {}),
     logger,
-    onStartedLeading: () => startWork(),
-    onStoppedLeading: () => stopWork(),
+    onStartedLeading: () => {
+      startWork();
+      podLabel?.set(true);
+    },
+    onStoppedLeading: () => {
+      // Unlabelled first, so that the Service stops sending alerts here while the work winds down.
+      podLabel?.set(false);
+      return stopWork();
+    },
   });
   // New work starts only on a leader that is not shutting down; work already running may write for as long
   // as the lease is held (it is renewed until that work has finished).
@@ -208,8 +238,10 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
     metrics,
     isLeader,
     deps,
+    webhookToken: options.webhookToken ?? NO_TOKEN,
     track,
   });
+  if (!options.webhookToken) logger.warn({}, UNCONFIGURED_WARNING);
   elector.start();
   logger.info({ identity: options.identity, lease: lock.description, url: http.url }, 'runner started');
 
@@ -224,6 +256,9 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
         stopping = true;
         await stopWork();
         await elector.stop({ release: stopOptions.release ?? true });
+        podLabel?.set(false);
+        await podLabel?.settle(3_000);
+        podLabel?.stop();
         await http.close();
         logger.info({ identity: options.identity }, 'runner stopped');
       })();

@@ -47,6 +47,8 @@ interface Received {
   result: HandlerResult;
 }
 
+const WEBHOOK_TOKEN = 'pipeline-webhook-token-5a4b3c2d1e';
+
 const silentLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> alarm function', () => {
@@ -109,19 +111,29 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
       profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
     };
     const received: Received[] = [];
+    const refused: string[] = [];
     alarmServer = createAlertmanagerServer({
       deps,
+      token: async () => WEBHOOK_TOKEN,
+      logger: silentLogger,
+      onUnauthorized: (reason) => refused.push(reason),
       onResult: (payload, result) => received.push({ payload: payload as Received['payload'], result }),
     });
     await new Promise<void>((resolve) => alarmServer?.listen(0, '127.0.0.1', resolve));
     const webhook = `http://127.0.0.1:${(alarmServer.address() as AddressInfo).port}/alertmanager`;
 
-    // Alertmanager with the production routing, its webhook pointed at the alarm server.
+    // Alertmanager with the production routing, its webhook pointed at the alarm server, and the bearer
+    // token read from a file as in production (credentials_file).
     const production = await readFile(join(REPO_ROOT, 'infra/prometheus/alertmanager.yml'), 'utf8');
     assert.match(production, /url: \S+\/alertmanager/);
+    assert.match(production, /credentials_file: \S+/);
+    const tokenFile = join(dir, 'webhook-token');
+    await writeFile(tokenFile, `${WEBHOOK_TOKEN}\n`);
     await writeFile(
       join(dir, 'alertmanager.yml'),
-      compressAlertmanagerTimers(production, TIME_FACTOR).replace(/url: \S+/, `url: ${webhook}`),
+      compressAlertmanagerTimers(production, TIME_FACTOR)
+        .replace(/url: \S+/, `url: ${webhook}`)
+        .replace(/credentials_file: \S+/, `credentials_file: ${tokenFile}`),
     );
     processes.push(
       start('alertmanager', binaries.alertmanager, [
@@ -280,6 +292,7 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
     assert.equal(alert.labels?.pod, straggler);
 
     assert.deepEqual(eviction.result.errors, []);
+    assert.deepEqual(refused, [], 'every delivery carried the credential');
     const [outcome] = eviction.result.outcomes;
     assert.ok(outcome);
     assert.equal(outcome.plan.policy, 'straggler');

@@ -106,4 +106,32 @@ describe('osls package output', () => {
       assert.match(JSON.stringify(eks[0]?.Resource), new RegExp(`cluster/${CLUSTER}"`));
     }
   });
+
+  it('lets only the webhook read its token: ssm:GetParameter on the one parameter, kms:Decrypt through SSM for it', () => {
+    const policyOf = (role: string) =>
+      (
+        (resources[role]?.Properties.Policies ?? []) as {
+          PolicyDocument: { Statement: { Action: unknown; Resource: unknown; Condition?: unknown }[] };
+        }[]
+      ).flatMap((p) => p.PolicyDocument.Statement);
+    const webhook = policyOf('AlertmanagerWebhookRole');
+    const ssm = webhook.filter((s) => [s.Action].flat().some((a) => String(a).startsWith('ssm:')));
+    assert.equal(ssm.length, 1);
+    assert.equal(ssm[0]?.Action, 'ssm:GetParameter');
+    const arn = JSON.stringify(ssm[0]?.Resource);
+    assert.match(arn, /:parameter\/trainscaler\/webhook-token"/);
+    const kms = webhook.filter((s) => [s.Action].flat().includes('kms:Decrypt'));
+    assert.equal(kms.length, 1);
+    const condition = JSON.stringify(kms[0]?.Condition);
+    assert.match(condition, /kms:ViaService/);
+    assert.ok(condition.includes(arn), "decryption only for the parameter's encryption context");
+    for (const role of ['AlarmRole', 'ClusterEventRole', 'ScheduleRole', 'SubmitRole'])
+      assert.ok(!JSON.stringify(policyOf(role)).match(/ssm:|kms:/), `${role} has no SSM or KMS access`);
+    const fn = resources.AlertmanagerWebhookLambdaFunction?.Properties as {
+      Environment: { Variables: Record<string, unknown> };
+      ReservedConcurrentExecutions?: number;
+    };
+    assert.equal(fn.Environment.Variables.TRAINSCALER_WEBHOOK_TOKEN_PARAMETER, '/trainscaler/webhook-token');
+    assert.equal(fn.ReservedConcurrentExecutions, 4);
+  });
 });

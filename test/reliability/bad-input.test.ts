@@ -2,14 +2,18 @@
 // the producers' real payload shapes, must each end in a typed rejection (a TrainscalerError) or a valid
 // no-op, with zero writes to the (simulated) cluster and zero crashes. The counts are printed.
 import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
 import { before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { handleAlarm } from '../../functions/alarm.js';
+import { createAlertmanagerServer } from '../../functions/alertmanager-http.js';
 import { handleClusterEvent } from '../../functions/cluster-event.js';
 import type { Handler, HandlerResult } from '../../functions/handler-deps.js';
+import { createAlertmanagerWebhook } from '../../functions/lambda.js';
 import { handleSchedule } from '../../functions/schedule.js';
 import { handleSubmit } from '../../functions/submit.js';
 import { TrainscalerError } from '../../lib/errors.js';
+import { httpApiEvent } from '../fixtures/http-api-event.js';
 import {
   alertmanagerWebhook,
   cloudWatchAlarmMessage,
@@ -18,6 +22,7 @@ import {
   scheduledEvent,
   snsLambdaEvent,
 } from '../fixtures/payloads.js';
+import { postWebhookWithAuthorization, TEST_WEBHOOK_TOKEN } from '../support/webhook-request.js';
 import { harness, TOY, toyJob } from '../unit/functions/handler-harness.js';
 
 const RUNS_PER_FIXTURE = 1_000;
@@ -316,5 +321,109 @@ describe('hostile trigger payloads (property-based, SimulatedCluster)', () => {
   it('answers every payload with a typed rejection or a no-op (zero crashes)', () => {
     assert.deepEqual(crashes, []);
     assert.equal(counts.crashes, 0);
+  });
+});
+
+describe('hostile payloads without the webhook credential (both webhook runtimes)', () => {
+  /** A missing header, a wrong token, another scheme, an empty bearer: each must end in 401. */
+  const credentials: (string | null)[] = [
+    null,
+    `${TEST_WEBHOOK_TOKEN}x`,
+    `Basic ${Buffer.from(`a:${TEST_WEBHOOK_TOKEN}`).toString('base64')}`,
+    '',
+  ];
+  const HTTP_RUNS_PER_FIXTURE = 200;
+
+  function bodies(runs: number): string[] {
+    return FIXTURES.flatMap((fixture, index) =>
+      fc
+        .sample(fc.array(mutation, { minLength: 1, maxLength: 3 }), {
+          numRuns: runs,
+          seed: SEED + 100 + index,
+        })
+        .map((mutations) => stringify(mutate(structuredClone(fixture.payload()), mutations))),
+    );
+  }
+
+  function setup() {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(900);
+    let depsBuilt = 0;
+    const lazyDeps = async () => {
+      depsBuilt++;
+      return deps;
+    };
+    return { sim, lazyDeps, depsBuilt: () => depsBuilt };
+  }
+
+  it('the runner route (node:http) answers 401 to every one, builds no client, writes nothing', async (t) => {
+    const { sim, lazyDeps, depsBuilt } = setup();
+    const marks = sim.writeLog().length;
+    let refused = 0;
+    const server = createAlertmanagerServer({
+      deps: lazyDeps,
+      token: async () => TEST_WEBHOOK_TOKEN,
+      logger: { info() {}, warn() {}, error() {} },
+      onUnauthorized: () => refused++,
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/alertmanager`;
+    const statuses = new Map<number, number>();
+    try {
+      const all = bodies(HTTP_RUNS_PER_FIXTURE);
+      for (const [i, body] of all.entries()) {
+        const answer = await postWebhookWithAuthorization(
+          url,
+          body,
+          credentials[i % credentials.length] ?? null,
+        );
+        statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+        assert.deepEqual(Object.keys(answer.json).sort(), ['requestId', 'status']);
+      }
+      t.diagnostic(
+        `runner route: ${all.length} hostile payloads without a valid credential -> ${JSON.stringify([...statuses])}`,
+      );
+      assert.deepEqual([...statuses], [[401, all.length]]);
+      assert.equal(refused, all.length, 'every refusal counted');
+      assert.equal(depsBuilt(), 0, 'nothing built, so nothing read');
+      assert.equal(sim.writeLog().length, marks, 'nothing written');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('the Lambda route (HTTP API v2 events) answers 401 to every one, builds no client, writes nothing', async (t) => {
+    const { sim, lazyDeps, depsBuilt } = setup();
+    const marks = sim.writeLog().length;
+    const lines: string[] = [];
+    const handler = createAlertmanagerWebhook({
+      token: async () => TEST_WEBHOOK_TOKEN,
+      deps: lazyDeps,
+      log: (line) => lines.push(line),
+    });
+    const all = bodies(RUNS_PER_FIXTURE);
+    const statuses = new Map<number, number>();
+    for (const [i, body] of all.entries()) {
+      const authorization = credentials[i % credentials.length];
+      const event = httpApiEvent(body, {
+        ...(authorization === null || authorization === undefined ? {} : { authorization }),
+        base64: i % 2 === 0,
+      });
+      const result = await handler(event);
+      statuses.set(result.statusCode, (statuses.get(result.statusCode) ?? 0) + 1);
+    }
+    t.diagnostic(
+      `Lambda route: ${all.length} hostile payloads without a valid credential -> ${JSON.stringify([...statuses])}`,
+    );
+    assert.ok(all.length >= 10_000);
+    assert.deepEqual([...statuses], [[401, all.length]]);
+    assert.equal(
+      lines.filter((l) => l.includes('"trainscaler_webhook_unauthorized_total":1')).length,
+      all.length,
+    );
+    assert.equal(depsBuilt(), 0);
+    assert.equal(sim.writeLog().length, marks);
   });
 });

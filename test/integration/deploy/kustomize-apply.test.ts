@@ -86,4 +86,16 @@ describe('infra/k8s on the test API server', { skip }, () => {
     }
     assert.deepEqual(denied, []);
   });
+
+  it('lets the ServiceAccount patch pods (its leader label) in its own namespace only', async () => {
+    const canI = (...args: string[]) =>
+      kubectl('auth', 'can-i', '--as', SA, ...args).then(
+        (out) => out.trim(),
+        (e: { stdout?: string }) => (e.stdout ?? '').trim(),
+      );
+    assert.equal(await canI('patch', 'pods', '-n', 'trainscaler-system'), 'yes');
+    assert.equal(await canI('patch', 'pods', '-n', 'default'), 'no');
+    assert.equal(await canI('patch', 'pods', '-A'), 'no');
+    assert.equal(await canI('update', 'pods', '-n', 'trainscaler-system'), 'no');
+  });
 });

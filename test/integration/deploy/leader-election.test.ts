@@ -1,16 +1,31 @@
 // Two `trainscaler run` runners in one process against the real test API server: one Lease, one leader;
 // the other takes over when the leader stops (at once when it releases the Lease, after the lease duration
 // when it just disappears), and at no sampled instant do both lead. The leader's informers feed real watch
-// events to the (stubbed) handlers; the follower's handlers never run.
+// events to the (stubbed) handlers; the follower's handlers never run. With a pod each (kwok pods standing
+// in for the runners' pods, POD_NAME given to each runner, each runner authenticated with a token bound to its
+// pod as in a Deployment), the leader labels its pod and a Service selecting that label has, in the
+// EndpointSlices the real controller-manager maintains, the leader only; infra/k8s/leader-label-policy.yaml
+// lets a runner change that label of its own pod and nothing else.
 // Needs TRAINSCALER_KUBECONFIG; runs as the trainscaler ServiceAccount when kubeconfig-sa sits beside it.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import type { Handler, HandlerResult } from '../../../functions/handler-deps.js';
 import { buildRuntimeDeps, readRuntimeConfig } from '../../../functions/runtime-deps.js';
+import { LEADER_LABEL } from '../../../lib/runner/leader-pod-label.js';
 import { type Runner, startRunner } from '../../../lib/runner/runner.js';
+import { TEST_WEBHOOK_TOKEN } from '../../support/webhook-request.js';
 
 const kubeconfig = process.env.TRAINSCALER_KUBECONFIG;
 const skip = kubeconfig
@@ -92,7 +107,11 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
       .catch(() => undefined);
   });
 
-  async function startPair(leaseName: string) {
+  async function startPair(
+    leaseName: string,
+    pods: { a?: string; b?: string } = {},
+    configs: { a?: KubeConfig; b?: KubeConfig } = {},
+  ) {
     leases.push(leaseName);
     const config = readRuntimeConfig({
       PROMETHEUS_URL: 'http://127.0.0.1:9',
@@ -105,8 +124,8 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
     } as Record<'a' | 'b', Calls>;
     const start = (id: 'a' | 'b') =>
       startRunner({
-        kubeConfig: runnerConfig,
-        deps: buildRuntimeDeps(config, runnerConfig),
+        kubeConfig: configs[id] ?? runnerConfig,
+        deps: buildRuntimeDeps(config, configs[id] ?? runnerConfig),
         identity: `it-${id}-${suffix}`,
         namespace: NAMESPACE,
         leaseName,
@@ -114,6 +133,8 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
         port: 0,
         schedule: '* * * * * *',
         handlers: recordingHandlers(calls[id]),
+        webhookToken: async () => TEST_WEBHOOK_TOKEN,
+        ...(pods[id] ? { podName: pods[id] } : {}),
       });
     const a = await start('a');
     const runners: Runner[] = [a];
@@ -237,6 +258,193 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
     } finally {
       await a.stop();
       await b.stop();
+    }
+  });
+
+  it('routes the Service to the leader only: the leader labels its pod, a stale label is removed, hand-over moves it', async (t) => {
+    const core = admin.makeApiClient(CoreV1Api);
+    const discovery = admin.makeApiClient(DiscoveryV1Api);
+    const app = `trainscaler-it-${suffix}`;
+    const service = `trainscaler-it-${suffix}`;
+    const podName = (id: string) => `trainscaler-it-${id}-${suffix}`;
+    const createPod = (id: string, labels: Record<string, string> = {}) =>
+      core.createNamespacedPod({
+        namespace: NAMESPACE,
+        body: {
+          metadata: { name: podName(id), labels: { 'app.kubernetes.io/name': app, ...labels } },
+          spec: {
+            serviceAccountName: 'trainscaler',
+            containers: [
+              {
+                name: 'trainscaler',
+                image: 'registry.invalid/trainscaler:it',
+                ports: [{ name: 'http', containerPort: 8080 }],
+                resources: { requests: { cpu: '10m' } },
+              },
+            ],
+          },
+        },
+      });
+    const leaseName = `trainscaler-leader-it3-${suffix}`;
+    /** A kubeconfig authenticated as the ServiceAccount with a token bound to this pod, as the kubelet mounts. */
+    const podConfig = async (id: string): Promise<KubeConfig> => {
+      const pod = await core.readNamespacedPod({ name: podName(id), namespace: NAMESPACE });
+      const request = await core.createNamespacedServiceAccountToken({
+        name: 'trainscaler',
+        namespace: NAMESPACE,
+        body: {
+          spec: {
+            audiences: [],
+            expirationSeconds: 3600,
+            boundObjectRef: {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              name: podName(id),
+              uid: pod.metadata?.uid ?? '',
+            },
+          },
+        },
+      });
+      const cluster = admin.getCurrentCluster();
+      assert.ok(cluster);
+      const config = new KubeConfig();
+      config.loadFromOptions({
+        clusters: [cluster],
+        users: [{ name: `pod-${id}`, token: request.status?.token ?? '' }],
+        contexts: [{ name: 'pod', cluster: cluster.name, user: `pod-${id}` }],
+        currentContext: 'pod',
+      });
+      return config;
+    };
+    const policy = 'infra/k8s/leader-label-policy.yaml';
+    const kubectl = (...args: string[]) =>
+      execFileSync('kubectl', ['--kubeconfig', kubeconfig ?? '', ...args], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+    let runners: Runner[] = [];
+    try {
+      kubectl('apply', '-f', policy);
+      await core.createNamespacedService({
+        namespace: NAMESPACE,
+        body: {
+          metadata: { name: service },
+          spec: {
+            selector: { 'app.kubernetes.io/name': app, [LEADER_LABEL]: 'true' },
+            ports: [{ name: 'http', port: 8080, targetPort: 'http' }],
+          },
+        },
+      });
+      // b's pod carries a label a previous container left behind: b must remove it as a follower.
+      await createPod('a');
+      await createPod('b', { [LEADER_LABEL]: 'true' });
+      for (const id of ['a', 'b']) {
+        const deadline = Date.now() + 30_000;
+        const ready = async () => {
+          const pod = await core.readNamespacedPod({ name: podName(id), namespace: NAMESPACE });
+          return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+        };
+        while (!(await ready())) {
+          assert.ok(Date.now() < deadline, `pod ${id} Ready (kwok) within 30 s`);
+          await sleep(200);
+        }
+      }
+
+      /** Names of the ready pods behind the Service, from its EndpointSlices. */
+      const endpoints = async () => {
+        const slices = await discovery.listNamespacedEndpointSlice({
+          namespace: NAMESPACE,
+          labelSelector: `kubernetes.io/service-name=${service}`,
+        });
+        return slices.items
+          .flatMap((slice) => slice.endpoints ?? [])
+          .filter((e) => e.conditions?.ready !== false)
+          .map((e) => e.targetRef?.name ?? '')
+          .sort();
+      };
+      const labelOf = async (id: string) =>
+        (await core.readNamespacedPod({ name: podName(id), namespace: NAMESPACE })).metadata?.labels?.[
+          LEADER_LABEL
+        ];
+      const waitForEndpoints = async (what: string, expected: string[]) => {
+        const deadline = Date.now() + 30_000;
+        let seen: string[] = [];
+        while (Date.now() < deadline) {
+          seen = await endpoints();
+          if (JSON.stringify(seen) === JSON.stringify(expected)) return;
+          await sleep(200);
+        }
+        assert.fail(`${what}: endpoints ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
+      };
+
+      const configs = { a: await podConfig('a'), b: await podConfig('b') };
+      // The policy admits nothing else from a runner's pod identity: not another pod's label, not another label.
+      const asA = configs.a.makeApiClient(CoreV1Api);
+      const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+      const denied = async (name: string, labels: Record<string, string | null>) => {
+        const error = await asA
+          .patchNamespacedPod({ name, namespace: NAMESPACE, body: { metadata: { labels } } }, mergePatch)
+          .then(
+            () => undefined,
+            (e: { code?: number; body?: unknown }) => e,
+          );
+        assert.ok(error, `patch of ${name} ${JSON.stringify(labels)} was admitted`);
+        assert.match(String(error.body), /ValidatingAdmissionPolicy 'trainscaler-leader-label'/);
+      };
+      // Policies take effect once the API server has loaded them: retry the first denial briefly.
+      // (b's pod carries the stale label; a may not remove it.)
+      const policyDeadline = Date.now() + 15_000;
+      for (;;) {
+        try {
+          await denied(podName('b'), { [LEADER_LABEL]: null });
+          break;
+        } catch (error) {
+          if (Date.now() > policyDeadline) throw error;
+          await core.patchNamespacedPod(
+            {
+              name: podName('b'),
+              namespace: NAMESPACE,
+              body: { metadata: { labels: { [LEADER_LABEL]: 'true' } } },
+            },
+            mergePatch,
+          );
+          await sleep(300);
+        }
+      }
+      await denied(podName('a'), { 'app.kubernetes.io/name': 'hijacked' });
+      await denied(podName('a'), { [LEADER_LABEL]: 'yes' });
+
+      const pair = await startPair(leaseName, { a: podName('a'), b: podName('b') }, configs);
+      runners = pair.runners;
+      assert.equal(pair.a.isLeader(), true);
+      await waitForEndpoints('the leader a only', [podName('a')]);
+      assert.equal(await labelOf('a'), 'true');
+      assert.equal(await labelOf('b'), undefined, 'the follower removed its stale label');
+      // Stays so while a renews.
+      const until = Date.now() + 2 * RETRY_PERIOD_MS;
+      while (Date.now() < until) {
+        assert.deepEqual(await endpoints(), [podName('a')]);
+        await sleep(500);
+      }
+
+      const stoppedAt = Date.now();
+      await pair.a.stop();
+      assert.equal(await labelOf('a'), undefined, 'a unlabelled its pod on shutdown');
+      await waitFor('b to take over', runners, () => pair.b.isLeader(), LEASE_DURATION_MS);
+      await waitForEndpoints('the new leader b only', [podName('b')]);
+      t.diagnostic(
+        `Service endpoints moved to the new leader ${Date.now() - stoppedAt} ms after a's stop began`,
+      );
+    } finally {
+      for (const r of runners) await r.stop();
+      await core.deleteNamespacedService({ name: service, namespace: NAMESPACE }).catch(() => undefined);
+      try {
+        kubectl('delete', '--ignore-not-found', '-f', policy);
+      } catch {}
+      for (const id of ['a', 'b'])
+        await core
+          .deleteNamespacedPod({ name: podName(id), namespace: NAMESPACE, gracePeriodSeconds: 0 })
+          .catch(() => undefined);
     }
   });
 });

@@ -7,6 +7,7 @@ import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
 import { type Runner, startRunner } from '../../../lib/runner/runner.js';
 import { alertmanagerWebhook } from '../../fixtures/payloads.js';
+import { postWebhook, TEST_WEBHOOK_TOKEN } from '../../support/webhook-request.js';
 import { MemoryLease } from './memory-lease.js';
 
 const silent = { info() {}, warn() {}, error() {} };
@@ -74,6 +75,7 @@ async function start(lock: MemoryLease, identity: string, onSchedule: () => void
     schedule: '* * * * * *',
     timing: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 },
     lock,
+    webhookToken: async () => TEST_WEBHOOK_TOKEN,
     handlers: {
       schedule: async (payload, d) => {
         onSchedule();
@@ -108,17 +110,30 @@ describe('runner (in-memory lease, offline cluster)', () => {
       const body = JSON.stringify(
         alertmanagerWebhook([{ namespace: 'ml', kind: 'PyTorchJob', name: 'bert', status: 'resolved' }]),
       );
-      const toFollower = await fetch(`${b.url}/alertmanager`, { method: 'POST', body });
+      const toFollower = await postWebhook(`${b.url}/alertmanager`, body);
       assert.equal(toFollower.status, 503);
       assert.equal(toFollower.headers.get('connection'), 'close');
-      const bad = await fetch(`${a.url}/alertmanager`, { method: 'POST', body: '{' });
+      // The credential is checked first, on the follower too.
+      assert.equal((await postWebhook(`${b.url}/alertmanager`, body, null)).status, 401);
+      const bad = await postWebhook(`${a.url}/alertmanager`, '{');
       assert.equal(bad.status, 400);
-      const ok = await fetch(`${a.url}/alertmanager`, { method: 'POST', body });
+      const ok = await postWebhook(`${a.url}/alertmanager`, body);
       assert.equal(ok.status, 200);
-      assert.equal(((await ok.json()) as HandlerResult).ignored, 'no firing alert');
+      assert.deepEqual(Object.keys(ok.json).sort(), ['requestId', 'status']);
+      assert.equal((await postWebhook(`${a.url}/alertmanager`, body, null)).status, 401);
+      assert.equal((await postWebhook(`${a.url}/alertmanager`, body, 'not-the-token')).status, 401);
+      // A GET is a wrong method, not a failed handler.
+      assert.equal((await fetch(`${a.url}/alertmanager`)).status, 405);
+      const after = await (await fetch(`${a.url}/metrics`)).text();
+      assert.match(after, /^trainscaler_handler_errors_total\{trigger="alarm",code="VALIDATION"\} 1$/m);
+      assert.doesNotMatch(after, /trainscaler_handler_errors_total\{trigger="alarm",code="HTTP_/);
+      assert.match(after, /^trainscaler_webhook_unauthorized_total\{reason="missing"\} 1$/m);
+      assert.match(after, /^trainscaler_webhook_unauthorized_total\{reason="wrong"\} 1$/m);
+      assert.match(after, /^trainscaler_webhook_responses_total\{status="405"\} 1$/m);
+      assert.match(after, /^trainscaler_handler_duration_seconds_count\{trigger="alarm"\} 2$/m);
       assert.match(
-        await (await fetch(`${a.url}/metrics`)).text(),
-        /^trainscaler_handler_errors_total\{trigger="alarm",code="VALIDATION"\} 1$/m,
+        await (await fetch(`${b.url}/metrics`)).text(),
+        /^trainscaler_webhook_unauthorized_total\{reason="missing"\} 1$/m,
       );
 
       await a.stop();
@@ -131,6 +146,44 @@ describe('runner (in-memory lease, offline cluster)', () => {
     } finally {
       await a.stop();
       await b.stop();
+    }
+  });
+});
+
+describe('runner without a webhook token', () => {
+  it('answers 401 to every webhook request and warns at start-up', async () => {
+    const warnings: string[] = [];
+    const { kubeConfig, deps } = offlineDeps();
+    const runner = await startRunner({
+      kubeConfig,
+      deps: {
+        ...deps,
+        logger: { ...silent, warn: (_obj: object, msg?: string) => warnings.push(msg ?? '') },
+      },
+      identity: 'solo',
+      namespace: 'trainscaler-system',
+      host: '127.0.0.1',
+      port: 0,
+      timing: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 },
+      lock: new MemoryLease(),
+    });
+    try {
+      await waitFor('it to lead', () => runner.isLeader());
+      assert.ok(
+        warnings.some((w) => /no webhook token configured/.test(w)),
+        warnings.join('\n'),
+      );
+      const body = JSON.stringify(
+        alertmanagerWebhook([{ namespace: 'ml', kind: 'PyTorchJob', name: 'bert' }]),
+      );
+      assert.equal((await postWebhook(`${runner.url}/alertmanager`, body)).status, 401);
+      assert.equal((await postWebhook(`${runner.url}/alertmanager`, body, '')).status, 401);
+      assert.match(
+        await (await fetch(`${runner.url}/metrics`)).text(),
+        /^trainscaler_webhook_unauthorized_total\{reason="unconfigured"\} 2$/m,
+      );
+    } finally {
+      await runner.stop();
     }
   });
 });

@@ -2,8 +2,13 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createAlertmanagerServer } from '../../../functions/alertmanager-http.js';
+import {
+  type AlertmanagerHttpOptions,
+  createAlertmanagerServer,
+  MAX_BODY_BYTES,
+} from '../../../functions/alertmanager-http.js';
 import type { HandlerDeps, HandlerResult } from '../../../functions/handler-deps.js';
+import type { Unauthorized } from '../../../functions/webhook-auth.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { ConfigError, MissingMetricsError } from '../../../lib/errors.js';
 import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
@@ -12,9 +17,41 @@ import { PROFILED_APP_MODEL } from '../../../lib/sim/profiled-app-model.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
 import { alertmanagerWebhook } from '../../fixtures/payloads.js';
+import {
+  postWebhook,
+  postWebhookWithAuthorization,
+  streamWebhook,
+  TEST_WEBHOOK_TOKEN,
+} from '../../support/webhook-request.js';
 
 const GiB = 1024 ** 3;
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** A logger that keeps every line, to find a request's details by its id. */
+function recordingLogger() {
+  const lines: (Record<string, unknown> & { level: string; msg?: string })[] = [];
+  const at = (level: string) => (obj: object, msg?: string) =>
+    lines.push({ level, ...(obj as Record<string, unknown>), ...(msg ? { msg } : {}) });
+  return { lines, logger: { info: at('info'), warn: at('warn'), error: at('error') } };
+}
+
+/** Counts every call on the cluster client: a refused request must make none. */
+function countingCluster(cluster: SimulatedCluster): { cluster: SimulatedCluster; calls: string[] } {
+  const calls: string[] = [];
+  const proxy = new Proxy(cluster, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        calls.push(String(key));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { cluster: proxy, calls };
+}
+
+const token = () => Promise.resolve(TEST_WEBHOOK_TOKEN);
 
 function clusterWithJob(): SimulatedCluster {
   const cluster = new SimulatedCluster({ seed: 3, apps: PROFILED_APP_MODEL });
@@ -69,51 +106,68 @@ async function close(server: Server): Promise<void> {
   await new Promise((resolve) => server.close(resolve));
 }
 
-async function post(url: string, body: string): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(url, {
-    method: 'POST',
-    body,
-    headers: { 'content-type': 'application/json' },
-  });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+/** A started server with a recording logger; `options` override the defaults. */
+async function serve(options: Partial<AlertmanagerHttpOptions> & Pick<AlertmanagerHttpOptions, 'deps'>) {
+  const { lines, logger } = recordingLogger();
+  const server = createAlertmanagerServer({ token, logger, ...options });
+  const base = await listen(server);
+  return { server, url: `${base}/alertmanager`, base, lines };
 }
 
 const firing = JSON.stringify(
   alertmanagerWebhook([{ namespace: 'team-a', kind: 'PyTorchJob', name: 'bert' }]),
 );
 
+/** The answer names nothing but its status and request id, and the id is the one in the header. */
+function assertBareAnswer(answer: { status: number; headers: Headers; json: Record<string, unknown> }) {
+  assert.deepEqual(Object.keys(answer.json).sort(), ['requestId', 'status']);
+  assert.equal(answer.json.status, answer.status);
+  assert.match(String(answer.json.requestId), /^[0-9a-f-]{36}$/);
+  assert.equal(answer.headers.get('x-request-id'), answer.json.requestId);
+}
+
 describe('alertmanager-http', () => {
-  const cluster = clusterWithJob();
+  const counted = countingCluster(clusterWithJob());
   const results: HandlerResult[] = [];
-  const server = createAlertmanagerServer({
-    deps: depsWith(cluster, noMetrics),
-    onResult: (_payload, result) => results.push(result),
-  });
+  let url: string;
   let base: string;
+  let server: Server;
+  let lines: ReturnType<typeof recordingLogger>['lines'];
 
   before(async () => {
-    base = await listen(server);
+    ({ server, url, base, lines } = await serve({
+      deps: depsWith(counted.cluster, noMetrics),
+      onResult: (_payload, result) => results.push(result),
+    }));
   });
   after(() => close(server));
 
-  it('answers 400 naming the field for a payload the alarm schema rejects, and reads nothing', async () => {
+  it('answers 400 for a payload the alarm schema rejects, logs the field under the request id, reads nothing', async () => {
     const hook = alertmanagerWebhook([{ namespace: 'team-a', kind: 'Deployment', name: 'bert' }]);
-    const answer = await post(`${base}/alertmanager`, JSON.stringify(hook));
+    const answer = await postWebhook(url, JSON.stringify(hook));
     assert.equal(answer.status, 400);
-    assert.equal(answer.json.field, '/alerts/0/labels/job_kind');
-    assert.equal((await post(`${base}/alertmanager`, '{"alerts": ')).json.field, '');
+    assertBareAnswer(answer);
+    const logged = lines.find((l) => l.requestId === answer.json.requestId);
+    assert.equal(logged?.field, '/alerts/0/labels/job_kind');
+    const notJson = await postWebhook(url, '{"alerts": ');
+    assert.equal(notJson.status, 400);
+    assert.equal(lines.find((l) => l.requestId === notJson.json.requestId)?.field, '');
     assert.equal(results.length, 0);
+    assert.deepEqual(counted.calls, []);
   });
 
-  it('answers 200 with the result: missing metrics mean an error for the job and no write', async () => {
-    const answer = await post(`${base}/alertmanager`, firing);
+  it("answers 200 with the status only: missing metrics are logged as the job's error, nothing is written", async () => {
+    const answer = await postWebhook(url, firing);
     assert.equal(answer.status, 200);
-    const result = answer.json as unknown as HandlerResult;
+    assertBareAnswer(answer);
+    const result = results[0] as HandlerResult;
     assert.equal(result.trigger, 'alarm');
     assert.deepEqual(result.outcomes, []);
     assert.equal(result.errors[0]?.code, 'MISSING_METRICS');
     assert.deepEqual(result.errors[0]?.ref, { kind: 'PyTorchJob', namespace: 'team-a', name: 'bert' });
-    assert.ok(!cluster.writeLog().some((w) => w.verb === 'patch' || w.verb === 'evict'));
+    const logged = lines.find((l) => l.requestId === answer.json.requestId);
+    assert.equal((logged?.errors as { code: string }[] | undefined)?.[0]?.code, 'MISSING_METRICS');
+    assert.ok(!counted.cluster.writeLog().some((w) => w.verb === 'patch' || w.verb === 'evict'));
     assert.equal(results.length, 1);
   });
 
@@ -121,31 +175,199 @@ describe('alertmanager-http', () => {
     const resolved = alertmanagerWebhook([
       { namespace: 'team-a', kind: 'PyTorchJob', name: 'bert', status: 'resolved' },
     ]);
-    const answer = await post(`${base}/alertmanager`, JSON.stringify(resolved));
+    const answer = await postWebhook(url, JSON.stringify(resolved));
     assert.equal(answer.status, 200);
-    assert.equal(answer.json.ignored, 'no firing alert');
+    assert.equal(lines.find((l) => l.requestId === answer.json.requestId)?.ignored, 'no firing alert');
   });
 
   it('only serves POST /alertmanager', async () => {
-    const get = await fetch(`${base}/alertmanager`);
+    const get = await fetch(url, { headers: { authorization: `Bearer ${TEST_WEBHOOK_TOKEN}` } });
     assert.equal(get.status, 405);
     assert.equal(get.headers.get('allow'), 'POST');
-    assert.equal((await post(`${base}/other`, firing)).status, 404);
+    assert.equal((await postWebhook(`${base}/other`, firing)).status, 404);
+  });
+});
+
+describe('alertmanager-http credential', () => {
+  it('answers 401 to a missing, malformed or wrong credential before reading anything, and counts it', async () => {
+    const counted = countingCluster(clusterWithJob());
+    let depsBuilt = 0;
+    const refused: Unauthorized[] = [];
+    const results: HandlerResult[] = [];
+    const { server, url, lines } = await serve({
+      deps: async () => {
+        depsBuilt++;
+        return depsWith(counted.cluster, noMetrics);
+      },
+      onResult: (_p, r) => results.push(r),
+      onUnauthorized: (reason) => refused.push(reason),
+    });
+    try {
+      const missing = await postWebhook(url, firing, null);
+      assert.equal(missing.status, 401);
+      assert.equal(missing.headers.get('www-authenticate'), 'Bearer');
+      assertBareAnswer(missing);
+      assert.equal((await postWebhook(url, firing, `${TEST_WEBHOOK_TOKEN}x`)).status, 401);
+      assert.equal((await postWebhook(url, firing, TEST_WEBHOOK_TOKEN.slice(0, -1))).status, 401);
+      assert.equal((await postWebhook(url, firing, '')).status, 401);
+      const basic = await postWebhookWithAuthorization(
+        url,
+        firing,
+        `Basic ${Buffer.from(`u:${TEST_WEBHOOK_TOKEN}`).toString('base64')}`,
+      );
+      assert.equal(basic.status, 401);
+      assert.deepEqual(refused, ['missing', 'wrong', 'wrong', 'missing', 'missing']);
+      assert.equal(depsBuilt, 0, 'no client was built');
+      assert.deepEqual(counted.calls, [], 'nothing was read from the cluster');
+      assert.equal(results.length, 0);
+      // The token is never logged, whatever was presented.
+      assert.ok(!JSON.stringify(lines).includes(TEST_WEBHOOK_TOKEN.slice(0, 12)));
+
+      const right = await postWebhook(url, firing);
+      assert.equal(right.status, 200);
+      assert.equal(results.length, 1);
+      assert.equal(depsBuilt, 1);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('refuses without reading the body: a 401 arrives while the body is still being sent', async () => {
+    const { server, url } = await serve({ deps: depsWith(clusterWithJob(), noMetrics) });
+    try {
+      // 2 MiB sent and the body never ended: an answer can only come from a server that did not wait for it.
+      const answer = await streamWebhook(url, {
+        token: null,
+        maxBytes: 2 * 1024 * 1024,
+        end: false,
+        timeoutMs: 5_000,
+      });
+      assert.equal(answer.status, 401, JSON.stringify(answer));
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('answers 401 to every request, the right-looking ones too, when no token is configured', async () => {
+    const refused: Unauthorized[] = [];
+    let depsBuilt = 0;
+    const { server, url } = await serve({
+      token: () => Promise.resolve(undefined),
+      deps: async () => {
+        depsBuilt++;
+        return depsWith(clusterWithJob(), noMetrics);
+      },
+      onUnauthorized: (reason) => refused.push(reason),
+    });
+    try {
+      assert.equal((await postWebhook(url, firing)).status, 401);
+      assert.equal((await postWebhook(url, firing, null)).status, 401);
+      assert.equal((await postWebhook(url, firing, '')).status, 401);
+      assert.deepEqual(refused, ['unconfigured', 'unconfigured', 'unconfigured']);
+      assert.equal(depsBuilt, 0);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('answers 503 (retried by Alertmanager) when the token cannot be read, and reads nothing', async () => {
+    let depsBuilt = 0;
+    const { server, url } = await serve({
+      token: () => Promise.reject(new Error('AccessDeniedException')),
+      deps: async () => {
+        depsBuilt++;
+        return depsWith(clusterWithJob(), noMetrics);
+      },
+    });
+    try {
+      const answer = await postWebhook(url, firing);
+      assert.equal(answer.status, 503);
+      assertBareAnswer(answer);
+      assert.equal(depsBuilt, 0);
+    } finally {
+      await close(server);
+    }
+  });
+});
+
+describe('alertmanager-http limits', () => {
+  it('stops reading at the body limit: 413, and the rest of a large body is never taken in', async (t) => {
+    const { server, url, lines } = await serve({ deps: depsWith(clusterWithJob(), noMetrics) });
+    try {
+      // A client that goes on sending after the answer: only closing the connection stops it.
+      const answer = await streamWebhook(url, { maxBytes: 256 * 1024 * 1024, keepWriting: true });
+      // The server destroys the connection after answering: the client sees the 413 and/or the reset;
+      // either way it could hand over no more than the limit plus socket buffers.
+      assert.ok(answer.status === 413 || answer.error !== undefined, JSON.stringify(answer));
+      assert.notEqual(answer.error, 'timeout');
+      assert.ok(answer.written < MAX_BODY_BYTES + 32 * 1024 * 1024, `${answer.written} bytes written`);
+      t.diagnostic(`413 after the client wrote ${answer.written} bytes (${answer.status} ${answer.error})`);
+      assert.ok(lines.some((l) => l.msg === 'alertmanager webhook rejected' && /over/.test(String(l.error))));
+      // A body just under the limit is read (and rejected as not JSON: it is spaces).
+      const under = await streamWebhook(url, { maxBytes: 3 * 1024 * 1024 });
+      assert.equal(under.status, 400);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('caps concurrent requests: beyond the cap the answer is 429 at once', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = 0;
+    const deps = depsWith(clusterWithJob(), noMetrics);
+    const { server, url } = await serve({
+      maxConcurrent: 2,
+      deps: async () => {
+        started++;
+        await gate;
+        return deps;
+      },
+    });
+    try {
+      const held = [postWebhook(url, firing), postWebhook(url, firing)];
+      while (started < 2) await new Promise((r) => setTimeout(r, 10));
+      const third = await Promise.race([
+        postWebhook(url, firing),
+        new Promise<never>((_, reject) =>
+          setTimeout(
+            () => reject(new Error('the request over the cap was not refused at once')),
+            3_000,
+          ).unref(),
+        ),
+      ]);
+      assert.equal(third.status, 429);
+      assert.equal(third.headers.get('retry-after'), '5');
+      assert.equal(started, 2, 'the third request did no work');
+      release();
+      assert.deepEqual(
+        (await Promise.all(held)).map((a) => a.status),
+        [200, 200],
+      );
+      // Slots are given back: the next request is served.
+      assert.equal((await postWebhook(url, firing)).status, 200);
+    } finally {
+      release();
+      await close(server);
+    }
   });
 });
 
 describe('alertmanager-http failures Alertmanager should retry', () => {
-  it('answers 500 when the clients cannot be built', async () => {
-    const server = createAlertmanagerServer({
+  it('answers 500 when the clients cannot be built, with the reason in the log only', async () => {
+    const { server, url, lines } = await serve({
       deps: async () => {
         throw new ConfigError('PROMETHEUS_URL is not set');
       },
     });
-    const base = await listen(server);
     try {
-      const answer = await post(`${base}/alertmanager`, firing);
+      const answer = await postWebhook(url, firing);
       assert.equal(answer.status, 500);
-      assert.match(String(answer.json.error), /PROMETHEUS_URL/);
+      assertBareAnswer(answer);
+      const logged = lines.find((l) => l.requestId === answer.json.requestId);
+      assert.match(String(logged?.error), /PROMETHEUS_URL/);
     } finally {
       await close(server);
     }
@@ -158,12 +380,15 @@ describe('alertmanager-http failures Alertmanager should retry', () => {
     await close(probe);
     const cluster = clusterWithJob();
     const metrics = new PrometheusMetricsSource(prometheusUrl, () => 1_800_000_000, { timeoutMs: 1000 });
-    const server = createAlertmanagerServer({ deps: depsWith(cluster, metrics) });
-    const base = await listen(server);
+    const results: HandlerResult[] = [];
+    const { server, url } = await serve({
+      deps: depsWith(cluster, metrics),
+      onResult: (_p, r) => results.push(r),
+    });
     try {
-      const answer = await post(`${base}/alertmanager`, firing);
+      const answer = await postWebhook(url, firing);
       assert.equal(answer.status, 200);
-      const result = answer.json as unknown as HandlerResult;
+      const result = results[0] as HandlerResult;
       assert.equal(result.errors[0]?.code, 'API_ERROR');
       assert.match(result.errors[0]?.message ?? '', /unreachable/);
       assert.ok(!cluster.writeLog().some((w) => w.verb === 'patch' || w.verb === 'evict'));

@@ -1,0 +1,110 @@
+// The one place tests build a request to an /alertmanager route, so the credential header is added once.
+import { request } from 'node:http';
+
+export const TEST_WEBHOOK_TOKEN = 'test-webhook-token-0123456789abcdef';
+
+export interface WebhookAnswer {
+  status: number;
+  headers: Headers;
+  json: Record<string, unknown>;
+}
+
+/** POSTs `body` to `url`; `token: null` sends no Authorization header, a string sends `Bearer <token>`. */
+export function postWebhook(
+  url: string,
+  body: string,
+  token: string | null = TEST_WEBHOOK_TOKEN,
+): Promise<WebhookAnswer> {
+  return postWebhookWithAuthorization(url, body, token === null ? null : `Bearer ${token}`);
+}
+
+/** POSTs `body` with exactly this Authorization header (null: none). */
+export async function postWebhookWithAuthorization(
+  url: string,
+  body: string,
+  authorization: string | null,
+): Promise<WebhookAnswer> {
+  const response = await fetch(url, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', ...(authorization === null ? {} : { authorization }) },
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    json: JSON.parse(text) as Record<string, unknown>,
+  };
+}
+
+/**
+ * Streams up to `maxBytes` of body (1 MiB chunks); resolves with the status (and/or the error that ended the
+ * connection) and how many bytes the server let it write. `end: false` keeps the body open after the last
+ * chunk, as a client that never finishes would; `keepWriting` goes on sending after the answer, as a hostile
+ * client would, so only a server that closes the connection stops it.
+ */
+export function streamWebhook(
+  url: string,
+  options: {
+    token?: string | null;
+    maxBytes: number;
+    end?: boolean;
+    keepWriting?: boolean;
+    timeoutMs?: number;
+  },
+): Promise<{ status?: number; error?: string; written: number; body?: string }> {
+  const {
+    token = TEST_WEBHOOK_TOKEN,
+    maxBytes,
+    end = true,
+    keepWriting = false,
+    timeoutMs = 15_000,
+  } = options;
+  let answered: { status: number; body?: string } | undefined;
+  return new Promise((resolve) => {
+    let written = 0;
+    let done = false;
+    const finish = (result: { status?: number; error?: string; body?: string }) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      req.destroy();
+      resolve({ ...result, written });
+    };
+    const timer = setTimeout(() => finish({ error: 'timeout' }), timeoutMs);
+    const req = request(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+      },
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        answered = { status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') };
+        if (!keepWriting || written >= maxBytes) finish(answered);
+      });
+      res.on('error', () => finish({ status: res.statusCode ?? 0 }));
+    });
+    req.on('error', (error) => {
+      // The server may close before the answer is read; give a pending 'response' a moment.
+      setTimeout(() => finish({ ...answered, error: error.message }), 200);
+    });
+    const chunk = Buffer.alloc(1024 * 1024, 0x20);
+    const pump = () => {
+      while (!done && written < maxBytes) {
+        written += chunk.length;
+        if (!req.write(chunk)) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      if (!done && end) req.end();
+      if (!done && answered) finish(answered);
+    };
+    req.flushHeaders();
+    pump();
+  });
+}
