@@ -7,6 +7,7 @@ import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-c
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
 import { applyGuardrails, declaredGpus, type GuardrailConfig } from './guardrails.js';
+import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -22,6 +23,8 @@ export interface ActuatorDeps {
   logger: ActuatorLogger;
   namespaceAllowlist: readonly string[];
   priorityClasses?: Record<string, number>;
+  /** Which jobs are managed (opt-in); default: opted-in jobs only, outside kube-* and trainscaler-system. */
+  management?: ManagementScope;
   /** Guardrail knobs; unset ones take the production defaults (DEFAULT_POLICY_CONFIG). */
   guardrails?: Partial<GuardrailConfig>;
 }
@@ -79,9 +82,10 @@ export async function loadSnapshot(
   cluster: ClusterClient,
   ref: JobRef,
   priorityClasses?: Record<string, number>,
+  management: ManagementScope = DEFAULT_MANAGEMENT_SCOPE,
 ): Promise<JobSnapshot> {
   const obj = await cluster.getJob(ref);
-  const view = readJob(obj);
+  const view = readJob(obj, management);
   const rawPods = await cluster.listPods(ref.namespace, podSelectorFor(obj));
   const container = roleOf(view, 'Worker')?.containerName ?? view.roles[0]?.containerName;
   const pods = rawPods.map((p) => readPod(p, container));
@@ -175,10 +179,11 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
   }
   let conflicts = 0;
   for (let attempt = 1; ; attempt++) {
-    const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses);
+    const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, deps.management);
     const { obj, view } = snapshot;
     if (!view.managed) {
-      const plan: Plan = { ref, policy: 'tuning', changes: [], reason: `${ANNOTATION.managed}=false` };
+      const reason = view.unmanagedReason ?? 'not managed';
+      const plan: Plan = { ref, policy: 'tuning', changes: [], reason };
       return { ref, plan, applied: false, skipped: 'not-managed' };
     }
     const decided = await decide(snapshot);

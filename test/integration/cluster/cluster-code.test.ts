@@ -178,7 +178,11 @@ describe('functions on the real cluster, as the trainscaler ServiceAccount', () 
       metadata: {
         name: 'ps-job',
         namespace: ns,
-        annotations: { [ANNOTATION.minReplicas]: '1', [ANNOTATION.maxReplicas]: '3' },
+        annotations: {
+          [ANNOTATION.managed]: 'true',
+          [ANNOTATION.minReplicas]: '1',
+          [ANNOTATION.maxReplicas]: '3',
+        },
       },
       spec: {
         enableDynamicWorker: true,

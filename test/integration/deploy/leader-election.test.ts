@@ -162,7 +162,11 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
         body: {
           apiVersion: 'kubeflow.org/v1',
           kind: 'PyTorchJob',
-          metadata: { name: 'it-job', namespace: testNamespace },
+          metadata: {
+            name: 'it-job',
+            namespace: testNamespace,
+            annotations: { 'trainscaler.io/managed': 'true' },
+          },
           spec: {
             pytorchReplicaSpecs: {
               Master: {
