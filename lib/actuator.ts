@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from './adapters/annotations.js';
 import { buildJobPatch, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
-import { readPod } from './adapters/pod-view.js';
+import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
@@ -86,7 +86,10 @@ export async function loadSnapshot(
 ): Promise<JobSnapshot> {
   const obj = await cluster.getJob(ref);
   const view = readJob(obj, management);
-  const rawPods = await cluster.listPods(ref.namespace, podSelectorFor(obj));
+  // The selector is a label anyone can set: keep only the pods the job really owns (owner reference).
+  const rawPods = (await cluster.listPods(ref.namespace, podSelectorFor(obj))).filter((p) =>
+    ownedByJob(p, view),
+  );
   const container = roleOf(view, 'Worker')?.containerName ?? view.roles[0]?.containerName;
   const pods = rawPods.map((p) => readPod(p, container));
   // The API server resolves priority classes on pods, not on custom resources: take it from the pods.

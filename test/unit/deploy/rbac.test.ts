@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { loadAll } from 'js-yaml';
 import { getArray, getString, isObject } from '../../../lib/adapters/unstructured.js';
@@ -49,10 +49,6 @@ function accessOf(method: string, url: URL, body: unknown): ApiAccess {
   return { group, resource: fullResource, verb, scope };
 }
 
-let server: Server;
-let kubeConfig: KubeConfig;
-let recorded: ApiAccess[] = [];
-
 async function bodyOf(request: IncomingMessage): Promise<unknown> {
   let raw = '';
   for await (const chunk of request) raw += String(chunk);
@@ -63,16 +59,24 @@ async function bodyOf(request: IncomingMessage): Promise<unknown> {
   }
 }
 
-before(async () => {
-  server = createServer(async (request, response) => {
+interface Recorder {
+  kubeConfig: KubeConfig;
+  recorded: ApiAccess[];
+  close(): Promise<void>;
+}
+
+/** An HTTP server on 127.0.0.1 that answers like an API server would, recording each request. One per caller. */
+async function recorder(): Promise<Recorder> {
+  const recorded: ApiAccess[] = [];
+  const server: Server = createServer(async (request, response) => {
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-    recorded.push(accessOf(request.method ?? 'GET', url, await bodyOf(request)));
+    const access = accessOf(request.method ?? 'GET', url, await bodyOf(request));
+    recorded.push(access);
     response.setHeader('content-type', 'application/json');
-    const isList =
-      request.method === 'GET' && !/\/(pods|nodes|configmaps|leases|[a-z]+s)\/[^/]+$/.test(url.pathname);
-    if (url.searchParams.get('watch') === 'true') return response.end();
-    if (isList) return response.end(JSON.stringify({ metadata: { resourceVersion: '1' }, items: [] }));
-    if (request.method === 'GET' && url.pathname.includes('/leases/')) {
+    if (access.verb === 'watch') return response.end();
+    if (access.verb === 'list')
+      return response.end(JSON.stringify({ metadata: { resourceVersion: '1' }, items: [] }));
+    if (access.verb === 'get' && access.resource === 'leases') {
       response.statusCode = 404;
       return response.end(JSON.stringify({ kind: 'Status', code: 404, message: 'not found' }));
     }
@@ -86,25 +90,36 @@ before(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  kubeConfig = new KubeConfig();
+  const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
     users: [{ name: 'u', token: 't' }],
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
     currentContext: 'x',
   });
-});
-
-after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return {
+    kubeConfig,
+    recorded,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 const key = (a: ApiAccess) =>
   `${a.group}/${a.resource} ${a.verb} ${a.scope.where === 'cluster' ? '*' : `${OWN}/${a.scope.resourceName}`}`;
 const keys = (list: readonly ApiAccess[]) => [...new Set(list.map(key))].sort();
 
-async function requestsOf(run: () => Promise<unknown>): Promise<string[]> {
-  recorded = [];
-  await run();
-  return keys(recorded);
+/** The requests `run` makes, against a recorder of its own. */
+async function requestsOf(run: (kubeConfig: KubeConfig) => Promise<unknown>): Promise<string[]> {
+  const r = await recorder();
+  try {
+    await run(r.kubeConfig);
+    return keys(r.recorded);
+  } finally {
+    await r.close();
+  }
 }
 
 const KINDS: JobKind[] = ['PyTorchJob', 'TFJob', 'StatefulSet'];
@@ -146,9 +161,9 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
     };
   for (const [method, call] of Object.entries(calls)) {
     it(`KubernetesClusterClient.${method}`, async () => {
-      const client = new KubernetesClusterClient(kubeConfig);
       const expected = keys(CLUSTER_CLIENT_ACCESS[method as keyof typeof CLUSTER_CLIENT_ACCESS]);
-      assert.deepEqual(await requestsOf(() => call(client)), expected);
+      const requests = await requestsOf((kc) => call(new KubernetesClusterClient(kc)));
+      assert.deepEqual(requests, expected);
     });
   }
 
@@ -160,9 +175,9 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
   });
 
   it("the runner's informers", async () => {
-    recorded = [];
+    const r = await recorder();
     const quiet = () => undefined;
-    const informers = startInformers(kubeConfig, {
+    const informers = startInformers(r.kubeConfig, {
       onEvent: quiet,
       logger: { info: quiet, warn: quiet, error: quiet },
       minRestartDelayMs: 10,
@@ -170,14 +185,15 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
     });
     const expected = keys(INFORMER_ACCESS);
     const deadline = Date.now() + 5000;
-    while (keys(recorded).length < expected.length && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
+    while (keys(r.recorded).length < expected.length && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     await informers.stop();
-    assert.deepEqual(keys(recorded), expected);
+    const requests = keys(r.recorded);
+    await r.close();
+    assert.deepEqual(requests, expected);
   });
 
   it("the runner's leader Lease", async () => {
-    const lock = new KubernetesLeaseLock(kubeConfig, OWN, 'trainscaler-leader');
     const record = {
       holderIdentity: 'a',
       leaseDurationSeconds: 15,
@@ -185,7 +201,8 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       renewTime: new Date(),
       leaseTransitions: 0,
     };
-    const requests = await requestsOf(async () => {
+    const requests = await requestsOf(async (kc) => {
+      const lock = new KubernetesLeaseLock(kc, OWN, 'trainscaler-leader');
       await lock.get();
       await lock.create(record);
       await lock.update({ ...record, resourceVersion: '2' });
