@@ -198,6 +198,40 @@ describe('real API server semantics the actuator relies on', () => {
 });
 
 describe('functions on the real cluster, as the trainscaler ServiceAccount', () => {
+  it('a forged "succeeded" event writes no profile: the job is re-read, running or not managed', async () => {
+    const ns = await namespace('it-forged');
+    await createJob(elasticPyTorchJob({ name: 'running', namespace: ns, workers: 1, min: 1, max: 2 }));
+    await createJob(
+      elasticPyTorchJob({
+        name: 'opted-out',
+        namespace: ns,
+        workers: 1,
+        min: 1,
+        max: 2,
+        annotations: { [ANNOTATION.managed]: 'false' },
+      }),
+    );
+    const before = await sa.getConfigMap('trainscaler-system', 'trainscaler-profiles');
+    for (const [name, why] of [
+      ['running', /does not report the job succeeded/],
+      ['opted-out', /not managed/],
+    ] as const) {
+      const live = await sa.getJob({ kind: 'PyTorchJob', namespace: ns, name });
+      const forged = {
+        type: 'MODIFIED',
+        object: {
+          ...live,
+          metadata: { ...live.metadata, annotations: { [ANNOTATION.managed]: 'true' } },
+          status: { conditions: [{ type: 'Succeeded', status: 'True', reason: 'PyTorchJobSucceeded' }] },
+        },
+      };
+      const result = await handleClusterEvent(forged, deps());
+      assert.match(result.ignored ?? '', why, name);
+    }
+    const after = await sa.getConfigMap('trainscaler-system', 'trainscaler-profiles');
+    assert.equal(after?.metadata?.resourceVersion, before?.metadata?.resourceVersion);
+  });
+
   it('submit: a PyTorchJob and a TFJob as users write them are configured, annotated, and an Event recorded', async () => {
     const ns = await namespace('it-submit');
     await createJob(elasticPyTorchJob({ name: 'too-wide', namespace: ns, workers: 6, min: 1, max: 4 }));
