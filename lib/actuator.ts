@@ -23,7 +23,7 @@ export interface ActuatorDeps {
   logger: ActuatorLogger;
   namespaceAllowlist: readonly string[];
   priorityClasses?: Record<string, number>;
-  /** Which jobs are managed (opt-in); default: opted-in jobs only, outside kube-* and trainscaler-system. */
+  /** Which jobs are managed (opt-in); default: namespaceAllowlist, never kube-* or trainscaler-system. */
   management?: ManagementScope;
   /** Guardrail knobs; unset ones take the production defaults (DEFAULT_POLICY_CONFIG). */
   guardrails?: Partial<GuardrailConfig>;
@@ -182,7 +182,11 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
   }
   let conflicts = 0;
   for (let attempt = 1; ; attempt++) {
-    const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, deps.management);
+    const management = deps.management ?? {
+      ...DEFAULT_MANAGEMENT_SCOPE,
+      namespaceAllowlist: deps.namespaceAllowlist,
+    };
+    const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, management);
     const { obj, view } = snapshot;
     if (!view.managed) {
       const reason = view.unmanagedReason ?? 'not managed';
