@@ -1,4 +1,5 @@
 import type { ActuatorDeps } from '../lib/actuator.js';
+import { managementScope } from '../lib/management.js';
 import type { HandlerDeps } from './handler-deps.js';
 
 export function actuatorDeps(deps: HandlerDeps): ActuatorDeps {
@@ -9,6 +10,7 @@ export function actuatorDeps(deps: HandlerDeps): ActuatorDeps {
     logger: deps.logger,
     namespaceAllowlist: deps.config.namespaceAllowlist,
     guardrails: deps.config,
+    management: managementScope(deps.config),
   };
   if (deps.priorityClasses) out.priorityClasses = deps.priorityClasses;
   return out;

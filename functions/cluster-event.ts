@@ -5,6 +5,7 @@ import type { KubeObject } from '../lib/cluster/cluster-client.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { recordRun } from '../lib/decisions/profile-store.js';
 import { MissingMetricsError } from '../lib/errors.js';
+import { managementScope } from '../lib/management.js';
 import { decideOnFault } from '../lib/policies/faults.js';
 import { parseClusterEvent } from '../lib/triggers/cluster-event-payload.js';
 import { actuatorDeps } from './actuator-deps.js';
@@ -29,7 +30,12 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
     if (trigger.subject === 'job') {
       if (trigger.type === 'DELETED' || !succeeded(trigger.job))
         return { ...result, ignored: 'job event without completion' };
-      const view = readJob(trigger.job);
+      // The payload says which job; whether it is managed and really succeeded is read from the API server,
+      // since a forged or replayed event must not write into the profile store every tenant shares.
+      const live = await deps.cluster.getJob(ref);
+      const view = readJob(live, managementScope(deps.config));
+      if (!view.managed) return { ...result, ignored: `not managed: ${view.unmanagedReason ?? ''}` };
+      if (!succeeded(live)) return { ...result, ignored: 'the API server does not report the job succeeded' };
       const samples = await deps.metrics.stepSamples(ref, 24 * 3600);
       const usage = await deps.metrics.containerUsage(ref, 24 * 3600).catch((error: unknown) => {
         if (error instanceof MissingMetricsError) return [];
@@ -41,6 +47,7 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
         { signature: view.signature, samples, usage },
         deps.clock(),
         deps.dryRun,
+        { logger: deps.logger },
       );
       return { ...result, ignored: `profile of ${view.signature} updated` };
     }

@@ -10,6 +10,7 @@ import { KubernetesClusterClient, loadKubeConfig } from '../lib/cluster/kubernet
 import { RetryingClusterClient } from '../lib/cluster/retrying-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../lib/config.js';
 import { ConfigError } from '../lib/errors.js';
+import { DEFAULT_OWN_NAMESPACE, isSystemNamespace } from '../lib/management.js';
 import { PrometheusMetricsSource } from '../lib/metrics/prometheus-metrics-source.js';
 import type { HandlerDeps } from './handler-deps.js';
 
@@ -64,14 +65,31 @@ function dnsLabelFrom(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+/**
+ * trainscaler's own namespaces, never managed: the pod's (POD_NAMESPACE, from the downward API) and the
+ * profile store's.
+ */
+function ownNamespacesFrom(env: Env): string[] {
+  const profiles = dnsLabelFrom(env, 'TRAINSCALER_PROFILES_NAMESPACE', DEFAULT_OWN_NAMESPACE);
+  const pod = dnsLabelFrom(env, 'POD_NAMESPACE', profiles);
+  return [...new Set([pod, profiles])];
+}
+
 /** Policy knobs from the environment (TRAINSCALER_COOLDOWN_SECONDS, ...), validated: a typo fails at start. */
 export function policyConfigFromEnv(env: Env): PolicyConfig {
   const allowlist = (env.TRAINSCALER_NAMESPACES ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  for (const ns of allowlist)
+  const ownNamespaces = ownNamespacesFrom(env);
+  for (const ns of allowlist) {
     if (!DNS_LABEL.test(ns)) throw new ConfigError(`TRAINSCALER_NAMESPACES: '${ns}' is not a namespace name`);
+    // Listing one would never take effect (lib/management.ts): say so at start rather than silently ignore it.
+    if (isSystemNamespace(ns) || ownNamespaces.includes(ns))
+      throw new ConfigError(
+        `TRAINSCALER_NAMESPACES: '${ns}' is a system namespace or trainscaler's own; trainscaler never acts there`,
+      );
+  }
   return {
     ...DEFAULT_POLICY_CONFIG,
     cooldownSeconds: numberFrom(env, 'TRAINSCALER_COOLDOWN_SECONDS', DEFAULT_POLICY_CONFIG.cooldownSeconds),
@@ -84,6 +102,7 @@ export function policyConfigFromEnv(env: Env): PolicyConfig {
     maxMemoryBytes: numberFrom(env, 'TRAINSCALER_MAX_MEMORY_BYTES', DEFAULT_POLICY_CONFIG.maxMemoryBytes),
     maxClusterGpus: numberFrom(env, 'TRAINSCALER_MAX_CLUSTER_GPUS', DEFAULT_POLICY_CONFIG.maxClusterGpus),
     namespaceAllowlist: allowlist,
+    ownNamespaces,
   };
 }
 

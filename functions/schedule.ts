@@ -9,6 +9,7 @@ import {
   remainingSecondsOf,
 } from '../lib/decisions/runtime-review.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
+import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
 import type { ThroughputModel } from '../lib/model/throughput-model.js';
 import { profileModel } from '../lib/policies/profiles.js';
@@ -68,7 +69,12 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   for (const obj of await listAllJobs(deps)) {
     const ref = refOf(obj);
     try {
-      const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses);
+      const snapshot = await loadSnapshot(
+        deps.cluster,
+        ref,
+        deps.priorityClasses,
+        managementScope(deps.config),
+      );
       for (const demand of pendingDemands(snapshot)) {
         if (demand.placed === 0 && snapshot.view.managed) {
           const model = await profileModelOf(snapshot.view.signature);

@@ -1,11 +1,47 @@
-import { actOnJob } from '../lib/actuator.js';
+import type { V1Pod } from '@kubernetes/client-node';
+import { actOnJob, type JobSnapshot } from '../lib/actuator.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { loadProfile } from '../lib/decisions/profile-store.js';
 import { decideInitialConfig } from '../lib/policies/initial-config.js';
 import { profileModel } from '../lib/policies/profiles.js';
 import { parseSubmit } from '../lib/triggers/submit-payload.js';
+import type { Plan } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
+
+/** A submit event older than this (by the job's creationTimestamp) is late or replayed: the job is not new. */
+export const SUBMIT_WINDOW_SECONDS = 300;
+/** A training container running longer than this has started training; resizing now would restart it. */
+export const STARTED_AFTER_SECONDS = 30;
+
+function runningSince(pod: V1Pod): number | undefined {
+  const starts = (pod.status?.containerStatuses ?? [])
+    .map((s) => s.state?.running?.startedAt)
+    .filter((t): t is Date => t !== undefined)
+    .map((t) => new Date(t).getTime() / 1000)
+    .filter(Number.isFinite);
+  return starts.length > 0 ? Math.min(...starts) : undefined;
+}
+
+/**
+ * Why the job is past its initial configuration, if it is: initial configuration is for a job that has not
+ * started yet. The payload says only which job; whether it is new is read from the live job and its pods.
+ */
+export function alreadyStarted(snapshot: JobSnapshot, now: number): string | undefined {
+  const { view, pods, rawPods } = snapshot;
+  if (view.state.lastDecisionId !== undefined || view.state.lastActionAt !== undefined)
+    return 'trainscaler already configured it';
+  if (view.creationTimestamp !== undefined && now - view.creationTimestamp > SUBMIT_WINDOW_SECONDS)
+    return `created ${Math.round(now - view.creationTimestamp)} s ago (a late or replayed submit)`;
+  const ran = pods.find((p) => p.restartCount > 0 || p.phase === 'Succeeded' || p.phase === 'Failed');
+  if (ran) return `pod ${ran.name} has already run (${ran.phase}, ${ran.restartCount} restarts)`;
+  for (const pod of rawPods) {
+    const since = runningSince(pod);
+    if (since !== undefined && now - since > STARTED_AFTER_SECONDS)
+      return `pod ${pod.metadata?.name ?? ''} has been training for ${Math.round(now - since)} s`;
+  }
+  return undefined;
+}
 
 /** A job was submitted: configure its initial size from earlier runs of the same signature and free capacity. */
 export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
@@ -13,7 +49,15 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
   const cluster = await loadCapacity(deps.cluster);
   const outcome = await actOnJob(
     ref,
-    async (snapshot) => {
+    async (snapshot): Promise<Plan> => {
+      const started = alreadyStarted(snapshot, deps.clock());
+      if (started)
+        return {
+          ref,
+          policy: 'initial',
+          changes: [],
+          reason: `not a new job: ${started}; configuration kept`,
+        };
       const { profile, problem } = await loadProfile(deps.cluster, deps.profiles, snapshot.view.signature);
       if (problem) deps.logger.warn({ job: ref }, problem);
       const model = profileModel(profile);

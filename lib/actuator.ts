@@ -2,11 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from './adapters/annotations.js';
 import { buildJobPatch, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
-import { readPod } from './adapters/pod-view.js';
+import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
 import { applyGuardrails, declaredGpus, type GuardrailConfig } from './guardrails.js';
+import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -22,6 +23,8 @@ export interface ActuatorDeps {
   logger: ActuatorLogger;
   namespaceAllowlist: readonly string[];
   priorityClasses?: Record<string, number>;
+  /** Which jobs are managed (opt-in); default: namespaceAllowlist, never kube-* or trainscaler-system. */
+  management?: ManagementScope;
   /** Guardrail knobs; unset ones take the production defaults (DEFAULT_POLICY_CONFIG). */
   guardrails?: Partial<GuardrailConfig>;
 }
@@ -79,10 +82,14 @@ export async function loadSnapshot(
   cluster: ClusterClient,
   ref: JobRef,
   priorityClasses?: Record<string, number>,
+  management: ManagementScope = DEFAULT_MANAGEMENT_SCOPE,
 ): Promise<JobSnapshot> {
   const obj = await cluster.getJob(ref);
-  const view = readJob(obj);
-  const rawPods = await cluster.listPods(ref.namespace, podSelectorFor(obj));
+  const view = readJob(obj, management);
+  // The selector is a label anyone can set: keep only the pods the job really owns (owner reference).
+  const rawPods = (await cluster.listPods(ref.namespace, podSelectorFor(obj))).filter((p) =>
+    ownedByJob(p, view),
+  );
   const container = roleOf(view, 'Worker')?.containerName ?? view.roles[0]?.containerName;
   const pods = rawPods.map((p) => readPod(p, container));
   // The API server resolves priority classes on pods, not on custom resources: take it from the pods.
@@ -175,10 +182,15 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
   }
   let conflicts = 0;
   for (let attempt = 1; ; attempt++) {
-    const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses);
+    const management = deps.management ?? {
+      ...DEFAULT_MANAGEMENT_SCOPE,
+      namespaceAllowlist: deps.namespaceAllowlist,
+    };
+    const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, management);
     const { obj, view } = snapshot;
     if (!view.managed) {
-      const plan: Plan = { ref, policy: 'tuning', changes: [], reason: `${ANNOTATION.managed}=false` };
+      const reason = view.unmanagedReason ?? 'not managed';
+      const plan: Plan = { ref, policy: 'tuning', changes: [], reason };
       return { ref, plan, applied: false, skipped: 'not-managed' };
     }
     const decided = await decide(snapshot);

@@ -1,5 +1,6 @@
 // Policy knobs with production defaults. Handlers read overrides from the environment/ConfigMap and
 // pass a full PolicyConfig down; policies never read the environment themselves.
+import { DEFAULT_OWN_NAMESPACE } from './management.js';
 
 export interface PolicyConfig {
   /** Seconds after a write during which tuning and rebalance leave a job alone (faults still act). */
@@ -31,8 +32,13 @@ export interface PolicyConfig {
   stragglerFactor: number;
   /** ...for at least this many consecutive samples (5 x the 15 s query step: a minute). */
   stragglerMinSamples: number;
-  /** Namespaces trainscaler may act in; empty = all. */
+  /**
+   * TRAINSCALER_NAMESPACES: every job in these namespaces is managed without opting in, and when the list is
+   * non-empty trainscaler acts in no other namespace. Empty: only jobs that opt in (lib/management.ts).
+   */
   namespaceAllowlist: string[];
+  /** trainscaler's own namespace(s) (its Lease, its profile store): never managed, like kube-*. */
+  ownNamespaces: string[];
   /**
    * Cluster-wide GPU budget: trainscaler never makes a change that would take the GPUs requested across the
    * cluster (every unfinished pod, plus the job's own declared size) above this. Infinity = no budget.
@@ -56,5 +62,6 @@ export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
   stragglerFactor: 1.2,
   stragglerMinSamples: 5,
   namespaceAllowlist: [],
+  ownNamespaces: [DEFAULT_OWN_NAMESPACE],
   maxClusterGpus: Number.POSITIVE_INFINITY,
 };

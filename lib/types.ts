@@ -61,8 +61,10 @@ export interface JobView {
   /** Samples the job must process to finish, when declared (used for remaining-time estimates). */
   targetSamples?: number;
   roles: RoleView[];
-  /** trainscaler.io/managed=false opts a job out. */
+  /** Opted in (lib/management.ts): the annotation or label trainscaler.io/managed, or a listed namespace. */
   managed: boolean;
+  /** Why a job is not managed, when it is not. */
+  unmanagedReason?: string;
   state: JobAutoscalerState;
   creationTimestamp?: number;
 }

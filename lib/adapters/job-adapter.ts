@@ -1,5 +1,6 @@
 import type { JsonPatchOp, KubeObject } from '../cluster/cluster-client.js';
 import { UnsupportedJobKindError, ValidationError } from '../errors.js';
+import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope, managementOf } from '../management.js';
 import type {
   Change,
   JobAutoscalerState,
@@ -238,8 +239,11 @@ function toEpochSeconds(value: string | Date | undefined): number | undefined {
   return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
 }
 
-/** Reads any supported job into the one view the policies understand. Throws ValidationError on malformed jobs. */
-export function readJob(obj: KubeObject): JobView {
+/**
+ * Reads any supported job into the one view the policies understand. Throws ValidationError on malformed jobs.
+ * `scope` decides whether the job is managed (opt-in, lib/management.ts).
+ */
+export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGEMENT_SCOPE): JobView {
   const shape = shapeFor(obj.kind);
   const annotations = obj.metadata.annotations ?? {};
   const roles: RoleView[] = shape.roles(obj).map((loc) => {
@@ -273,9 +277,12 @@ export function readJob(obj: KubeObject): JobView {
     elastic: shape.elastic(obj),
     signature: annotations[ANNOTATION.signature] ?? `${shape.kind}:${image ?? obj.metadata.name}`,
     roles,
-    managed: annotations[ANNOTATION.managed] !== 'false',
+    managed: false,
     state: parseState(obj),
   };
+  const management = managementOf({ ...obj.metadata, namespace: view.ref.namespace }, scope);
+  view.managed = management.managed;
+  if (!management.managed) view.unmanagedReason = management.why;
   const priorityClassName = shape.priorityClassName(obj);
   if (priorityClassName) view.priorityClassName = priorityClassName;
   const local = annotationInt(obj, ANNOTATION.localBatchSize);

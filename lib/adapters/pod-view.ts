@@ -1,5 +1,5 @@
 import type { V1Container, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import type { PodPhase, PodTermination, PodView, Resources, RoleName } from '../types.js';
+import type { JobRef, PodPhase, PodTermination, PodView, Resources, RoleName } from '../types.js';
 import { cpuToMillis, parseQuantity } from './quantity.js';
 
 const REPLICA_TYPE_LABEL = 'training.kubeflow.org/replica-type';
@@ -63,6 +63,19 @@ export function readPod(pod: V1Pod, containerName?: string): PodView {
   if (termination) view.lastTermination = termination;
   if (pod.status?.reason) view.reason = pod.status.reason;
   return view;
+}
+
+/**
+ * Whether the live pod really belongs to the job: same namespace, and its controller owner reference is the
+ * job itself (kind, name and, when known, uid). Labels and names are not enough: any pod in the namespace
+ * can carry `training.kubeflow.org/job-name=<job>`, or a name starting with the job's, and a metric series
+ * can name any pod at all. The training-operator and the StatefulSet controller set this owner reference.
+ */
+export function ownedByJob(pod: V1Pod, job: { ref: JobRef; uid: string }): boolean {
+  if (pod.metadata?.namespace !== job.ref.namespace) return false;
+  const owner = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
+  if (!owner || owner.kind !== job.ref.kind || owner.name !== job.ref.name) return false;
+  return job.uid === '' || owner.uid === job.uid;
 }
 
 /** Which job a pod belongs to, from the labels the training-operator sets or its owner reference. */

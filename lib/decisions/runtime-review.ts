@@ -4,7 +4,6 @@ import { MissingMetricsError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { fitRuntimeModel } from '../model/observed-bound.js';
 import type { Placement } from '../model/throughput-model.js';
-import { fitThroughputModel } from '../model/throughput-model.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers, STRAGGLER_LOOKBACK_SECONDS } from '../policies/stragglers.js';
@@ -75,6 +74,34 @@ export function remainingSecondsOf(
 }
 
 /**
+ * Only the job's own pods may drive a decision. A series names a pod in its labels, which whoever exports
+ * it controls; snapshot.pods are the live pods the job owns (owner reference, checked by loadSnapshot), so
+ * a series or usage figure naming any other pod is dropped before the policies see it: no eviction, no
+ * right-sizing from someone else's numbers. A per-worker series without a pod label is matched by replica
+ * index to the job's own pods by the straggler policy.
+ */
+export function ownObservations(
+  snapshot: JobSnapshot,
+  observed: RuntimeObservations,
+): { observed: RuntimeObservations; foreign: string[] } {
+  const own = new Set(snapshot.pods.map((p) => p.name));
+  const foreign = new Set<string>();
+  const keep = (pod: string | undefined) => {
+    if (pod === undefined || own.has(pod)) return true;
+    foreign.add(pod);
+    return false;
+  };
+  // Nothing left is no data, as when the metrics had none (MissingMetricsError -> undefined).
+  const nonEmpty = <T>(list: T[] | undefined) => (list && list.length > 0 ? list : undefined);
+  const kept: RuntimeObservations = {
+    ...observed,
+    usage: nonEmpty(observed.usage?.filter((u) => keep(u.pod))),
+    series: nonEmpty(observed.series?.filter((s) => keep(s.pod))),
+  };
+  return { observed: kept, foreign: [...foreign].sort() };
+}
+
+/**
  * One review of a running job, in order of urgency: replace a transient straggler, then change the worker
  * count if the model says it pays, then right-size CPU/memory. The first plan with changes wins; otherwise
  * the no-change plan carries every policy's reason so that "why nothing" is answerable too.
@@ -88,6 +115,10 @@ export function decideRuntime(
 ): Plan {
   const { view, pods } = snapshot;
   const reasons: string[] = [];
+  const own = ownObservations(snapshot, observed);
+  observed = own.observed;
+  if (own.foreign.length > 0)
+    reasons.push(`ignored metrics of pods the job does not own: ${own.foreign.join(', ')}`);
   if (view.state.paused) {
     return {
       ref: view.ref,

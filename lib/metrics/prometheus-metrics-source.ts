@@ -59,6 +59,26 @@ function literal(value: string): string {
   return `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`;
 }
 
+/**
+ * A name matched literally inside a regex matcher (`=~`): every RE2 metacharacter escaped. Names of
+ * StatefulSets may hold dots, and an unescaped `.` would match any character, i.e. another job's pods.
+ * The result still goes through literal(), which doubles the backslashes for the PromQL string.
+ */
+export function regexLiteral(value: string): string {
+  return value.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&');
+}
+
+/**
+ * The names the job's controller gives its pods: `<job>-<role>-<index>` (training-operator),
+ * `<name>-<ordinal>` (StatefulSet). Exact, not a prefix: job `train` must not read `train-2`'s pods
+ * (`train-2-worker-0`). Prometheus anchors the regex at both ends. Callers still keep only the pods the job
+ * owns on the API server (ownedByJob), since a name is not proof of ownership.
+ */
+export function podNamePattern(ref: JobRef): string {
+  const name = regexLiteral(ref.name);
+  return ref.kind === 'StatefulSet' ? `${name}-[0-9]+` : `${name}-(worker|master|ps|chief|evaluator)-[0-9]+`;
+}
+
 function selector(ref: JobRef): string {
   return `namespace=${literal(ref.namespace)},job_kind=${literal(ref.kind)},job_name=${literal(ref.name)}`;
 }
@@ -154,7 +174,7 @@ export class PrometheusMetricsSource implements MetricsSource {
       ref,
     );
     if (sidecar.length > 0) return sidecar;
-    const pods = `namespace=${literal(ref.namespace)},pod=~${literal(`${ref.name}-.*`)},container!="",container!="POD"`;
+    const pods = `namespace=${literal(ref.namespace)},pod=~${literal(podNamePattern(ref))},container!="",container!="POD"`;
     const cadvisor = await this.usageQueries(
       `max by (pod) (max_over_time(rate(${CADVISOR.cpu}{${pods}}[${this.rateWindow}s])[${windowSeconds}s:]))`,
       `max by (pod) (max_over_time(${CADVISOR.memory}{${pods}}[${windowSeconds}s]))`,

@@ -79,7 +79,11 @@ function podTemplate(
 }
 
 function factAnnotations(facts: TrainingJobFacts): Record<string, string> {
-  const annotations: Record<string, string> = { [ANNOTATION.signature]: facts.app };
+  // Every simulated job opts in to trainscaler (management is opt-in, lib/management.ts).
+  const annotations: Record<string, string> = {
+    [ANNOTATION.managed]: 'true',
+    [ANNOTATION.signature]: facts.app,
+  };
   if (facts.localBatchSize !== undefined)
     annotations[ANNOTATION.localBatchSize] = String(facts.localBatchSize);
   if (facts.globalBatchSize !== undefined)

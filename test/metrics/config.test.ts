@@ -6,6 +6,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { load } from 'js-yaml';
 import { type MonitoringBinaries, monitoringBinaries } from './support/processes.js';
 import { REPO_ROOT } from './support/sidecar-bundle.js';
 import { compressAlertmanagerTimers, compressRuleDurations } from './support/time-compression.js';
@@ -65,6 +66,34 @@ describe('infra/prometheus files', () => {
     await writeFile(join(dir, 'prometheus.yml'), swapped);
     const check = await run(bin.promtool, ['check', 'config', 'prometheus.yml'], dir);
     assert.equal(check.code, 0, check.output);
+  });
+
+  it('the Kubernetes scrape job takes every identity label from discovery, none from the pod', async () => {
+    const config = load(await readFile(join(INFRA, 'prometheus.yml'), 'utf8')) as {
+      scrape_configs: {
+        job_name: string;
+        honor_labels?: boolean;
+        relabel_configs: Record<string, unknown>[];
+      }[];
+    };
+    const job = config.scrape_configs.find((j) => j.job_name === 'trainscaler-sidecars');
+    assert.ok(job);
+    assert.notEqual(job.honor_labels, true, 'honor_labels would let a pod publish as any job');
+    const fromDiscovery = new Map<string, string[]>();
+    for (const rule of job.relabel_configs) {
+      const target = rule.target_label;
+      if (typeof target !== 'string') continue;
+      const sources = (rule.source_labels as string[] | undefined) ?? [];
+      fromDiscovery.set(target, [...(fromDiscovery.get(target) ?? []), ...sources]);
+    }
+    for (const label of ['namespace', 'pod', 'job_kind', 'job_name', 'role', 'worker', 'node']) {
+      const sources = fromDiscovery.get(label) ?? [];
+      assert.ok(sources.length > 0, `${label} is set by relabelling`);
+      assert.ok(
+        sources.every((s) => s.startsWith('__meta_kubernetes_')),
+        `${label} from ${sources.join(', ')}`,
+      );
+    }
   });
 
   it('the Alertmanager config is valid, and routes trainscaler alerts to the webhook', async () => {

@@ -3,15 +3,19 @@
 // sidecars and evaluates the production alert rules; Alertmanager routes the alert to the alarm function's
 // webhook (functions/alertmanager-http.ts), whose handler reads the job's metrics back from that
 // Prometheus and acts on the simulated cluster. Worker 2 becomes a straggler part-way through: the alarm
-// function must receive the straggler alert and evict that worker's pod.
+// function must receive the straggler alert and evict that worker's pod. Prometheus runs the production scrape
+// job (infra/prometheus/prometheus.yml), whose identity labels come from discovery metadata: a pod in another
+// namespace exporting series labelled as bert's worker 0 must land under its own identity and change nothing.
 // The rules and Alertmanager timers are replayed 30x faster (see support/time-compression.ts).
 import assert from 'node:assert/strict';
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { dump, load } from 'js-yaml';
 import { createAlertmanagerServer } from '../../functions/alertmanager-http.js';
 import type { HandlerDeps, HandlerResult } from '../../functions/handler-deps.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
@@ -49,6 +53,42 @@ interface Received {
 
 const WEBHOOK_TOKEN = 'pipeline-webhook-token-5a4b3c2d1e';
 
+/**
+ * A file_sd target group carrying the metadata Kubernetes pod discovery gives a pod (the __meta_kubernetes_*
+ * labels prometheus.yml relabels from), computed from the pod object the way discovery does: namespace,
+ * name, phase, node, controller owner, labels (names sanitised), the container port's name. The Debian
+ * Prometheus has no Kubernetes discovery, so this is how the production relabelling gets real targets here.
+ */
+function discoveredTargets(target: string, pod: V1Pod) {
+  const owner = pod.metadata?.ownerReferences?.find((o) => o.controller);
+  const labels: Record<string, string> = {
+    __meta_kubernetes_namespace: pod.metadata?.namespace ?? '',
+    __meta_kubernetes_pod_name: pod.metadata?.name ?? '',
+    __meta_kubernetes_pod_phase: pod.status?.phase ?? '',
+    __meta_kubernetes_pod_node_name: pod.spec?.nodeName ?? '',
+    __meta_kubernetes_pod_container_port_name: 'trainscaler',
+    __meta_kubernetes_pod_controller_kind: owner?.kind ?? '',
+    __meta_kubernetes_pod_controller_name: owner?.name ?? '',
+  };
+  for (const [key, value] of Object.entries(pod.metadata?.labels ?? {}))
+    labels[`__meta_kubernetes_pod_label_${key.replace(/[^a-zA-Z0-9_]/g, '_')}`] = value;
+  return { targets: [target], labels };
+}
+
+/** infra/prometheus/prometheus.yml's scrape job, discovering from targets/sidecars.json; the rest as prometheus-static.yml. */
+async function testPrometheusConfig(): Promise<string> {
+  const read = async (file: string) =>
+    load(await readFile(join(REPO_ROOT, 'infra/prometheus', file), 'utf8')) as Record<string, unknown>;
+  const production = await read('prometheus.yml');
+  const local = await read('prometheus-static.yml');
+  const jobs = (production.scrape_configs ?? []) as Record<string, unknown>[];
+  const job = jobs.find((j) => j.job_name === 'trainscaler-sidecars');
+  assert.ok(job?.kubernetes_sd_configs, 'the production scrape job discovers pods');
+  delete job.kubernetes_sd_configs;
+  job.file_sd_configs = [{ files: ['targets/sidecars.json'], refresh_interval: '1s' }];
+  return dump({ ...local, scrape_configs: [job] });
+}
+
 const silentLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> alarm function', () => {
@@ -56,6 +96,7 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
   let dir: string;
   const processes: Started[] = [];
   let alarmServer: Server | undefined;
+  let spoofer: Server | undefined;
 
   before(async () => {
     binaries = monitoringBinaries(); // fails here, clearly, when the packages are not installed
@@ -64,6 +105,8 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
 
   after(async () => {
     await Promise.all(processes.map((p) => stop(p)));
+    spoofer?.closeAllConnections();
+    spoofer?.close();
     if (alarmServer) {
       alarmServer.closeAllConnections();
       await new Promise((resolve) => alarmServer?.close(resolve));
@@ -93,6 +136,19 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
     cluster.step(60);
     const pods = await cluster.listPods(JOB.namespace, `training.kubeflow.org/job-name=${JOB.name}`);
     assert.equal(pods.filter((p) => p.status?.phase === 'Running').length, WORKERS);
+
+    const podOfWorker = (worker: number): V1Pod => {
+      const pod = pods.find(
+        (p) => p.metadata?.labels?.['training.kubeflow.org/replica-index'] === String(worker),
+      );
+      assert.ok(pod, `worker ${worker}'s pod`);
+      return pod;
+    };
+    const instant = async (query: string) => {
+      const response = await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(query)}`);
+      const body = (await response.json()) as { data: { result: { metric: Record<string, string> }[] } };
+      return body.data.result;
+    };
 
     // The alarm function, wired to a Prometheus source pointed at the Prometheus started below.
     const prometheusPort = await freePort();
@@ -194,15 +250,46 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
       sidecars.push({ metrics: parsed.metrics, hook: parsed.hook });
     }
 
-    // Prometheus with the static variant of the config and the production rules, replayed faster.
-    await copyFile(join(REPO_ROOT, 'infra/prometheus/prometheus-static.yml'), join(dir, 'prometheus.yml'));
+    // A pod in another namespace that exports series labelled as bert's worker 0 in team-a: very slow steps
+    // and a huge memory peak. Prometheus must file them under its own identity (namespace evil, StatefulSet
+    // miner), so that the alarm function never sees them as bert's.
+    spoofer = createServer((_req, res) => {
+      const as =
+        'namespace="team-a",job_kind="PyTorchJob",job_name="bert",pod="bert-worker-0",role="worker",worker="0"';
+      res.setHeader('content-type', 'text/plain; version=0.0.4');
+      res.end(
+        `trainscaler_step_time_seconds{${as},replicas="3",nodes="1",local_batch_size="32",node="n"} 9\n` +
+          `trainscaler_cgroup_memory_working_set_bytes{${as}} ${200 * GiB}\n`,
+      );
+    });
+    await new Promise<void>((resolve) => spoofer?.listen(0, '127.0.0.1', resolve));
+    const spooferTarget = `127.0.0.1:${(spoofer.address() as AddressInfo).port}`;
+    const spooferPod: V1Pod = {
+      metadata: {
+        name: 'miner-0',
+        namespace: 'evil',
+        ownerReferences: [
+          { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'miner', uid: 'm', controller: true },
+        ],
+        labels: { app: 'miner', 'training.kubeflow.org/job-name': 'bert' },
+      },
+      spec: { nodeName: 'node-9', containers: [] },
+      status: { phase: 'Running' },
+    };
+
+    // Prometheus with the production scrape job (its relabelling from Kubernetes discovery metadata, see
+    // discoveredTargets) and the production rules, replayed faster; static timings and alerting.
+    await writeFile(join(dir, 'prometheus.yml'), await testPrometheusConfig());
     await mkdir(join(dir, 'rules'));
     const rules = await readFile(join(REPO_ROOT, 'infra/prometheus/rules/trainscaler.rules.yml'), 'utf8');
     await writeFile(join(dir, 'rules/trainscaler.rules.yml'), compressRuleDurations(rules, TIME_FACTOR));
     await mkdir(join(dir, 'targets'));
     await writeFile(
       join(dir, 'targets/sidecars.json'),
-      JSON.stringify([{ targets: sidecars.map((s) => new URL(s.metrics).host) }]),
+      JSON.stringify([
+        ...sidecars.map((s, worker) => discoveredTargets(new URL(s.metrics).host, podOfWorker(worker))),
+        discoveredTargets(spooferTarget, spooferPod),
+      ]),
     );
     await writeFile(
       join(dir, 'targets/alertmanagers.json'),
@@ -261,6 +348,34 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
       logsOf,
     );
     assert.deepEqual(series.map((s) => s.metric.worker).sort(), ['0', '1', '2']);
+    // The spoofer's series are scraped, under its own identity: nothing it claimed survives.
+    const spoofed = await waitUntil(
+      async () => {
+        const result = await instant('{namespace="evil",__name__=~"trainscaler_.*"}');
+        return result.length === 2 ? result : undefined;
+      },
+      20_000,
+      "the spoofing pod's series in Prometheus",
+      logsOf,
+    );
+    for (const s of spoofed) {
+      const { __name__: _name, instance: _instance, job: _job, ...identity } = s.metric;
+      assert.deepEqual(identity, {
+        namespace: 'evil',
+        job_kind: 'StatefulSet',
+        job_name: 'miner',
+        pod: 'miner-0',
+        role: 'worker',
+        worker: '0',
+        node: 'node-9',
+        ...(s.metric.replicas ? { replicas: '3', nodes: '1', local_batch_size: '32' } : {}),
+      });
+    }
+    assert.equal((await instant('trainscaler_step_time_seconds{job_name="bert"}')).length, WORKERS);
+    assert.equal(
+      (await instant('trainscaler_cgroup_memory_working_set_bytes{job_name="bert"} > 100e9')).length,
+      0,
+    );
     assert.ok(series.every((s) => s.metric.replicas === '3' && s.metric.local_batch_size === '32'));
 
     // The straggler alert travels to the alarm function, which reads the metrics back and evicts the pod.

@@ -22,6 +22,7 @@ import {
 } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { ConflictError, ForbiddenError } from '../../../lib/errors.js';
+import { KubernetesLeaseLock } from '../../../lib/runner/lease-lock.js';
 import type { JobRef } from '../../../lib/types.js';
 import { alertmanagerWebhook } from '../../fixtures/payloads.js';
 import { RecordedMetricsSource, wellScalingSamples } from '../support/recorded-metrics.js';
@@ -153,9 +154,84 @@ describe('real API server semantics the actuator relies on', () => {
     assert.match(error.message, /not allowed to delete pod/);
     assert.match(error.message, /system:serviceaccount:trainscaler-system:trainscaler/);
   });
+
+  it('as the ServiceAccount, Leases and ConfigMaps outside its own namespace and names are forbidden', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(cluster.saKubeconfig);
+    const forbidden = async (what: string, attempt: () => Promise<unknown>) => {
+      const error = await attempt().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof ForbiddenError, `${what}: expected ForbiddenError, got ${String(error)}`);
+    };
+    const now = new Date();
+    const record = {
+      holderIdentity: 'x',
+      leaseDurationSeconds: 15,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: 0,
+    };
+    // A system leader Lease: taking it would stop the scheduler or controller-manager from leading.
+    await forbidden('create lease in kube-system', () =>
+      new KubernetesLeaseLock(kc, 'kube-system', 'trainscaler-leader').create(record),
+    );
+    await forbidden('get kube-system lease', () =>
+      new KubernetesLeaseLock(kc, 'kube-system', 'kube-scheduler').get(),
+    );
+    await forbidden('get another lease in its namespace', () =>
+      new KubernetesLeaseLock(kc, 'trainscaler-system', 'other').get(),
+    );
+    await forbidden('create configmap in kube-system', () =>
+      sa.putConfigMap('kube-system', 'trainscaler-profiles', { a: '1' }, undefined, { dryRun: false }),
+    );
+    await forbidden('read another configmap in its namespace', () =>
+      sa.getConfigMap('trainscaler-system', 'other'),
+    );
+    await forbidden('replace another configmap in its namespace', () =>
+      sa.putConfigMap('trainscaler-system', 'other', { a: '1' }, '1', { dryRun: false }),
+    );
+    // What it does use still works: its own profile store.
+    await assert.doesNotReject(() => sa.getConfigMap('trainscaler-system', 'trainscaler-profiles'));
+  });
 });
 
 describe('functions on the real cluster, as the trainscaler ServiceAccount', () => {
+  it('a forged "succeeded" event writes no profile: the job is re-read, running or not managed', async () => {
+    const ns = await namespace('it-forged');
+    await createJob(elasticPyTorchJob({ name: 'running', namespace: ns, workers: 1, min: 1, max: 2 }));
+    await createJob(
+      elasticPyTorchJob({
+        name: 'opted-out',
+        namespace: ns,
+        workers: 1,
+        min: 1,
+        max: 2,
+        annotations: { [ANNOTATION.managed]: 'false' },
+      }),
+    );
+    const before = await sa.getConfigMap('trainscaler-system', 'trainscaler-profiles');
+    for (const [name, why] of [
+      ['running', /does not report the job succeeded/],
+      ['opted-out', /not managed/],
+    ] as const) {
+      const live = await sa.getJob({ kind: 'PyTorchJob', namespace: ns, name });
+      const forged = {
+        type: 'MODIFIED',
+        object: {
+          ...live,
+          metadata: { ...live.metadata, annotations: { [ANNOTATION.managed]: 'true' } },
+          status: { conditions: [{ type: 'Succeeded', status: 'True', reason: 'PyTorchJobSucceeded' }] },
+        },
+      };
+      const result = await handleClusterEvent(forged, deps());
+      assert.match(result.ignored ?? '', why, name);
+    }
+    const after = await sa.getConfigMap('trainscaler-system', 'trainscaler-profiles');
+    assert.equal(after?.metadata?.resourceVersion, before?.metadata?.resourceVersion);
+  });
+
   it('submit: a PyTorchJob and a TFJob as users write them are configured, annotated, and an Event recorded', async () => {
     const ns = await namespace('it-submit');
     await createJob(elasticPyTorchJob({ name: 'too-wide', namespace: ns, workers: 6, min: 1, max: 4 }));
@@ -178,7 +254,11 @@ describe('functions on the real cluster, as the trainscaler ServiceAccount', () 
       metadata: {
         name: 'ps-job',
         namespace: ns,
-        annotations: { [ANNOTATION.minReplicas]: '1', [ANNOTATION.maxReplicas]: '3' },
+        annotations: {
+          [ANNOTATION.managed]: 'true',
+          [ANNOTATION.minReplicas]: '1',
+          [ANNOTATION.maxReplicas]: '3',
+        },
       },
       spec: {
         enableDynamicWorker: true,

@@ -5,6 +5,13 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import {
+  type ApiAccess,
+  FUNCTIONS_ACCESS,
+  INFORMER_ACCESS,
+  LEASE_ACCESS,
+  RUNNER_ACCESS,
+} from '../../../lib/cluster/api-access.js';
 
 const run = promisify(execFile);
 const kubeconfig = process.env.TRAINSCALER_KUBECONFIG;
@@ -26,6 +33,12 @@ describe('infra/k8s on the test API server', { skip }, () => {
       'serviceaccount/trainscaler',
       'clusterrole.rbac.authorization.k8s.io/trainscaler',
       'clusterrolebinding.rbac.authorization.k8s.io/trainscaler',
+      'clusterrole.rbac.authorization.k8s.io/trainscaler-watch',
+      'clusterrolebinding.rbac.authorization.k8s.io/trainscaler-watch',
+      'role.rbac.authorization.k8s.io/trainscaler-profiles',
+      'role.rbac.authorization.k8s.io/trainscaler-leader',
+      'rolebinding.rbac.authorization.k8s.io/trainscaler-profiles',
+      'rolebinding.rbac.authorization.k8s.io/trainscaler-leader',
       'configmap/trainscaler-config-',
       'service/trainscaler',
       'deployment.apps/trainscaler',
@@ -43,46 +56,23 @@ describe('infra/k8s on the test API server', { skip }, () => {
     }
   });
 
-  it('accepts the binding of the Lambda roles group to the ClusterRole', async () => {
+  it('accepts the binding of the Lambda roles group to the ClusterRole and the profile store Role', async () => {
     const out = await kubectl('apply', '--dry-run=server', '-f', 'infra/k8s/lambda-access.yaml');
     assert.match(
       out,
       /^clusterrolebinding\.rbac\.authorization\.k8s\.io\/trainscaler-lambda created \(server dry run\)$/m,
     );
+    assert.match(
+      out,
+      /^rolebinding\.rbac\.authorization\.k8s\.io\/trainscaler-lambda-profiles created \(server dry run\)$/m,
+    );
   });
 
-  it('grants the ServiceAccount every verb the runner and the handlers use', async () => {
-    const needs: string[][] = [
-      // informers (cluster-wide list + watch)
-      ['list', 'pytorchjobs.kubeflow.org', '-A'],
-      ['watch', 'pytorchjobs.kubeflow.org', '-A'],
-      ['list', 'tfjobs.kubeflow.org', '-A'],
-      ['watch', 'tfjobs.kubeflow.org', '-A'],
-      ['list', 'statefulsets.apps', '-A'],
-      ['watch', 'statefulsets.apps', '-A'],
-      ['list', 'pods', '-A'],
-      ['watch', 'pods', '-A'],
-      ['list', 'nodes'],
-      // leader election in its own namespace
-      ['get', 'leases.coordination.k8s.io', '-n', 'trainscaler-system'],
-      ['create', 'leases.coordination.k8s.io', '-n', 'trainscaler-system'],
-      ['update', 'leases.coordination.k8s.io', '-n', 'trainscaler-system'],
-      // handlers
-      ['patch', 'pytorchjobs.kubeflow.org', '-A'],
-      ['patch', 'tfjobs.kubeflow.org', '-A'],
-      ['patch', 'statefulsets.apps', '-A'],
-      ['create', 'pods', '--subresource=eviction', '-A'],
-      ['create', 'events', '-A'],
-      ['get', 'configmaps', '-n', 'trainscaler-system'],
-      ['create', 'configmaps', '-n', 'trainscaler-system'],
-      ['update', 'configmaps', '-n', 'trainscaler-system'],
-    ];
+  it('the API server allows the ServiceAccount every request the code makes (lib/cluster/api-access.ts)', async () => {
     const denied: string[] = [];
-    for (const args of needs) {
-      const answer = await kubectl('auth', 'can-i', '--as', SA, ...args).catch(
-        (e: { stdout?: string }) => e.stdout ?? '',
-      );
-      if (answer.trim() !== 'yes') denied.push(args.join(' '));
+    for (const access of RUNNER_ACCESS) {
+      const answer = await canI(['--as', SA], access);
+      if (answer !== 'yes') denied.push(JSON.stringify(access));
     }
     assert.deepEqual(denied, []);
   });
@@ -98,4 +88,66 @@ describe('infra/k8s on the test API server', { skip }, () => {
     assert.equal(await canI('patch', 'pods', '-A'), 'no');
     assert.equal(await canI('update', 'pods', '-n', 'trainscaler-system'), 'no');
   });
+
+  it('and denies it what the code never does: other verbs, other names, Leases and ConfigMaps elsewhere', async () => {
+    const forbidden: string[][] = [
+      ['update', 'pytorchjobs.kubeflow.org', '-A'],
+      ['delete', 'pytorchjobs.kubeflow.org', '-A'],
+      ['patch', 'jobsets.jobset.x-k8s.io', '-A'],
+      ['patch', 'jobs.batch', '-A'],
+      ['delete', 'pods', '-A'],
+      ['patch', 'events', '-A'],
+      ['get', 'secrets', '-A'],
+      ['get', 'configmaps', '-n', 'team-a'],
+      ['update', 'configmaps/kube-proxy', '-n', 'kube-system'],
+      ['update', 'configmaps/other', '-n', 'trainscaler-system'],
+      ['delete', 'configmaps/trainscaler-profiles', '-n', 'trainscaler-system'],
+      ['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', 'kube-system'],
+      ['create', 'leases.coordination.k8s.io', '-n', 'kube-system'],
+      ['update', 'leases.coordination.k8s.io/other', '-n', 'trainscaler-system'],
+    ];
+    const allowed: string[] = [];
+    for (const args of forbidden) {
+      const answer = await kubectl('auth', 'can-i', '--as', SA, ...args).catch(
+        (e: { stdout?: string }) => e.stdout ?? '',
+      );
+      if (answer.trim() !== 'no') allowed.push(args.join(' '));
+    }
+    assert.deepEqual(allowed, []);
+  });
+
+  it('the Lambda group gets what the functions use and no watch, no Lease', async () => {
+    await kubectl('apply', '-f', 'infra/k8s/lambda-access.yaml');
+    try {
+      const lambda = [
+        '--as',
+        'arn:aws:sts::123456789012:assumed-role/alarm',
+        '--as-group',
+        'trainscaler-lambda',
+      ];
+      const denied: string[] = [];
+      for (const access of FUNCTIONS_ACCESS)
+        if ((await canI(lambda, access)) !== 'yes') denied.push(JSON.stringify(access));
+      assert.deepEqual(denied, []);
+      for (const access of [...INFORMER_ACCESS, ...LEASE_ACCESS].filter((a) => a.verb !== 'list'))
+        assert.equal(await canI(lambda, access), 'no', JSON.stringify(access));
+    } finally {
+      await kubectl('delete', '--ignore-not-found', '-f', 'infra/k8s/lambda-access.yaml');
+    }
+  });
 });
+
+/** `kubectl auth can-i` for one row of the access table: yes or no. */
+async function canI(identity: string[], access: ApiAccess): Promise<string> {
+  const [resource, subresource] = access.resource.split('/');
+  const qualified = access.group ? `${resource}.${access.group}` : (resource ?? '');
+  const args = ['auth', 'can-i', ...identity, access.verb];
+  if (access.scope.where === 'cluster') args.push(qualified, '-A');
+  else {
+    const named = access.verb === 'create' ? qualified : `${qualified}/${access.scope.resourceName}`;
+    args.push(named, '-n', 'trainscaler-system');
+  }
+  if (subresource) args.push(`--subresource=${subresource}`);
+  const answer = await kubectl(...args).catch((e: { stdout?: string }) => e.stdout ?? '');
+  return answer.trim();
+}

@@ -19,6 +19,7 @@ import {
   DiscoveryV1Api,
   KubeConfig,
   PatchStrategy,
+  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { Handler, HandlerResult } from '../../../functions/handler-deps.js';
@@ -35,6 +36,8 @@ const NAMESPACE = 'trainscaler-system';
 const LEASE_DURATION_MS = 15_000;
 const RETRY_PERIOD_MS = 5_000;
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
+const testLeaseName = (test: number) => `trainscaler-leader-it${test}-${suffix}`;
+const TEST_LEASE_ROLE = `trainscaler-leader-it-${suffix}`;
 
 interface Calls {
   schedule: number;
@@ -95,9 +98,39 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
     runnerConfig = new KubeConfig();
     runnerConfig.loadFromFile(existsSync(saPath) ? saPath : (kubeconfig ?? ''));
     await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: testNamespace } } });
+    // rbac.yaml lets the ServiceAccount use the Lease trainscaler-leader only; these tests use Leases of
+    // their own (so that runs never meet), granted here the way an operator would grant a renamed Lease.
+    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name: TEST_LEASE_ROLE },
+        rules: [
+          {
+            apiGroups: ['coordination.k8s.io'],
+            resources: ['leases'],
+            resourceNames: [1, 2].map(testLeaseName),
+            verbs: ['get', 'update'],
+          },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name: TEST_LEASE_ROLE },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: TEST_LEASE_ROLE },
+        subjects: [{ kind: 'ServiceAccount', name: 'trainscaler', namespace: NAMESPACE }],
+      },
+    });
   });
 
   after(async () => {
+    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    await rbac
+      .deleteNamespacedRoleBinding({ name: TEST_LEASE_ROLE, namespace: NAMESPACE })
+      .catch(() => undefined);
+    await rbac.deleteNamespacedRole({ name: TEST_LEASE_ROLE, namespace: NAMESPACE }).catch(() => undefined);
     const coordination = admin.makeApiClient(CoordinationV1Api);
     for (const name of leases)
       await coordination.deleteNamespacedLease({ name, namespace: NAMESPACE }).catch(() => undefined);
@@ -152,7 +185,7 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
   }
 
   it('has one leader, whose informers and schedule drive the handlers; a released lease passes at once', async (t) => {
-    const leaseName = `trainscaler-leader-it1-${suffix}`;
+    const leaseName = testLeaseName(1);
     const { a, b, runners, calls } = await startPair(leaseName);
     try {
       // Two renewal periods: the follower must stay a follower while the leader renews.
@@ -183,7 +216,11 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
         body: {
           apiVersion: 'kubeflow.org/v1',
           kind: 'PyTorchJob',
-          metadata: { name: 'it-job', namespace: testNamespace },
+          metadata: {
+            name: 'it-job',
+            namespace: testNamespace,
+            annotations: { 'trainscaler.io/managed': 'true' },
+          },
           spec: {
             pytorchReplicaSpecs: {
               Master: {
@@ -235,7 +272,7 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
   });
 
   it('takes over a lease that is not released only after it expires', async (t) => {
-    const leaseName = `trainscaler-leader-it2-${suffix}`;
+    const leaseName = testLeaseName(2);
     const { a, b, runners } = await startPair(leaseName);
     try {
       await sleep(1_000);

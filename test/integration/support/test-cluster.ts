@@ -101,7 +101,11 @@ export function elasticPyTorchJob(input: {
   return {
     apiVersion: 'kubeflow.org/v1',
     kind: 'PyTorchJob',
-    metadata: { name: input.name, namespace: input.namespace, annotations: input.annotations ?? {} },
+    metadata: {
+      name: input.name,
+      namespace: input.namespace,
+      annotations: { 'trainscaler.io/managed': 'true', ...input.annotations },
+    },
     spec: {
       elasticPolicy: { minReplicas: input.min, maxReplicas: input.max, rdzvBackend: 'c10d' },
       pytorchReplicaSpecs: {

@@ -1,0 +1,99 @@
+// Every Kubernetes API request trainscaler makes, as RBAC sees it (API group, resource, verb, where). The
+// RBAC manifests (infra/k8s/rbac.yaml, lambda-access.yaml) grant exactly these and nothing else: a unit test
+// drives each caller against a recording HTTP server and checks its requests against this table, and the
+// table against the manifests, so neither a new call nor a spare grant goes unnoticed.
+
+/** Anywhere in the cluster (a ClusterRole), or only in trainscaler's own namespace, by name (a Role). */
+export type AccessScope = { where: 'cluster' } | { where: 'own-namespace'; resourceName: string };
+
+export interface ApiAccess {
+  group: string;
+  resource: string;
+  verb: 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch';
+  scope: AccessScope;
+}
+
+/** The profile store and the leader Lease, in trainscaler's own namespace (defaults; see README, RBAC). */
+export const PROFILES_CONFIGMAP = 'trainscaler-profiles';
+export const LEADER_LEASE = 'trainscaler-leader';
+
+const CLUSTER: AccessScope = { where: 'cluster' };
+const KUBEFLOW = 'kubeflow.org';
+
+function onJobs(verb: ApiAccess['verb']): ApiAccess[] {
+  return [
+    { group: KUBEFLOW, resource: 'pytorchjobs', verb, scope: CLUSTER },
+    { group: KUBEFLOW, resource: 'tfjobs', verb, scope: CLUSTER },
+    { group: 'apps', resource: 'statefulsets', verb, scope: CLUSTER },
+  ];
+}
+
+/** KubernetesClusterClient, method by method: what every handler (Lambda or runner) needs. */
+export const CLUSTER_CLIENT_ACCESS = {
+  getJob: onJobs('get'),
+  listJobs: onJobs('list'),
+  patchJob: onJobs('patch'),
+  listPods: [{ group: '', resource: 'pods', verb: 'list', scope: CLUSTER }],
+  listNodes: [{ group: '', resource: 'nodes', verb: 'list', scope: CLUSTER }],
+  // Through the Eviction API: PodDisruptionBudgets are honoured and pods are never deleted directly.
+  evictPod: [{ group: '', resource: 'pods/eviction', verb: 'create', scope: CLUSTER }],
+  createEvent: [{ group: '', resource: 'events', verb: 'create', scope: CLUSTER }],
+  getConfigMap: [
+    {
+      group: '',
+      resource: 'configmaps',
+      verb: 'get',
+      scope: { where: 'own-namespace', resourceName: PROFILES_CONFIGMAP },
+    },
+  ],
+  putConfigMap: [
+    {
+      group: '',
+      resource: 'configmaps',
+      verb: 'create',
+      scope: { where: 'own-namespace', resourceName: PROFILES_CONFIGMAP },
+    },
+    {
+      group: '',
+      resource: 'configmaps',
+      verb: 'update',
+      scope: { where: 'own-namespace', resourceName: PROFILES_CONFIGMAP },
+    },
+  ],
+} as const satisfies Record<string, readonly ApiAccess[]>;
+
+/** `trainscaler run` only: the informers (lib/runner/informers.ts) list and watch cluster-wide. */
+export const INFORMER_ACCESS: readonly ApiAccess[] = [
+  ...onJobs('list'),
+  ...onJobs('watch'),
+  { group: '', resource: 'pods', verb: 'list', scope: CLUSTER },
+  { group: '', resource: 'pods', verb: 'watch', scope: CLUSTER },
+];
+
+/** `trainscaler run` only: leader election on one Lease (lib/runner/lease-lock.ts). */
+export const LEASE_ACCESS: readonly ApiAccess[] = (['get', 'create', 'update'] as const).map((verb) => ({
+  group: 'coordination.k8s.io',
+  resource: 'leases',
+  verb,
+  scope: { where: 'own-namespace', resourceName: LEADER_LEASE },
+}));
+
+/**
+ * `trainscaler run` only: the leader labels its own pod (lib/runner/leader-pod-label.ts) so the Service routes
+ * alerts to it. Pod names are generated, so RBAC cannot pin this to a name ('*': any pod in trainscaler's own
+ * namespace); infra/k8s/leader-label-policy.yaml narrows it to the caller's own pod and that one label.
+ */
+export const LEADER_LABEL_ACCESS: readonly ApiAccess[] = [
+  { group: '', resource: 'pods', verb: 'patch', scope: { where: 'own-namespace', resourceName: '*' } },
+];
+
+/** What the functions need (the Lambda group): the cluster client's calls. */
+export const FUNCTIONS_ACCESS: readonly ApiAccess[] = Object.values(CLUSTER_CLIENT_ACCESS).flat();
+
+/** What the in-cluster runner needs: the functions' calls, its informers, its Lease and its pod's leader label. */
+export const RUNNER_ACCESS: readonly ApiAccess[] = [
+  ...FUNCTIONS_ACCESS,
+  ...INFORMER_ACCESS,
+  ...LEASE_ACCESS,
+  ...LEADER_LABEL_ACCESS,
+];

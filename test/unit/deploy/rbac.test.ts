@@ -1,0 +1,327 @@
+// RBAC grants exactly what the code requests. Two checks: (1) each caller (KubernetesClusterClient method by
+// method, the runner's informers, the leader Lease) is driven against a recording HTTP server on 127.0.0.1
+// and its requests, as RBAC names them, must equal its row in lib/cluster/api-access.ts; (2) the rules that
+// infra/k8s/rbac.yaml and lambda-access.yaml grant the ServiceAccount and the Lambda group must equal those
+// rows, neither more nor less.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, it } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import { loadAll } from 'js-yaml';
+import { getArray, getString, isObject } from '../../../lib/adapters/unstructured.js';
+import {
+  type ApiAccess,
+  CLUSTER_CLIENT_ACCESS,
+  FUNCTIONS_ACCESS,
+  INFORMER_ACCESS,
+  LEADER_LABEL_ACCESS,
+  LEASE_ACCESS,
+  RUNNER_ACCESS,
+} from '../../../lib/cluster/api-access.js';
+import { KubernetesClusterClient } from '../../../lib/cluster/kubernetes-cluster-client.js';
+import { startInformers } from '../../../lib/runner/informers.js';
+import { kubernetesLeaderLabelPatch } from '../../../lib/runner/leader-pod-label.js';
+import { KubernetesLeaseLock } from '../../../lib/runner/lease-lock.js';
+import type { JobKind } from '../../../lib/types.js';
+
+const OWN = 'trainscaler-system';
+
+/** One request as RBAC sees it: verb from the HTTP method (and ?watch), group/resource/namespace/name from the path. */
+function accessOf(method: string, url: URL, body: unknown): ApiAccess {
+  const parts = url.pathname.split('/').filter(Boolean);
+  const group = parts[0] === 'api' ? '' : (parts[1] ?? '');
+  let rest = parts.slice(parts[0] === 'api' ? 2 : 3);
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces') {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  const [resource = '', nameInPath, subresource] = rest;
+  const fullResource = subresource ? `${resource}/${subresource}` : resource;
+  const verbs: Record<string, ApiAccess['verb']> = { POST: 'create', PUT: 'update', PATCH: 'patch' };
+  let verb = verbs[method];
+  if (method === 'GET')
+    verb = url.searchParams.get('watch') === 'true' ? 'watch' : nameInPath ? 'get' : 'list';
+  assert.ok(verb, `unexpected HTTP method ${method}`);
+  const name = nameInPath ?? (isObject(body) ? getString(body, ['metadata', 'name']) : undefined);
+  const scope: ApiAccess['scope'] =
+    namespace === OWN ? { where: 'own-namespace', resourceName: name ?? '' } : { where: 'cluster' };
+  return { group, resource: fullResource, verb, scope };
+}
+
+async function bodyOf(request: IncomingMessage): Promise<unknown> {
+  let raw = '';
+  for await (const chunk of request) raw += String(chunk);
+  try {
+    return raw ? JSON.parse(raw) : undefined;
+  } catch {
+    return raw;
+  }
+}
+
+interface Recorder {
+  kubeConfig: KubeConfig;
+  recorded: ApiAccess[];
+  close(): Promise<void>;
+}
+
+/** An HTTP server on 127.0.0.1 that answers like an API server would, recording each request. One per caller. */
+async function recorder(): Promise<Recorder> {
+  const recorded: ApiAccess[] = [];
+  const server: Server = createServer(async (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    const access = accessOf(request.method ?? 'GET', url, await bodyOf(request));
+    recorded.push(access);
+    response.setHeader('content-type', 'application/json');
+    if (access.verb === 'watch') return response.end();
+    if (access.verb === 'list')
+      return response.end(JSON.stringify({ metadata: { resourceVersion: '1' }, items: [] }));
+    if (access.verb === 'get' && access.resource === 'leases') {
+      response.statusCode = 404;
+      return response.end(JSON.stringify({ kind: 'Status', code: 404, message: 'not found' }));
+    }
+    const now = new Date().toISOString();
+    response.end(
+      JSON.stringify({
+        metadata: { name: 'x', namespace: 'team-a', resourceVersion: '2' },
+        spec: { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: now, renewTime: now },
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return {
+    kubeConfig,
+    recorded,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const key = (a: ApiAccess) =>
+  `${a.group}/${a.resource} ${a.verb} ${a.scope.where === 'cluster' ? '*' : `${OWN}/${a.scope.resourceName}`}`;
+const keys = (list: readonly ApiAccess[]) => [...new Set(list.map(key))].sort();
+
+/** The requests `run` makes, against a recorder of its own. */
+async function requestsOf(run: (kubeConfig: KubeConfig) => Promise<unknown>): Promise<string[]> {
+  const r = await recorder();
+  try {
+    await run(r.kubeConfig);
+    return keys(r.recorded);
+  } finally {
+    await r.close();
+  }
+}
+
+const KINDS: JobKind[] = ['PyTorchJob', 'TFJob', 'StatefulSet'];
+const refs = KINDS.map((kind) => ({ kind, namespace: 'team-a', name: 'train' }));
+
+describe('the API requests the code makes are the ones lib/cluster/api-access.ts lists', () => {
+  const calls: Record<keyof typeof CLUSTER_CLIENT_ACCESS, (c: KubernetesClusterClient) => Promise<unknown>> =
+    {
+      getJob: (c) => Promise.all(refs.map((ref) => c.getJob(ref))),
+      listJobs: (c) => Promise.all(KINDS.flatMap((kind) => [c.listJobs(kind), c.listJobs(kind, 'team-a')])),
+      patchJob: (c) =>
+        Promise.all(
+          refs.map((ref) => c.patchJob(ref, [{ op: 'test', path: '/spec', value: {} }], { dryRun: false })),
+        ),
+      listPods: (c) => Promise.all([c.listPods(undefined), c.listPods('team-a', 'a=b')]),
+      listNodes: (c) => c.listNodes(),
+      evictPod: (c) => c.evictPod('team-a', 'train-worker-0', { dryRun: false }),
+      createEvent: (c) =>
+        c.createEvent(
+          {
+            involved: {
+              ref: refs[0] ?? { kind: 'PyTorchJob', namespace: 'team-a', name: 'x' },
+              uid: 'u',
+              apiVersion: 'kubeflow.org/v1',
+            },
+            type: 'Normal',
+            reason: 'TrainscalerTuning',
+            message: 'm',
+            decisionId: 'abc',
+          },
+          { dryRun: false },
+        ),
+      getConfigMap: (c) => c.getConfigMap(OWN, 'trainscaler-profiles'),
+      putConfigMap: (c) =>
+        Promise.all([
+          c.putConfigMap(OWN, 'trainscaler-profiles', {}, undefined, { dryRun: false }),
+          c.putConfigMap(OWN, 'trainscaler-profiles', {}, '7', { dryRun: false }),
+        ]),
+    };
+  for (const [method, call] of Object.entries(calls)) {
+    it(`KubernetesClusterClient.${method}`, async () => {
+      const expected = keys(CLUSTER_CLIENT_ACCESS[method as keyof typeof CLUSTER_CLIENT_ACCESS]);
+      const requests = await requestsOf((kc) => call(new KubernetesClusterClient(kc)));
+      assert.deepEqual(requests, expected);
+    });
+  }
+
+  it('covers every method of KubernetesClusterClient', () => {
+    const methods = Object.getOwnPropertyNames(KubernetesClusterClient.prototype).filter(
+      (m) => m !== 'constructor',
+    );
+    assert.deepEqual(methods.sort(), Object.keys(CLUSTER_CLIENT_ACCESS).sort());
+  });
+
+  it("the runner's informers", async () => {
+    const r = await recorder();
+    const quiet = () => undefined;
+    const informers = startInformers(r.kubeConfig, {
+      onEvent: quiet,
+      logger: { info: quiet, warn: quiet, error: quiet },
+      minRestartDelayMs: 10,
+      maxRestartDelayMs: 50,
+    });
+    const expected = keys(INFORMER_ACCESS);
+    const deadline = Date.now() + 5000;
+    while (keys(r.recorded).length < expected.length && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    await informers.stop();
+    const requests = keys(r.recorded);
+    await r.close();
+    assert.deepEqual(requests, expected);
+  });
+
+  it("the runner's leader Lease", async () => {
+    const record = {
+      holderIdentity: 'a',
+      leaseDurationSeconds: 15,
+      acquireTime: new Date(),
+      renewTime: new Date(),
+      leaseTransitions: 0,
+    };
+    const requests = await requestsOf(async (kc) => {
+      const lock = new KubernetesLeaseLock(kc, OWN, 'trainscaler-leader');
+      await lock.get();
+      await lock.create(record);
+      await lock.update({ ...record, resourceVersion: '2' });
+    });
+    assert.deepEqual(requests, keys(LEASE_ACCESS));
+  });
+
+  it("the runner's leader label on its own pod (any pod name in its namespace: names are generated)", async () => {
+    const requests = await requestsOf(async (kc) => {
+      const patch = kubernetesLeaderLabelPatch(kc, OWN, 'trainscaler-7d9c-x2');
+      await patch(true);
+      await patch(false);
+    });
+    assert.deepEqual(
+      [...new Set(requests.map((r) => r.replace(`${OWN}/trainscaler-7d9c-x2`, `${OWN}/*`)))],
+      keys(LEADER_LABEL_ACCESS),
+    );
+  });
+});
+
+// ---- what the manifests grant ----
+
+const docs = ['infra/k8s/rbac.yaml', 'infra/k8s/lambda-access.yaml'].flatMap((file) =>
+  loadAll(readFileSync(file, 'utf8')).filter(isObject),
+);
+
+interface Subject {
+  kind: 'ServiceAccount' | 'Group';
+  name: string;
+}
+
+/** Every (group, resource, verb, where) a subject is granted; a rule without resourceNames in a Role grants '*'. */
+function grantsOf(subject: Subject): string[] {
+  const grants: string[] = [];
+  for (const binding of docs.filter((d) => d.kind === 'ClusterRoleBinding' || d.kind === 'RoleBinding')) {
+    const bound = (getArray(binding, ['subjects']) ?? []).some(
+      (s) => getString(s, ['kind']) === subject.kind && getString(s, ['name']) === subject.name,
+    );
+    if (!bound) continue;
+    const roleKind = getString(binding, ['roleRef', 'kind']);
+    const roleName = getString(binding, ['roleRef', 'name']);
+    const bindingNamespace = getString(binding, ['metadata', 'namespace']);
+    const role = docs.find(
+      (d) =>
+        d.kind === roleKind &&
+        getString(d, ['metadata', 'name']) === roleName &&
+        (roleKind === 'ClusterRole' || getString(d, ['metadata', 'namespace']) === bindingNamespace),
+    );
+    assert.ok(role, `${roleKind} ${roleName} exists`);
+    const namespaced = binding.kind === 'RoleBinding';
+    if (namespaced) assert.equal(bindingNamespace, OWN, 'Roles are bound only in trainscaler-system');
+    for (const rule of getArray(role, ['rules']) ?? []) {
+      const names = (getArray(rule, ['resourceNames']) ?? []).map(String);
+      assert.ok(
+        !namespaced ||
+          names.length > 0 ||
+          (getArray(rule, ['verbs']) ?? []).every((v) => v === 'create') ||
+          isLeaderLabelRule(rule),
+        'a Role rule without resourceNames grants only create (which Kubernetes cannot restrict by name), or the leader label patch',
+      );
+      assert.ok(namespaced || names.length === 0, 'ClusterRole rules are not restricted by name');
+      for (const group of (getArray(rule, ['apiGroups']) ?? []).map(String))
+        for (const resource of (getArray(rule, ['resources']) ?? []).map(String))
+          for (const verb of (getArray(rule, ['verbs']) ?? []).map(String)) {
+            assert.ok(![group, resource, verb].includes('*'), 'no wildcards');
+            const where = namespaced
+              ? names.length
+                ? names.map((n) => `${OWN}/${n}`)
+                : [`${OWN}/*`]
+              : ['*'];
+            for (const w of where) grants.push(`${group}/${resource} ${verb} ${w}`);
+          }
+    }
+  }
+  return [...new Set(grants)].sort();
+}
+
+/** pods patch, for the leader label: pod names are generated, so it cannot be pinned (LEADER_LABEL_ACCESS). */
+function isLeaderLabelRule(rule: unknown): boolean {
+  const list = (path: string) => JSON.stringify(getArray(rule, [path]) ?? []);
+  return list('apiGroups') === '[""]' && list('resources') === '["pods"]' && list('verbs') === '["patch"]';
+}
+
+/** A create in trainscaler's namespace cannot be pinned to a name: the manifests grant it for any name there. */
+function needed(list: readonly ApiAccess[]): string[] {
+  return keys(
+    list.map((a) =>
+      a.verb === 'create' && a.scope.where === 'own-namespace'
+        ? { ...a, scope: { ...a.scope, resourceName: '*' } }
+        : a,
+    ),
+  );
+}
+
+describe('the RBAC manifests grant exactly what the code requests', () => {
+  it('the ServiceAccount (trainscaler run): the functions, the informers and the leader Lease', () => {
+    assert.deepEqual(grantsOf({ kind: 'ServiceAccount', name: 'trainscaler' }), needed(RUNNER_ACCESS));
+  });
+
+  it('the Lambda group: the functions only (no watch, no Lease)', () => {
+    const lambda = grantsOf({ kind: 'Group', name: 'trainscaler-lambda' });
+    assert.deepEqual(lambda, needed(FUNCTIONS_ACCESS));
+    assert.ok(!lambda.some((g) => g.includes('leases') || g.includes(' watch ')));
+  });
+
+  it('Leases and ConfigMaps only in trainscaler-system, pinned by name except create', () => {
+    const sa = grantsOf({ kind: 'ServiceAccount', name: 'trainscaler' });
+    const stateful = sa.filter(
+      (g) => g.startsWith('coordination.k8s.io/leases') || g.startsWith('/configmaps'),
+    );
+    assert.deepEqual(stateful, [
+      '/configmaps create trainscaler-system/*',
+      '/configmaps get trainscaler-system/trainscaler-profiles',
+      '/configmaps update trainscaler-system/trainscaler-profiles',
+      'coordination.k8s.io/leases create trainscaler-system/*',
+      'coordination.k8s.io/leases get trainscaler-system/trainscaler-leader',
+      'coordination.k8s.io/leases update trainscaler-system/trainscaler-leader',
+    ]);
+  });
+});
