@@ -47,8 +47,12 @@ after(async () => {
 
 test('two pods bind the same port in their own network namespaces, each reachable at podIP:port', async () => {
   const server = { command: ['python3', '-m', 'http.server', '--bind', '0.0.0.0', '9470'] };
+  // python as PID 1 ignores SIGTERM (no handler, as in a container): a short grace keeps cleanup quick.
   for (const name of ['web-a', 'web-b'])
-    await cluster.admin.core.createNamespacedPod({ namespace, body: hostPod(name, server) });
+    await cluster.admin.core.createNamespacedPod({
+      namespace,
+      body: hostPod(name, server, { terminationGracePeriodSeconds: 1 }),
+    });
   const ips: string[] = [];
   for (const name of ['web-a', 'web-b']) {
     const pod = await waitFor(`${name} Ready`, async () => {
