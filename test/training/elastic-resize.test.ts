@@ -223,6 +223,26 @@ test('an elastic PyTorchJob on the host node grows 1 -> 2 and shrinks 2 -> 1 und
   const ips = pods.map((p) => p.status?.podIP);
   assert.equal(new Set(ips).size, 2, `each pod has its own address: ${ips.join(', ')}`);
   await stepsAt(2, grownAt, 40);
+  // Each pod's sidecar (a native sidecar container) gets the trainer's progress over the pod's own loopback
+  // and serves it on podIP:9470, where Prometheus scrapes it in a cluster.
+  for (const pod of pods) {
+    const name = pod.metadata?.name ?? '';
+    const reported = await waitFor(
+      `steps on http://${pod.status?.podIP}:9470/metrics (${name}'s sidecar)`,
+      async () => {
+        const res = await fetch(`http://${pod.status?.podIP}:9470/metrics`, {
+          signal: AbortSignal.timeout(2000),
+        });
+        const line = (await res.text())
+          .split('\n')
+          .find((l) => l.startsWith('trainscaler_steps_total{') && l.includes(`pod="${name}"`));
+        const value = Number(line?.split(' ').at(-1));
+        return value > 0 ? value : undefined;
+      },
+      30_000,
+    );
+    assert.ok(reported > 0);
+  }
   await new Promise((r) => setTimeout(r, Math.max(0, grownAt + 16 - Date.now() / 1000) * 1000));
 
   // Shrink: the operator deletes the highest index, the node agent SIGTERMs it, the world re-forms at 1.
@@ -248,6 +268,11 @@ test('an elastic PyTorchJob on the host node grows 1 -> 2 and shrinks 2 -> 1 und
   assert.equal(last?.status?.phase, 'Succeeded');
   // The rescales happen inside torchrun: the node agent never had to restart the container.
   assert.equal(last?.status?.containerStatuses?.[0]?.restartCount, 0);
+  // The sidecar was stopped once the trainer had finished, which let the pod complete.
+  assert.ok(
+    last?.status?.initContainerStatuses?.[0]?.state?.terminated,
+    'the sidecar stopped after the trainer',
+  );
 
   const records = steps();
   assert.ok(

@@ -77,10 +77,17 @@ function refreshHosts(job: string): void {
 
 async function pushStatus(pod: V1Pod, runtime: PodRuntime): Promise<void> {
   const states = runtime.states();
-  const key = JSON.stringify([runtime.ip, states]);
+  const sidecars = runtime.sidecarStates();
+  const key = JSON.stringify([runtime.ip, states, sidecars]);
   if (pushed.get(runtime.uid) === key) return;
   const body = {
-    status: podStatus(pod, states, { podIP: runtime.ip, hostIP: network.gateway }, runtime.startTime),
+    status: podStatus(
+      pod,
+      states,
+      { podIP: runtime.ip, hostIP: network.gateway },
+      runtime.startTime,
+      sidecars,
+    ),
   };
   try {
     await core.patchNamespacedPodStatus(

@@ -36,6 +36,10 @@ export interface RuntimeOptions {
 
 interface Container {
   spec: V1Container;
+  /** A native sidecar: an initContainer with restartPolicy Always, run beside the regular containers. */
+  sidecar: boolean;
+  /** The process already sent SIGTERM. */
+  signalled?: number;
   state: ContainerState;
   child?: ChildProcess;
   exited?: Promise<void>;
@@ -80,11 +84,25 @@ export class PodRuntime {
   ) {
     this.uid = pod.metadata?.uid ?? '';
     this.policy = restartPolicyOf(pod);
-    this.containers = (pod.spec?.containers ?? []).map((spec) => ({
+    const sidecars = (pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always');
+    this.unsupported =
+      sidecars.length < (pod.spec?.initContainers?.length ?? 0)
+        ? 'init containers (other than sidecars with restartPolicy Always) are not supported by the host node agent'
+        : undefined;
+    // Sidecars first, as a kubelet starts them before the regular containers.
+    this.containers = [
+      ...sidecars.map((spec) => ({ spec, sidecar: true })),
+      ...(pod.spec?.containers ?? []).map((spec) => ({ spec, sidecar: false })),
+    ].map(({ spec, sidecar }) => ({
       spec,
+      sidecar,
       state: { name: spec.name, waiting: { reason: 'ContainerCreating' }, restartCount: 0 },
     }));
   }
+
+  private readonly unsupported: string | undefined;
+  /** Set once every regular container has finished: the sidecars are being stopped and stay stopped. */
+  private sidecarsStopping = false;
 
   get name(): string {
     return `${this.pod.metadata?.namespace}/${this.pod.metadata?.name}`;
@@ -100,11 +118,15 @@ export class PodRuntime {
   }
 
   states(): ContainerState[] {
-    return this.containers.map((c) => ({ ...c.state }));
+    return this.containers.filter((c) => !c.sidecar).map((c) => ({ ...c.state }));
+  }
+
+  sidecarStates(): ContainerState[] {
+    return this.containers.filter((c) => c.sidecar).map((c) => ({ ...c.state }));
   }
 
   get finished(): boolean {
-    const phase = podPhase(this.states());
+    const phase = podPhase(this.states(), this.sidecarStates());
     return phase === 'Succeeded' || phase === 'Failed';
   }
 
@@ -113,7 +135,12 @@ export class PodRuntime {
   }
 
   private launch(c: Container): void {
-    if (this.stopping) return;
+    if (this.stopping || (c.sidecar && this.sidecarsStopping)) return;
+    if (this.unsupported) {
+      c.state = { ...c.state, waiting: { reason: 'CreateContainerConfigError', message: this.unsupported } };
+      this.options.onChange();
+      return;
+    }
     const podName = this.pod.metadata?.name ?? '';
     let env: Record<string, string>;
     let argv: string[];
@@ -196,7 +223,8 @@ export class PodRuntime {
     const termination = terminationOf(code, signal, startedAt, now());
     if (message) termination.message = message;
     this.options.log(`${this.name}: ${c.spec.name} exited with ${termination.exitCode}`);
-    if (!this.stopping && restarts(this.policy, termination.exitCode)) {
+    const stopped = this.stopping || (c.sidecar && this.sidecarsStopping);
+    if (!stopped && restarts(c.sidecar ? 'Always' : this.policy, termination.exitCode)) {
       const delay = restartBackoffMs(c.state.restartCount);
       c.state = {
         name: c.state.name,
@@ -219,7 +247,20 @@ export class PodRuntime {
         terminated: termination,
         ...(c.state.lastTerminated ? { lastTerminated: c.state.lastTerminated } : {}),
       };
+      const regularDone = this.containers.every((x) => x.sidecar || x.state.terminated);
+      // (On deletion stop() stops the sidecars itself, after the regular containers.)
+      if (!c.sidecar && !this.stopping && !this.sidecarsStopping && regularDone) void this.stopSidecars();
     }
+    this.options.onChange();
+  }
+
+  /** The regular containers are done: the sidecars get SIGTERM (SIGKILL after the grace period). */
+  private async stopSidecars(): Promise<void> {
+    this.sidecarsStopping = true;
+    const sidecars = this.containers.filter((c) => c.sidecar);
+    if (sidecars.length === 0) return;
+    this.options.log(`${this.name}: every container finished; stopping the sidecars`);
+    await this.terminate(sidecars, (this.pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000);
     this.options.onChange();
   }
 
@@ -230,8 +271,23 @@ export class PodRuntime {
    */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
+    this.sidecarsStopping = true;
+    // Regular containers first, then the sidecars (so a sidecar outlives the trainer it serves), within one grace.
+    const deadline = Date.now() + graceMs;
+    await this.terminate(
+      this.containers.filter((c) => !c.sidecar),
+      graceMs,
+    );
+    await this.terminate(
+      this.containers.filter((c) => c.sidecar),
+      Math.max(0, deadline - Date.now()),
+    );
+    this.options.onChange();
+  }
+
+  private async terminate(containers: Container[], graceMs: number): Promise<void> {
     const running: Container[] = [];
-    for (const c of this.containers) {
+    for (const c of containers) {
       if (c.restartTimer) clearTimeout(c.restartTimer);
       c.restartTimer = undefined;
       if (c.child?.pid !== undefined) running.push(c);
@@ -246,6 +302,9 @@ export class PodRuntime {
     }
     for (const c of running) {
       const pid = c.child?.pid as number;
+      // Once per process: a second SIGTERM means "exit now" to many programs (the sidecar among them).
+      if (c.signalled === pid) continue;
+      c.signalled = pid;
       const init = containerInit(pid);
       // Without its PID 1 known yet (it is being forked), the wrapper's group gets the signal.
       if (init) kill(init, 'SIGTERM');
@@ -268,6 +327,5 @@ export class PodRuntime {
       await all;
     }
     clearTimeout(timer);
-    this.options.onChange();
   }
 }

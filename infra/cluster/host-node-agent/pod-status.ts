@@ -59,10 +59,19 @@ export function terminationOf(
 
 export type Phase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
 
-export function podPhase(containers: readonly ContainerState[]): Phase {
+/**
+ * The phase follows the regular containers; sidecars (initContainers with restartPolicy Always) only keep the
+ * pod Running until they have stopped, and their exit codes do not count, as on a kubelet.
+ */
+export function podPhase(
+  containers: readonly ContainerState[],
+  sidecars: readonly ContainerState[] = [],
+): Phase {
   if (containers.length === 0) return 'Pending';
-  if (containers.every((c) => c.terminated))
+  if (containers.every((c) => c.terminated)) {
+    if (sidecars.some((s) => !s.terminated)) return 'Running';
     return containers.every((c) => c.terminated?.exitCode === 0) ? 'Succeeded' : 'Failed';
+  }
   // A container waiting out its restart back-off has run before: the pod is still Running, as on a kubelet.
   if (containers.some((c) => c.running || c.terminated || c.restartCount > 0)) return 'Running';
   return 'Pending';
@@ -110,10 +119,16 @@ export function podStatus(
   containers: readonly ContainerState[],
   network: PodNetworkStatus,
   startTime: string,
+  sidecars: readonly ContainerState[] = [],
 ) {
-  const phase = podPhase(containers);
-  const ready = phase === 'Running' && containers.every((c) => c.running);
-  const images = new Map((pod.spec?.containers ?? []).map((c) => [c.name, c.image ?? '']));
+  const phase = podPhase(containers, sidecars);
+  const ready = phase === 'Running' && [...containers, ...sidecars].every((c) => c.running);
+  const images = new Map(
+    [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => [
+      c.name,
+      c.image ?? '',
+    ]),
+  );
   const uid = pod.metadata?.uid ?? '';
   const previous = new Map((pod.status?.conditions ?? []).map((c) => [c.type, c]));
   // A condition keeps its transition time while its status does not change.
@@ -142,6 +157,9 @@ export function podStatus(
       condition('Ready', ready, since('Ready', ready), notReady),
     ],
     containerStatuses: containers.map((c) => containerStatus(c, images.get(c.name) ?? '', uid)),
+    ...(sidecars.length > 0
+      ? { initContainerStatuses: sidecars.map((c) => containerStatus(c, images.get(c.name) ?? '', uid)) }
+      : {}),
   };
 }
 

@@ -103,3 +103,23 @@ test('the job hosts file has localhost and one line per pod, sorted', () => {
     '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n10.0.0.2\tj-worker-0\n10.0.0.3\tj-worker-1\n',
   );
 });
+
+test('sidecars keep the pod Running until they stop, and their exit codes do not decide the phase', () => {
+  const c = (s: Partial<ContainerState>): ContainerState => ({ name: 'c', restartCount: 0, ...s });
+  const sigterm = terminationOf(null, 15, at, at);
+  assert.equal(podPhase([c({ terminated: ok })], [c({ running: { startedAt: at } })]), 'Running');
+  assert.equal(podPhase([c({ terminated: ok })], [c({ terminated: sigterm })]), 'Succeeded');
+  assert.equal(podPhase([c({ terminated: failed })], [c({ terminated: ok })]), 'Failed');
+  const pod: V1Pod = {
+    metadata: { uid: 'u' },
+    spec: {
+      initContainers: [{ name: 'sidecar', image: 's', restartPolicy: 'Always' }],
+      containers: [{ name: 'main', image: 'm' }],
+    },
+  };
+  const status = podStatus(pod, [c({ name: 'main', running: { startedAt: at } })], { hostIP: 'h' }, at, [
+    c({ name: 'sidecar', waiting: { reason: 'ContainerCreating' } }),
+  ]);
+  assert.equal(status.conditions.find((x) => x.type === 'Ready')?.status, 'False');
+  assert.equal(status.initContainerStatuses?.[0]?.image, 's');
+});
