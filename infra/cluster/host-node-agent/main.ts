@@ -216,10 +216,13 @@ async function main(): Promise<void> {
   watch.on('add', onPod);
   watch.on('update', onPod);
   watch.on('delete', onPodGone);
-  watch.on('error', (error: unknown) => {
-    log(`pod watch: ${String(error)}; restarting in 1s`);
-    setTimeout(() => void watch.start().catch(() => undefined), 1_000);
-  });
+  // A failed list or a dropped watch restarts it a second later, again until it holds (one attempt at a time).
+  const restartWatch = (error: unknown) => {
+    if (shuttingDown) return;
+    log(`pod watch: ${String(error).split('\n')[0]}; restarting in 1s`);
+    setTimeout(() => void watch.start().catch(restartWatch), 1_000);
+  };
+  watch.on('error', restartWatch);
   await watch.start();
   const resync = setInterval(() => {
     for (const uid of pods.keys()) void sync(uid);
