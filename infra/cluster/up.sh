@@ -115,7 +115,7 @@ gen_cert admin "/O=system:masters/CN=trainscaler-admin" "$CLIENT_EXT"
 gen_cert front-proxy-client "/CN=front-proxy-client" "$CLIENT_EXT" front-proxy-ca
 gen_cert kube-controller-manager "/CN=system:kube-controller-manager" "$CLIENT_EXT"
 gen_cert kube-scheduler "/CN=system:kube-scheduler" "$CLIENT_EXT"
-# kwok plays every kubelet and the training-operator runs as cluster-admin out of cluster.
+# kwok plays the fake nodes' kubelets and the training-operator runs as cluster-admin out of cluster.
 gen_cert kwok "/O=system:masters/CN=kwok" "$CLIENT_EXT"
 # The host node agent plays a kubelet as cluster-admin too (like kwok; not system:node:*, see README).
 gen_cert host-node-agent "/O=system:masters/CN=host-node-agent" "$CLIENT_EXT"
