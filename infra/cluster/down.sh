@@ -28,6 +28,15 @@ else
   rm -f "$PIDFILE"
 fi
 
+# What a killed host node agent could not stop: its containers (by their marker variable) and its network.
+leftovers="$(host_node_leftover_pids)"
+if [[ -n "$leftovers" ]]; then
+  log "killing host node containers left behind: $(echo $leftovers)"
+  # shellcheck disable=SC2086
+  kill -KILL $leftovers 2>/dev/null || true
+fi
+[[ "$(id -u)" == 0 ]] && remove_host_node_network
+
 if [[ -d "$RUN_DIR" && ! -f "$RUN_DIR/.trainscaler-cluster-run" ]]; then
   log "$RUN_DIR has no .trainscaler-cluster-run marker; not deleting it"
 elif [[ -d "$RUN_DIR" ]]; then

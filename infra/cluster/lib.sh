@@ -34,6 +34,16 @@ KWOK_NODE_GPUS="${TRAINSCALER_KWOK_NODE_GPUS:-4}"
 KWOK_NODE_CPU="${TRAINSCALER_KWOK_NODE_CPU:-32}"
 KWOK_NODE_MEMORY="${TRAINSCALER_KWOK_NODE_MEMORY:-128Gi}"
 
+# The host node (infra/cluster/host-node-agent): a node whose pods really run as processes on this machine.
+# auto = start it when this shell is root and can create network namespaces; 1 = require it; 0 = never.
+HOST_NODE="${TRAINSCALER_HOST_NODE:-auto}"
+HOST_NODE_NAME="host-node-0"
+# Link names and the pod /24 derive from the API server port, so clusters on one machine never share them.
+HOST_NODE_TAG="$APISERVER_PORT"
+HOST_NODE_CIDR="${TRAINSCALER_HOST_NODE_CIDR:-10.247.$((APISERVER_PORT % 250)).0/24}"
+HOST_NODE_STATE_DIR="$RUN_DIR/host-node"
+NODE_BIN="$REPO_ROOT/node_modules/.bin/node"
+
 # 1 = register the training-operator's validating webhooks (as a real install does).
 OPERATOR_WEBHOOK="${TRAINSCALER_OPERATOR_WEBHOOK:-1}"
 
@@ -52,6 +62,10 @@ kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 # pid_alive NAME PID: PID runs our binary NAME from $BIN (guards against PID reuse).
 pid_alive() {
   local exe
+  if [[ "$1" == host-node-agent ]]; then # a node process running the agent's entry point
+    tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null | grep -q "host-node-agent/main.ts"
+    return
+  fi
   exe="$(readlink "/proc/$2/exe" 2>/dev/null)" || return 1
   exe="${exe% (deleted)}"
   [[ "$exe" == "$BIN/$1" || "$exe" == */cluster/bin/"$1" ]]
@@ -82,4 +96,25 @@ wait_for() {
     fi
     sleep 0.5
   done
+}
+
+# Processes a host node agent started and could not stop (it was killed): found by the marker variable the
+# agent puts in every container's environment (its state dir), never by name.
+host_node_leftover_pids() {
+  local f pid
+  for f in /proc/[0-9]*/environ; do
+    pid="${f#/proc/}"; pid="${pid%/environ}"
+    tr '\0' '\n' 2>/dev/null <"$f" | grep -qxF "TRAINSCALER_HOST_NODE_AGENT=$HOST_NODE_STATE_DIR" && echo "$pid"
+  done
+  return 0
+}
+
+# Network namespaces and the bridge of this cluster's host node (see host-node-agent/pod-network.ts).
+remove_host_node_network() {
+  local ns
+  command -v ip >/dev/null || return 0
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^tsna${HOST_NODE_TAG}-" || true); do
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  ip link del "tsbr${HOST_NODE_TAG}" 2>/dev/null || true
 }

@@ -7,7 +7,8 @@
 # trainscaler SA) adds a third worker pod; the kwok OOM stage gives OOMKilled/137 (restart
 # in place under OnFailure, phase Failed under Never); eviction through the Eviction API
 # (as the SA) removes a pod and the training-operator re-creates it; a TFJob gets a pod;
-# the training-operator's validating webhook rejects an invalid PyTorchJob.
+# the training-operator's validating webhook rejects an invalid PyTorchJob; when up.sh started the host
+# node, a pod there really runs.
 #
 # Env: SMOKE_KEEP=1 keeps the smoke namespace; SMOKE_TIMEOUT (s, default 90) per wait.
 set -uo pipefail
@@ -226,6 +227,28 @@ EOF
     pass "training-operator webhook rejects Master.replicas=2"
   else
     fail "training-operator webhook rejects Master.replicas=2" "$out"
+  fi
+fi
+
+# ---- host node (only when up.sh started it): a pod there runs a real process ------------------------
+if kc get node "$HOST_NODE_NAME" >/dev/null 2>&1; then
+  check "host node $HOST_NODE_NAME Ready" kc wait --for condition=Ready --timeout 5s "node/$HOST_NODE_NAME"
+  kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: { name: host-echo }
+spec:
+  restartPolicy: Never
+  nodeSelector: { trainscaler.io/host-node: "true" }
+  tolerations: [{ key: trainscaler.io/host-node, operator: Exists, effect: NoSchedule }]
+  containers:
+    - { name: main, image: host, command: [sh, -c, 'test "\$(hostname)" = host-echo'] }
+EOF
+  host_echo_succeeded() { [[ "$(kc -n "$NS" get pod host-echo -o jsonpath='{.status.phase}')" == Succeeded ]]; }
+  if poll "$TIMEOUT" host_echo_succeeded; then
+    pass "a pod on $HOST_NODE_NAME runs for real (hostname = pod name, exit 0 -> Succeeded)"
+  else
+    fail "a pod on $HOST_NODE_NAME runs for real" "$(kc -n "$NS" get pod host-echo -o jsonpath='{.status}' 2>&1)"
   fi
 fi
 

@@ -22,6 +22,17 @@ take_cluster_lock
 
 # ---- already up? -----------------------------------------------------------------------
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator)
+# The host node needs root (network namespaces, mounts, hostnames) and the repo's node_modules (tsx).
+host_node_possible() {
+  [[ "$(id -u)" == 0 ]] && command -v ip >/dev/null && command -v nsenter >/dev/null && command -v unshare >/dev/null \
+    && [[ -x "$NODE_BIN" && -d "$REPO_ROOT/node_modules/tsx" ]]
+}
+case "$HOST_NODE" in
+  1) host_node_possible || die "TRAINSCALER_HOST_NODE=1 but the host node cannot run here (needs root, ip, nsenter, unshare, npm ci)" ;;
+  auto) if host_node_possible; then HOST_NODE=1; else HOST_NODE=0; log "host node disabled (needs root, ip, nsenter, unshare and node_modules)"; fi ;;
+  *) HOST_NODE=0 ;;
+esac
+[[ "$HOST_NODE" == 1 ]] && COMPONENTS+=(host-node-agent)
 
 all_pids_alive() {
   [[ -f "$PIDFILE" ]] || return 1
@@ -104,8 +115,10 @@ gen_cert admin "/O=system:masters/CN=trainscaler-admin" "$CLIENT_EXT"
 gen_cert front-proxy-client "/CN=front-proxy-client" "$CLIENT_EXT" front-proxy-ca
 gen_cert kube-controller-manager "/CN=system:kube-controller-manager" "$CLIENT_EXT"
 gen_cert kube-scheduler "/CN=system:kube-scheduler" "$CLIENT_EXT"
-# kwok plays every kubelet and the training-operator runs as cluster-admin out of cluster.
+# kwok plays the fake nodes' kubelets and the training-operator runs as cluster-admin out of cluster.
 gen_cert kwok "/O=system:masters/CN=kwok" "$CLIENT_EXT"
+# The host node agent plays a kubelet as cluster-admin too (like kwok; not system:node:*, see README).
+gen_cert host-node-agent "/O=system:masters/CN=host-node-agent" "$CLIENT_EXT"
 gen_cert training-operator "/O=system:masters/CN=training-operator" "$CLIENT_EXT"
 # ServiceAccount token signing key pair.
 openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
@@ -144,7 +157,7 @@ write_kubeconfig() { # file user cert key
   chmod 600 "$f"
 }
 rm -f "$KUBECONFIG_ADMIN" "$KUBECONFIG_SA"
-for c in kube-controller-manager kube-scheduler kwok training-operator; do
+for c in kube-controller-manager kube-scheduler kwok training-operator host-node-agent; do
   write_kubeconfig "$RUN_DIR/$c.kubeconfig" "$c" "$PKI/$c.crt" "$PKI/$c.key"
 done
 write_kubeconfig "$KUBECONFIG_ADMIN.tmp" trainscaler-admin "$PKI/admin.crt" "$PKI/admin.key"
@@ -213,11 +226,11 @@ kc -n kubeflow create secret generic training-operator-webhook-cert \
   --from-file=tls.crt="$WH/tls.crt" --from-file=tls.key="$WH/tls.key" >&2
 kc wait --for condition=established --timeout 60s crd/pytorchjobs.kubeflow.org crd/tfjobs.kubeflow.org >&2
 
-# kwok: all nodes are fake, so it manages every node.
+# kwok manages the fake nodes (label type=kwok) and leaves the host node to the host node agent.
 start kwok \
   --kubeconfig "$RUN_DIR/kwok.kubeconfig" \
   --config "$CLUSTER_SCRIPT_DIR/kwok/stages.yaml" \
-  --manage-all-nodes=true --cidr "$POD_CIDR" \
+  --manage-all-nodes=false --manage-nodes-with-label-selector=type=kwok --cidr "$POD_CIDR" \
   --server-address "127.0.0.1:$KWOK_PORT" --node-lease-duration-seconds 40
 
 wait_for "kube-controller-manager /healthz" 90 curl -fsSk --max-time 2 "https://127.0.0.1:$KCM_PORT/healthz" || die "kube-controller-manager not healthy"
@@ -264,6 +277,27 @@ EOF
 }
 nodes_yaml | kc create -f - >&2
 wait_for "kwok nodes Ready" 90 kc wait --for condition=Ready --timeout 5s node -l type=kwok || die "kwok nodes did not become Ready"
+
+# ---- host node: pods that really run --------------------------------------------------------
+if [[ "$HOST_NODE" == 1 ]]; then
+  remove_host_node_network
+  mkdir -p "$HOST_NODE_STATE_DIR"
+  (
+    cd "$REPO_ROOT"
+    HOST_NODE_AGENT_KUBECONFIG="$RUN_DIR/host-node-agent.kubeconfig" HOST_NODE_NAME="$HOST_NODE_NAME" \
+    HOST_NODE_TAG="$HOST_NODE_TAG" HOST_NODE_CIDR="$HOST_NODE_CIDR" HOST_NODE_STATE_DIR="$HOST_NODE_STATE_DIR" \
+    HOST_NODE_WORKDIR="$REPO_ROOT" \
+    setsid "$NODE_BIN" --import tsx "$CLUSTER_SCRIPT_DIR/host-node-agent/main.ts" \
+      >"$LOG_DIR/host-node-agent.log" 2>&1 </dev/null 8>&- &
+    echo "host-node-agent $!" >>"$PIDFILE"
+  )
+  log "started host-node-agent ($HOST_NODE_NAME, pods in $HOST_NODE_CIDR)"
+  wait_for "host node $HOST_NODE_NAME Ready" 60 kc wait --for condition=Ready --timeout 5s "node/$HOST_NODE_NAME" \
+    || die "host node $HOST_NODE_NAME did not become Ready"
+  wait_for "host node lease" 30 kc -n kube-node-lease get lease "$HOST_NODE_NAME" || die "host node agent keeps no lease"
+  all_pids_alive_so_far() { local name pid; while read -r name pid; do pid_alive "$name" "$pid" || return 1; done <"$PIDFILE"; }
+  all_pids_alive_so_far || die "host node agent exited (see $LOG_DIR/host-node-agent.log)"
+fi
 
 # ---- training-operator ------------------------------------------------------------------------
 if [[ "$OPERATOR_WEBHOOK" == 1 ]]; then

@@ -40,6 +40,9 @@ EPOCHS = int(os.environ.get("TRAIN_EPOCHS", "1"))
 CHECKPOINT_EVERY = int(os.environ.get("TRAIN_CHECKPOINT_EVERY", "20"))
 FEATURES, CLASSES = 64, 10
 HIDDEN = int(os.environ.get("TRAIN_HIDDEN", "1024"))
+# A step takes at least this long (a stand-in for a bigger model's compute): keeps the pace of a test run the
+# same on an idle and on a loaded machine. 0 = as fast as the small model goes.
+MIN_STEP_SECONDS = float(os.environ.get("TRAIN_MIN_STEP_SECONDS", "0"))
 # Seconds a worker whose peer asked to stop waits for its own agent's SIGTERM before exiting as failed:
 # exiting 0 would tell torchelastic the job is done; exiting non-zero at once would spend one max_restarts on
 # what is only the agent re-forming the world.
@@ -118,11 +121,13 @@ def main():
 
     while sampler.epoch < EPOCHS:
         for ids in sampler:
+            started = time.monotonic()
             x, y = batch_tensors(ids)
             loss = torch.nn.functional.cross_entropy(ddp(x), y, reduction="sum") / max(1, sampler.global_batch_size)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            time.sleep(max(0.0, MIN_STEP_SECONDS - (time.monotonic() - started)))
             sampler.advance()
             step += 1
             log.write(json.dumps({"t": time.time(), "epoch": sampler.epoch, "step": step, "world": world, "world_id": world_id.item(), "rank": rank, "ids": ids}) + "\n")
