@@ -12,7 +12,8 @@ export interface RunCommandOptions {
   namespace?: string;
   leaseName?: string;
   identity?: string;
-  address: string;
+  /** Default TRAINSCALER_ADDRESS, else 127.0.0.1: a laptop exposes nothing; the in-cluster manifest sets 0.0.0.0. */
+  address?: string;
   port: number;
   schedule?: string;
   statefulsetSelector?: string;
@@ -20,6 +21,8 @@ export interface RunCommandOptions {
 }
 
 type Env = Record<string, string | undefined>;
+
+export const DEFAULT_ADDRESS = '127.0.0.1';
 
 /** Flags win over the environment; in a pod, identity and namespace come from the downward API. */
 export function resolveRunSettings(options: RunCommandOptions, env: Env) {
@@ -38,6 +41,7 @@ export function resolveRunSettings(options: RunCommandOptions, env: Env) {
     throw new ConfigError(`--port must be a TCP port, got '${options.port}'`);
   return {
     config,
+    address: options.address || env.TRAINSCALER_ADDRESS || DEFAULT_ADDRESS,
     namespace,
     identity,
     leaseName: options.leaseName || DEFAULT_LEASE_NAME,
@@ -59,7 +63,7 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
     identity: settings.identity,
     namespace: settings.namespace,
     leaseName: settings.leaseName,
-    host: options.address,
+    host: settings.address,
     port: options.port,
     schedule: settings.schedule,
     ...(settings.statefulSetSelector ? { statefulSetSelector: settings.statefulSetSelector } : {}),
