@@ -6,7 +6,7 @@ import { readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
-import { applyGuardrails, declaredGpus, type GuardrailConfig } from './guardrails.js';
+import { applyGuardrails, declaredGpus, type GuardrailConfig, placedReplicasOf } from './guardrails.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -188,6 +188,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       config,
       now: deps.clock(),
       queued: snapshot.pods.every((p) => !p.nodeName),
+      placedReplicas: placedReplicasOf(snapshot.pods),
     };
     if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
       context.clusterGpusAllocated = await clusterGpusAllocated(deps.cluster, snapshot);

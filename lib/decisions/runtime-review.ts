@@ -4,7 +4,6 @@ import { MissingMetricsError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { fitRuntimeModel } from '../model/observed-bound.js';
 import type { Placement } from '../model/throughput-model.js';
-import { fitThroughputModel } from '../model/throughput-model.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers } from '../policies/stragglers.js';
