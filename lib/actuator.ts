@@ -10,6 +10,8 @@ import { applyGuardrails, declaredGpus, type GuardrailConfig, placedReplicasOf }
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
+  /** Optional: loggers without a debug level drop those lines. */
+  debug?(obj: object, msg?: string): void;
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
@@ -227,7 +229,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       throw error;
     }
     if (deps.dryRun) {
-      deps.logger.info(
+      // Debug: the runner logs every decision once, rate-limited (lib/runner/decision-log.ts).
+      deps.logger.debug?.(
         { job: ref, decisionId: id, patch, reason: plan.reason },
         'dry run: decision not written',
       );

@@ -7,10 +7,11 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { CronJob, validateCronExpression } from 'cron';
 import { handleAlarm } from '../../functions/alarm.js';
 import { handleClusterEvent } from '../../functions/cluster-event.js';
-import type { Handler, HandlerDeps } from '../../functions/handler-deps.js';
+import type { Handler, HandlerDeps, HandlerResult } from '../../functions/handler-deps.js';
 import { handleSchedule } from '../../functions/schedule.js';
 import { handleSubmit } from '../../functions/submit.js';
 import { ConfigError } from '../errors.js';
+import { DecisionLog } from './decision-log.js';
 import { EventRouter, type RoutedTask } from './event-router.js';
 import { LeaderFencedClusterClient } from './fenced-cluster-client.js';
 import { startHttpServer } from './http-server.js';
@@ -49,6 +50,8 @@ export interface RunnerOptions {
   /** Tests replace handlers and the lock. */
   handlers?: Partial<RunnerHandlers>;
   lock?: LeaseLock;
+  /** Every handler result with outcomes, after the decision log (the outcome store subscribes here). */
+  onOutcomes?: (trigger: Trigger, result: HandlerResult) => void;
 }
 
 export interface Runner {
@@ -75,7 +78,13 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
   if (!valid.valid)
     throw new ConfigError(`schedule '${schedule}' is not a cron expression: ${String(valid.error)}`);
   const { logger } = options.deps;
-  const metrics = new RunnerMetrics();
+  const decisionLog = new DecisionLog({ logger });
+  const metrics = new RunnerMetrics({
+    onOutcomes: (trigger, result) => {
+      decisionLog.record(trigger, result);
+      options.onOutcomes?.(trigger, result);
+    },
+  });
   const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
   const lock = options.lock ?? new KubernetesLeaseLock(options.kubeConfig, options.namespace, leaseName);
   const handlers: RunnerHandlers = {
@@ -119,20 +128,8 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
     const started = performance.now();
     try {
       const result = await handler(payload, deps);
+      // Counts the outcomes and logs each decision (rate-limited) through onOutcomes.
       metrics.recordResult(trigger, result, (performance.now() - started) / 1000);
-      for (const outcome of result.outcomes) {
-        if (outcome.applied || outcome.plan.changes.length > 0)
-          logger.info(
-            {
-              trigger,
-              job: outcome.ref,
-              applied: outcome.applied,
-              skipped: outcome.skipped,
-              reason: outcome.plan.reason,
-            },
-            'decision',
-          );
-      }
     } catch (error) {
       metrics.recordFailure(trigger, error, (performance.now() - started) / 1000);
       logger.error(

@@ -94,8 +94,16 @@ describe('alarm handler', () => {
       { namespace: 'team-a', kind: 'PyTorchJob', name: 'ghost' },
       { namespace: 'team-a', kind: 'PyTorchJob', name: 'toy' },
     ]);
+    // As Prometheus does (the simulator would throw NotFoundError itself): no series for an unknown job.
+    deps.metrics = {
+      stepSamples: async (ref, window) => (ref.name === 'ghost' ? [] : sim.stepSamples(ref, window)),
+      containerUsage: (ref, window) => sim.containerUsage(ref, window),
+      workerStepTimes: (ref, window) => sim.workerStepTimes(ref, window),
+      samplesProcessed: (ref) => sim.samplesProcessed(ref),
+    };
     const result = await handleAlarm(hook, deps);
     assert.equal(result.errors[0]?.ref.name, 'ghost');
+    assert.equal(result.errors[0]?.code, 'NOT_FOUND', 'not MISSING_METRICS: the job does not exist');
     assert.equal(result.outcomes[0]?.ref.name, 'toy');
   });
 
