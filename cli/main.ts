@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
+import { registerExplainCommand } from './explain.js';
 import { registerHistoryCommand } from './history.js';
 import { registerRunCommand } from './run.js';
 import { registerSimulateCommand } from './simulate.js';
@@ -42,6 +43,7 @@ program
 registerRunCommand(program);
 registerSimulateCommand(program);
 registerHistoryCommand(program);
+registerExplainCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);

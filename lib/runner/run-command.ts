@@ -66,6 +66,7 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
     host: settings.address,
     port: options.port,
     schedule: settings.schedule,
+    outcomeStoreNamespace: deps.profiles.namespace,
     ...(settings.statefulSetSelector ? { statefulSetSelector: settings.statefulSetSelector } : {}),
   });
   deps.logger.info(

@@ -10,6 +10,7 @@ import { handleClusterEvent } from '../../functions/cluster-event.js';
 import type { Handler, HandlerDeps, HandlerResult } from '../../functions/handler-deps.js';
 import { handleSchedule } from '../../functions/schedule.js';
 import { handleSubmit } from '../../functions/submit.js';
+import { OutcomeStore } from '../decisions/outcome-store.js';
 import { ConfigError } from '../errors.js';
 import { DecisionLog } from './decision-log.js';
 import { EventRouter, type RoutedTask } from './event-router.js';
@@ -50,8 +51,13 @@ export interface RunnerOptions {
   /** Tests replace handlers and the lock. */
   handlers?: Partial<RunnerHandlers>;
   lock?: LeaseLock;
-  /** Every handler result with outcomes, after the decision log (the outcome store subscribes here). */
+  /** Every handler result with outcomes, after the decision log. */
   onOutcomes?: (trigger: Trigger, result: HandlerResult) => void;
+  /**
+   * Keep every policy's last outcome per job in ConfigMaps of this namespace, for `trainscaler explain`
+   * (lib/decisions/outcome-store.ts); written through the leader-fenced client.
+   */
+  outcomeStoreNamespace?: string;
 }
 
 export interface Runner {
@@ -79,9 +85,16 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
     throw new ConfigError(`schedule '${schedule}' is not a cron expression: ${String(valid.error)}`);
   const { logger } = options.deps;
   const decisionLog = new DecisionLog({ logger });
+  let outcomeStore: OutcomeStore | undefined;
   const metrics = new RunnerMetrics({
     onOutcomes: (trigger, result) => {
       decisionLog.record(trigger, result);
+      if (outcomeStore) {
+        const stored = outcomeStore.record(trigger, result).catch((error: unknown) => {
+          logger.warn({ trigger, error: String(error) }, 'could not store the last outcomes');
+        });
+        track(stored);
+      }
       options.onOutcomes?.(trigger, result);
     },
   });
@@ -122,6 +135,13 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
     ...options.deps,
     cluster: new LeaderFencedClusterClient(options.deps.cluster, () => elector.isLeader(), lock.description),
   };
+  if (options.outcomeStoreNamespace)
+    outcomeStore = new OutcomeStore({
+      cluster: deps.cluster,
+      namespace: options.outcomeStoreNamespace,
+      dryRun: deps.dryRun,
+      clock: deps.clock,
+    });
 
   async function invoke(trigger: Trigger, handler: Handler, payload: unknown): Promise<void> {
     if (!isLeader()) return;
