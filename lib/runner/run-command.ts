@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { buildRuntimeDeps, loadKubeConfigFor, readRuntimeConfig } from '../../functions/runtime-deps.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_LEASE_NAME, DEFAULT_SCHEDULE, type Runner, startRunner } from './runner.js';
+import { runStartupChecks } from './startup-checks.js';
 
 export interface RunCommandOptions {
   kubeconfig?: string;
@@ -73,6 +74,8 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
     { dryRun: settings.config.dryRun, kube: settings.config.kube.mode, schedule: settings.schedule },
     'trainscaler run',
   );
+  // Not awaited before start: a slow check must not delay the lease or /healthz.
+  void runStartupChecks({ prometheusUrl: settings.config.prometheusUrl, kubeConfig }, deps.logger);
   const shutdown = (signal: string) => {
     deps.logger.info({ signal }, 'shutting down');
     const deadline = setTimeout(() => {
