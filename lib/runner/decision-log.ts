@@ -12,19 +12,17 @@ export function outcomeOf(outcome: Outcome): DecisionOutcome {
   return outcome.applied ? 'applied' : (outcome.skipped ?? 'not-applied');
 }
 
+/** Measured figures of a reason (rates, percentages, durations, sizes): they move on every review. */
+const MEASURED = /[+-]?\d+\.\d+|[+-]?\d+(?=\s?(?:%|s\b|ms\b|min\b|h\b|samples\/s|[KMG]iB))/g;
+
 /**
  * What makes two decisions "the same" for the log and the stored last outcome: policy, outcome, changes and
- * the reason with its figures blanked (a predicted rate or "last change 42 s ago" moves every review
- * without the decision changing).
+ * the reason with its measured figures blanked ("+3.1%", "last change 42 s ago" move every review without the
+ * decision changing); counts such as "keep 4 workers" stay, so a job resized by someone else is news.
  */
 export function decisionSignature(outcome: Outcome): string {
   const { plan } = outcome;
-  return JSON.stringify([
-    plan.policy,
-    outcomeOf(outcome),
-    plan.changes,
-    plan.reason.replace(/[+-]?\d+(\.\d+)?/g, '#'),
-  ]);
+  return JSON.stringify([plan.policy, outcomeOf(outcome), plan.changes, plan.reason.replace(MEASURED, '#')]);
 }
 
 interface Seen {

@@ -56,6 +56,21 @@ describe('decision log', () => {
     assert.equal((lines[3]?.fields.repeatedBefore as { times: number } | undefined)?.times, 1);
   });
 
+  it('a count is not a measured figure: the same keep at another size is a new decision', () => {
+    const { lines, logger } = collector();
+    const log = new DecisionLog({ logger });
+    log.record('schedule', result(keep('keep 5 workers: cool-down (last change 13 s ago)')));
+    log.record('schedule', result(keep('keep 5 workers: cool-down (last change 29 s ago)')));
+    log.record('schedule', result(keep('keep 6 workers: cool-down (last change 44 s ago)')));
+    assert.deepEqual(
+      lines.map((l) => l.fields.reason),
+      [
+        'keep 5 workers: cool-down (last change 13 s ago)',
+        'keep 6 workers: cool-down (last change 44 s ago)',
+      ],
+    );
+  });
+
   it('dry run: pod events repeating the same decision make one line', async () => {
     const { sim, deps } = harness({ dryRun: true });
     const { lines, logger } = collector();
