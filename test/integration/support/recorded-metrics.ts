@@ -6,7 +6,11 @@ import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
 import type { ContainerUsage, JobRef, StepSample, WorkerStepTimes } from '../../../lib/types.js';
 
 export class RecordedMetricsSource implements MetricsSource {
-  constructor(private readonly samples: Map<string, StepSample[]>) {}
+  constructor(
+    private readonly samples: Map<string, StepSample[]>,
+    /** Samples processed so far per job (with trainscaler.io/target-samples: a known remaining time). */
+    private readonly processed: Map<string, number> = new Map(),
+  ) {}
 
   static key(ref: Pick<JobRef, 'namespace' | 'name'>): string {
     return `${ref.namespace}/${ref.name}`;
@@ -27,8 +31,8 @@ export class RecordedMetricsSource implements MetricsSource {
     throw new MissingMetricsError(`no recorded per-worker times for ${ref.name}`);
   }
 
-  async samplesProcessed(): Promise<number | undefined> {
-    return undefined;
+  async samplesProcessed(ref: JobRef): Promise<number | undefined> {
+    return this.processed.get(RecordedMetricsSource.key(ref));
   }
 }
 
