@@ -7,15 +7,13 @@
  * Exits with one line on stderr (and status 1) unless this Node.js is >= 22.19.
  * Self-contained (no free variables) because its source is embedded in the Lambda bundles.
  * @param {string} program what refuses to start, for the message
+ * @param {string} [hint] how to get the right Node.js there, appended to the line
  * @param {string} [version] the Node.js version to check (default: this process's)
  */
-export function exitUnlessSupportedNode(program, version = process.versions.node) {
+export function exitUnlessSupportedNode(program, hint = '', version = process.versions.node) {
   const required = [22, 19];
   const [major = 0, minor = 0] = String(version).split('.').map(Number);
   if (major > required[0] || (major === required[0] && minor >= required[1])) return;
-  process.stderr.write(
-    `${program} needs Node.js >= ${required.join('.')} (this is ${version}); ` +
-      'run it through npm (npx trainscaler ..., npm run ...), which uses the Node 22 the project pins, or install Node 22\n',
-  );
+  process.stderr.write(`${program} needs Node.js >= ${required.join('.')} (this is ${version})${hint}\n`);
   process.exit(1);
 }

@@ -4,5 +4,8 @@
 // checked before the CLI is imported: on an older Node its dependencies crash with unrelated errors.
 import { exitUnlessSupportedNode } from './node-version.js';
 
-exitUnlessSupportedNode('trainscaler');
+exitUnlessSupportedNode(
+  'trainscaler',
+  '; run it through npm (npx trainscaler ..., npm run ...), which uses the Node 22 the project pins, or install Node 22',
+);
 await import('../dist/cli/main.js');

@@ -32,7 +32,7 @@ const REQUIRE_SHIM = [
 // Before any bundled dependency runs (an older Node crashes in undici with an unrelated error), the bundle
 // refuses with one line: the same check as bin/trainscaler.js, its source embedded.
 export function lambdaBanner(): string {
-  return `${REQUIRE_SHIM}\n(${exitUnlessSupportedNode.toString()})('trainscaler lambda');`;
+  return `${REQUIRE_SHIM}\n(${exitUnlessSupportedNode.toString()})('trainscaler lambda', '; deploy it on the nodejs22.x runtime (serverless.yml)');`;
 }
 
 export interface BundleResult {
