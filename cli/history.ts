@@ -14,14 +14,14 @@ export interface HistoryRecord {
   changes: Change[];
 }
 
-function jobRef(value: string, kind: JobKind): JobRef {
+export function jobRef(value: string, kind: JobKind): JobRef {
   const parts = value.split('/');
   const [namespace, name] = parts;
   if (parts.length !== 2 || !namespace || !name) throw new InvalidArgumentError('expected NAMESPACE/JOB');
   return { kind, namespace, name };
 }
 
-function kindOption(value: string): JobKind {
+export function kindOption(value: string): JobKind {
   if (!isSupportedKind(value)) throw new InvalidArgumentError('expected PyTorchJob, TFJob or StatefulSet');
   return value;
 }
@@ -45,7 +45,7 @@ export async function readJobHistory(cluster: ClusterClient, ref: JobRef): Promi
   }
 }
 
-function describeChange(c: Change): string {
+export function describeChange(c: Change): string {
   switch (c.kind) {
     case 'replicas':
       return `${c.role} replicas ${c.from} -> ${c.to}`;

@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
+import { registerExplainCommand } from './explain.js';
 import { registerForwardCommand } from './forward.js';
 import { registerHistoryCommand } from './history.js';
 import { registerRunCommand } from './run.js';
@@ -46,6 +47,7 @@ registerSimulateCommand(program);
 registerHistoryCommand(program);
 registerStragglersCommand(program);
 registerForwardCommand(program);
+registerExplainCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -26,7 +26,11 @@ export function registerRunCommand(program: Command): Command {
     )
     .option('--lease-name <name>', 'name of the leader Lease', 'trainscaler-leader')
     .option('--identity <id>', 'this replica in the Lease (default: POD_NAME or host-pid)')
-    .option('--address <address>', 'address of the HTTP server (webhook, metrics, healthz)', '0.0.0.0')
+    .option(
+      '--address <address>',
+      'address of the HTTP server (webhook, metrics, healthz) (default: TRAINSCALER_ADDRESS or 127.0.0.1; ' +
+        'infra/k8s sets 0.0.0.0)',
+    )
     .option('--port <port>', 'port of the HTTP server', port, 8080)
     .option('--schedule <cron>', 'rebalance schedule, UTC (default: TRAINSCALER_SCHEDULE or */5 * * * *)')
     .option('--statefulset-selector <selector>', 'only StatefulSets matching this label selector')

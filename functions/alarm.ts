@@ -1,6 +1,7 @@
 import { actOnJob } from '../lib/actuator.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
 import { decideRuntime, observeJob } from '../lib/decisions/runtime-review.js';
+import { MissingMetricsError } from '../lib/errors.js';
 import { parseAlarm } from '../lib/triggers/alarm-payload.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
@@ -14,7 +15,11 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
   const { capacity } = await loadCapacity(deps.cluster);
   for (const { ref } of triggers) {
     try {
-      const observed = await observeJob(deps.metrics, ref);
+      const observed = await observeJob(deps.metrics, ref).catch(async (error: unknown) => {
+        // No series for a job that does not exist: say "not found" (getJob throws NotFoundError).
+        if (error instanceof MissingMetricsError) await deps.cluster.getJob(ref);
+        throw error;
+      });
       const outcome = await actOnJob(
         ref,
         (snapshot) => decideRuntime(snapshot, observed, capacity, deps.config, deps.clock()),

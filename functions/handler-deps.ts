@@ -5,6 +5,8 @@ import type { MetricsSource } from '../lib/metrics/metrics-source.js';
 import type { JobRef } from '../lib/types.js';
 
 export interface Logger {
+  /** Optional: loggers without a debug level drop those lines. */
+  debug?(obj: object, msg?: string): void;
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;

@@ -8,6 +8,11 @@ import type { JobError, Logger } from './handler-deps.js';
  */
 export function containJobError(ref: JobRef, error: unknown, logger: Logger): JobError {
   if (!(error instanceof TrainscalerError)) throw error;
-  logger.warn({ job: ref, code: error.code, error: error.message }, 'no decision for job');
+  if (error.code === 'NOT_FOUND') {
+    // Deleted between the trigger and the read: routine after a job ends, nothing to decide.
+    logger.debug?.({ job: ref, code: error.code }, 'job gone before its review');
+  } else {
+    logger.warn({ job: ref, code: error.code, error: error.message }, 'no decision for job');
+  }
   return { ref, code: error.code, message: error.message };
 }

@@ -5,6 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { ConfigError } from '../lib/errors.js';
+import { DecisionLog } from '../lib/runner/decision-log.js';
 import { handleAlarm } from './alarm.js';
 import { answerBody, handleAlertBody, MAX_BODY_BYTES } from './alertmanager-http.js';
 import { handleClusterEvent } from './cluster-event.js';
@@ -70,8 +71,17 @@ function runtimeDeps(): Promise<HandlerDeps> {
 // (elsewhere, e.g. a test importing this file, nothing happens until a handler is called).
 if (process.env.AWS_LAMBDA_FUNCTION_NAME) runtimeDeps().catch(() => {});
 
+// One line per decision, "keep" included, as `trainscaler run` logs them; rate-limited within a warm container.
+let decisionLog: DecisionLog | undefined;
+
 export function lambda(handler: Handler) {
-  return async (event: unknown): Promise<HandlerResult> => handler(event, await runtimeDeps());
+  return async (event: unknown): Promise<HandlerResult> => {
+    const deps = await runtimeDeps();
+    const result = await handler(event, deps);
+    decisionLog ??= new DecisionLog({ logger: deps.logger });
+    decisionLog.record(result.trigger, result);
+    return result;
+  };
 }
 
 export const alarm = /* @__PURE__ */ lambda(handleAlarm);

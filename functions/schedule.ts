@@ -1,6 +1,6 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
-import { loadCapacity } from '../lib/cluster/load-capacity.js';
+import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { type LoadedProfile, readProfileStore } from '../lib/decisions/profile-store.js';
 import {
   currentPlacement,
@@ -12,6 +12,7 @@ import { NotFoundError, TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
 import type { ThroughputModel } from '../lib/model/throughput-model.js';
+import { decideOnFault } from '../lib/policies/faults.js';
 import { profileModel } from '../lib/policies/profiles.js';
 import { decideRebalance, type PendingDemand } from '../lib/policies/rebalance.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
@@ -46,7 +47,8 @@ async function listAllJobs(deps: HandlerDeps) {
 export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
   parseSchedule(payload);
   const result: HandlerResult = { trigger: 'schedule', outcomes: [], errors: [] };
-  const { capacity } = await loadCapacity(deps.cluster);
+  const state = await loadCapacity(deps.cluster);
+  const { capacity } = state;
   // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
   // at most once a tick, each signature fitted at most once.
   let store: Promise<(signature: string) => LoadedProfile> | undefined;
@@ -66,7 +68,9 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   };
   const jobs: Observed[] = [];
   const pending: PendingDemand[] = [];
-  for (const obj of await listAllJobs(deps)) {
+  const stranded: JobSnapshot[] = [];
+  const listed = await listAllJobs(deps);
+  for (const obj of listed) {
     const ref = refOf(obj);
     try {
       const snapshot = await loadSnapshot(
@@ -83,6 +87,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         pending.push(demand);
       }
       if (!snapshot.view.managed || snapshot.pods.every((p) => p.phase === 'Succeeded')) continue;
+      if (hasStrandedPods(snapshot)) stranded.push(snapshot);
       const observed = await observeJob(deps.metrics, ref).catch((error: unknown) => {
         if (error instanceof TrainscalerError && error.code === 'MISSING_METRICS') return undefined;
         throw error;
@@ -92,9 +97,35 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       result.errors.push(containJobError(ref, error, deps.logger));
     }
   }
+  // A job whose pods partly run and partly wait for room no pod event will bring (a shrink that a guardrail
+  // clamped, a node gone): the fault policy's answer to unplaceable pods, as on a pod event, every tick.
+  const reviewed = new Set<string>();
+  for (const snapshot of stranded) {
+    const ref = snapshot.view.ref;
+    try {
+      const capacity = capacityOf(state.nodes, state.pods, { holdRoomFor: exceptPodsOf(ref) });
+      const outcome = await actOnJob(
+        ref,
+        (current) =>
+          decideOnFault({
+            job: current.view,
+            pods: current.pods,
+            capacity,
+            config: deps.config,
+            now: deps.clock(),
+          }),
+        actuatorDeps(deps),
+      );
+      result.outcomes.push(outcome);
+      if (outcome.plan.changes.length > 0) reviewed.add(key(ref));
+    } catch (error) {
+      result.errors.push(containJobError(ref, error, deps.logger));
+    }
+  }
   const now = deps.clock();
+  const rebalanced = jobs.filter((j) => !reviewed.has(key(j.snapshot.view.ref)));
   const plans = decideRebalance({
-    jobs: jobs.map(({ snapshot, observed }) => {
+    jobs: rebalanced.map(({ snapshot, observed }) => {
       const model = observed ? fitRuntimeModel(observed.samples) : undefined;
       const current = currentPlacement(snapshot, observed?.samples ?? []);
       const entry: Parameters<typeof decideRebalance>[0]['jobs'][number] = {
@@ -109,7 +140,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       if (remaining !== undefined) entry.remainingSeconds = remaining;
       return entry;
     }),
-    pending,
+    pending: pending.filter((d) => !reviewed.has(key(d.job.ref))),
     capacity,
     config: deps.config,
     now,
@@ -127,7 +158,53 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       result.errors.push(containJobError(plan.ref, error, deps.logger));
     }
   }
+  // Jobs the rebalance considered and left alone: a "keep" outcome each, so that why is answerable.
+  const moved = new Set([...plans.map((p) => key(p.ref)), ...reviewed]);
+  for (const { snapshot } of rebalanced) {
+    if (moved.has(key(snapshot.view.ref))) continue;
+    result.outcomes.push({
+      ref: snapshot.view.ref,
+      plan: { ref: snapshot.view.ref, policy: 'rebalance', changes: [], reason: keepReason(snapshot, deps) },
+      applied: false,
+      skipped: 'no-change',
+    });
+  }
+  deps.logger.info(
+    {
+      trigger: 'schedule',
+      jobs: listed.length,
+      managed: jobs.length,
+      withoutMetrics: jobs.filter((j) => !j.observed).length,
+      pendingDemands: pending.length,
+      stranded: stranded.length,
+      plans: plans.length + reviewed.size,
+      applied: result.outcomes.filter((o) => o.applied).length,
+      changed: result.outcomes
+        .filter((o) => o.plan.changes.length > 0)
+        .map((o) => `${o.ref.namespace}/${o.ref.name}: ${o.plan.reason}`),
+      errors: result.errors.length,
+    },
+    'schedule tick',
+  );
   return result;
+}
+
+/** Some pods of the job run (or are bound) while others wait unbound: the peers may wait for them forever. */
+export function hasStrandedPods(snapshot: JobSnapshot): boolean {
+  const live = snapshot.pods.filter((p) => p.phase !== 'Succeeded' && p.phase !== 'Failed');
+  return live.some((p) => p.nodeName) && live.some((p) => p.phase === 'Pending' && !p.nodeName);
+}
+
+function keepReason(snapshot: JobSnapshot, deps: HandlerDeps): string {
+  const { view } = snapshot;
+  const workers = view.roles.find((r) => r.role === 'Worker')?.replicas;
+  const what = workers === undefined ? 'no Worker role' : `keep ${workers} workers`;
+  if (view.state.paused) return `${what}: paused (${view.state.pauseReason ?? 'by trainscaler'})`;
+  if (!view.elastic) return `${what}: not elastic`;
+  const last = view.state.lastActionAt;
+  if (last !== undefined && deps.clock() - last < deps.config.cooldownSeconds)
+    return `${what}: cool-down (last change ${Math.round(deps.clock() - last)} s ago)`;
+  return `${what}: no move of a worker to or from this job gains enough`;
 }
 
 /** Waiting pods per role, with one pod's requests as the shape (the roles' pods are alike). */

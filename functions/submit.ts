@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { actOnJob, type JobSnapshot } from '../lib/actuator.js';
-import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
+import { capacityOf, exceptPodsOf, loadCapacity, podsOf } from '../lib/cluster/load-capacity.js';
 import { loadProfile } from '../lib/decisions/profile-store.js';
 import { decideInitialConfig } from '../lib/policies/initial-config.js';
 import { profileModel } from '../lib/policies/profiles.js';
@@ -61,10 +61,12 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
       const { profile, problem } = await loadProfile(deps.cluster, deps.profiles, snapshot.view.signature);
       if (problem) deps.logger.warn({ job: ref }, problem);
       const model = profileModel(profile);
-      // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it.
+      // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it. Its own
+      // pods, bound already or not, are what is being sized: their room counts as free.
       const capacity = capacityOf(cluster.nodes, cluster.pods, {
         preemptibleBelow: snapshot.view.priority,
         holdRoomFor: exceptPodsOf(ref),
+        resize: podsOf(ref),
       });
       return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });
     },

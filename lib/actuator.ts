@@ -6,11 +6,13 @@ import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
-import { applyGuardrails, declaredGpus, type GuardrailConfig } from './guardrails.js';
+import { applyGuardrails, declaredGpus, type GuardrailConfig, placedReplicasOf } from './guardrails.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
+  /** Optional: loggers without a debug level drop those lines. */
+  debug?(obj: object, msg?: string): void;
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
@@ -200,6 +202,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       config,
       now: deps.clock(),
       queued: snapshot.pods.every((p) => !p.nodeName),
+      placedReplicas: placedReplicasOf(snapshot.pods),
     };
     if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
       context.clusterGpusAllocated = await clusterGpusAllocated(deps.cluster, snapshot);
@@ -238,7 +241,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       throw error;
     }
     if (deps.dryRun) {
-      deps.logger.info(
+      // Debug: the runner logs every decision once, rate-limited (lib/runner/decision-log.ts).
+      deps.logger.debug?.(
         { job: ref, decisionId: id, patch, reason: plan.reason },
         'dry run: decision not written',
       );

@@ -2,7 +2,7 @@
 // inside these bounds; the guardrails do not trust them to (a policy bug, a hand-built plan, a stale config)
 // and clamp or drop whatever would leave them. Pure: everything the check needs is passed in.
 import type { PolicyConfig } from './config.js';
-import type { Change, JobView, Plan, RoleView } from './types.js';
+import type { Change, JobView, Plan, PodView, RoleView } from './types.js';
 
 export type GuardrailConfig = Pick<
   PolicyConfig,
@@ -25,6 +25,22 @@ export interface GuardrailContext {
    * so replica reductions of a queued job pass them. Growth is never exempt.
    */
   queued?: boolean;
+  /**
+   * Per role, the fewest replicas that keep every pod of the role placed on a node (its highest placed index +
+   * 1; operators remove the highest indices first). Reducing a role to at least this many removes only pods
+   * that never started, so it restarts nothing either and passes the same two guards.
+   */
+  placedReplicas?: Readonly<Record<string, number>>;
+}
+
+/** GuardrailContext.placedReplicas from the job's pods. */
+export function placedReplicasOf(pods: readonly PodView[]): Record<string, number> {
+  const placed: Record<string, number> = {};
+  for (const pod of pods) {
+    if (!pod.nodeName || pod.phase === 'Succeeded' || pod.phase === 'Failed') continue;
+    placed[pod.role] = Math.max(placed[pod.role] ?? 0, pod.index + 1);
+  }
+  return placed;
 }
 
 export interface GuardedPlan {
@@ -80,7 +96,12 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
     return drop(`namespace ${job.ref.namespace} is not in the allowlist`);
   }
   const last = job.state.lastActionAt;
-  const shrinksQueued = ctx.queued === true && plan.changes.every(isReplicaReduction);
+  const restartsNothing = (change: Change): boolean =>
+    isReplicaReduction(change) &&
+    change.kind === 'replicas' &&
+    (ctx.queued === true ||
+      (ctx.placedReplicas !== undefined && change.to >= (ctx.placedReplicas[change.role] ?? 0)));
+  const shrinksQueued = plan.changes.every(restartsNothing);
   if (
     !COOLDOWN_EXEMPT.has(plan.policy) &&
     !shrinksQueued &&
@@ -92,7 +113,7 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
   const roles = new Map(job.roles.map((r) => [r.role, r]));
   let changes: Change[] = plan.changes.map((change) => {
     if (change.kind === 'replicas') {
-      const step = shrinksQueued ? Number.POSITIVE_INFINITY : config.maxReplicaStep;
+      const step = restartsNothing(change) ? Number.POSITIVE_INFINITY : config.maxReplicaStep;
       const to = clampReplicas(change, roles.get(change.role), step);
       if (to !== change.to)
         violations.push(`${change.role} replicas ${change.to} clamped to ${to} (bounds, max step)`);

@@ -6,6 +6,7 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { exitUnlessSupportedNode } from '../../bin/node-version.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const OUT_DIR = join(ROOT, 'dist/lambda');
@@ -27,6 +28,12 @@ const REQUIRE_SHIM = [
   "import { createRequire as __trainscalerCreateRequire } from 'node:module';",
   'const require = __trainscalerCreateRequire(import.meta.url);',
 ].join('\n');
+
+// Before any bundled dependency runs (an older Node crashes in undici with an unrelated error), the bundle
+// refuses with one line: the same check as bin/trainscaler.js, its source embedded.
+export function lambdaBanner(): string {
+  return `${REQUIRE_SHIM}\n(${exitUnlessSupportedNode.toString()})('trainscaler lambda', '; deploy it on the nodejs22.x runtime (serverless.yml)');`;
+}
 
 export interface BundleResult {
   name: LambdaFunction;
@@ -58,7 +65,7 @@ export async function bundleLambdas(): Promise<BundleResult[]> {
       legalComments: 'none',
       // Error classes name themselves after their constructor (lib/errors.ts); logs must keep saying ApiError.
       keepNames: true,
-      banner: { js: REQUIRE_SHIM },
+      banner: { js: lambdaBanner() },
       logLevel: 'warning',
     });
     results.push({ name, file, bytes: (await stat(file)).size });

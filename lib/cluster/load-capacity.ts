@@ -30,6 +30,11 @@ export interface CapacityOptions {
    * out the pods of the job they decide for, whose own pending pods are the question, not the answer.
    */
   holdRoomFor?: (pod: V1Pod) => boolean;
+  /**
+   * Pods whose requests count as free even when bound: the pods of a job whose whole size is being decided
+   * (its bound master would otherwise be counted once as allocated and once more by the policy).
+   */
+  resize?: (pod: V1Pod) => boolean;
 }
 
 function isPendingUnbound(pod: V1Pod): boolean {
@@ -38,12 +43,12 @@ function isPendingUnbound(pod: V1Pod): boolean {
 
 /** Free capacity as the scheduler sees it: allocatable minus the requests of pods bound and not finished. */
 export function capacityOf(nodes: V1Node[], pods: V1Pod[], options: CapacityOptions = {}): ClusterCapacity {
-  const { preemptibleBelow, holdRoomFor = () => true } = options;
+  const { preemptibleBelow, holdRoomFor = () => true, resize = () => false } = options;
   const allocated = new Map<string, Resources>();
   for (const pod of pods) {
     const node = pod.spec?.nodeName;
     const phase = pod.status?.phase;
-    if (!node || phase === 'Succeeded' || phase === 'Failed') continue;
+    if (!node || phase === 'Succeeded' || phase === 'Failed' || resize(pod)) continue;
     if (preemptibleBelow !== undefined && (pod.spec?.priority ?? 0) < preemptibleBelow) continue;
     allocated.set(node, addResources(allocated.get(node) ?? ZERO_RESOURCES, podRequests(pod)));
   }
@@ -78,15 +83,21 @@ export async function loadCapacity(cluster: ClusterClient): Promise<ClusterState
   return { capacity: capacityOf(nodes, pods), nodes, pods };
 }
 
-/** Holds room for every pending pod except those of `ref`'s job. */
-export function exceptPodsOf(ref: JobRef): (pod: V1Pod) => boolean {
+/** Whether a pod belongs to `ref`'s job. */
+export function podsOf(ref: JobRef): (pod: V1Pod) => boolean {
   return (pod) => {
     const owner = jobOfPod(pod);
-    return !(
-      owner &&
+    return (
+      owner !== undefined &&
       owner.kind === ref.kind &&
       owner.namespace === ref.namespace &&
       owner.name === ref.name
     );
   };
+}
+
+/** Holds room for every pending pod except those of `ref`'s job. */
+export function exceptPodsOf(ref: JobRef): (pod: V1Pod) => boolean {
+  const own = podsOf(ref);
+  return (pod) => !own(pod);
 }

@@ -2,10 +2,11 @@
 // to what the cluster can hold. The plan is a pure function of the view so that a repeated event (the
 // handler may see the same pod twice) yields the same, already-applied answer instead of a second raise.
 
-import { freeOnNode, podsFitting, podsFittingOnNode, reserve } from '../cluster/capacity.js';
+import { freeOnNode, podsFitting, podsFittingOnNode, release, reserve } from '../cluster/capacity.js';
 import type { PolicyConfig } from '../config.js';
 import type { Change, ClusterCapacity, JobView, Plan, PodView, Resources, RoleView } from '../types.js';
 import { formatBytes, formatRatio } from './format.js';
+import { plural } from './placement.js';
 
 export interface FaultInput {
   job: JobView;
@@ -174,28 +175,79 @@ function fitsOnSomeNode(capacity: ClusterCapacity, pod: PodView): boolean {
   return capacity.nodes.some((n) => n.schedulable && podsFittingOnNode(freeOnNode(n), pod.requests) >= 1);
 }
 
+/**
+ * A master (chief, PS) that fits nowhere keeps the whole job waiting: the workers wait for it in rendezvous.
+ * Workers are the role that may shrink, so as many running workers as it takes make room for it (never
+ * below the workers' minimum). Returns the capacity with that room taken and the workers to remove.
+ */
+function roomForOtherRoles(
+  job: JobView,
+  pods: PodView[],
+  capacity: ClusterCapacity,
+  notes: string[],
+): { free: ClusterCapacity; workersRemoved: number; placed: Set<string> } {
+  const worker = job.roles.find((r) => r.role === 'Worker');
+  const placed = new Set<string>();
+  let free = capacity;
+  let workersRemoved = 0;
+  if (!job.elastic || !worker) return { free, workersRemoved, placed };
+  const running = pods.filter((p) => p.role === 'Worker' && p.phase === 'Running').length;
+  for (const role of job.roles) {
+    if (role.role === 'Worker') continue;
+    const waiting = pods.filter(
+      (p) => p.role === role.role && lostPodCause(p, capacity) === 'Pending, fits on no node',
+    );
+    if (waiting.length === 0) continue;
+    let removed = workersRemoved;
+    let room = free;
+    while (
+      podsFitting(room, role.requests) < waiting.length &&
+      running - removed > Math.max(worker.minReplicas, 1)
+    ) {
+      removed++;
+      room = release(room, worker.requests, 1);
+    }
+    if (podsFitting(room, role.requests) < waiting.length) continue;
+    notes.push(
+      `${names(waiting)} Pending, fits on no node: ${plural(removed - workersRemoved, 'running worker')} removed to make room for ${role.role}`,
+    );
+    workersRemoved = removed;
+    free = reserve(room, role.requests, waiting.length);
+    placed.add(role.role);
+  }
+  return { free, workersRemoved, placed };
+}
+
 function decideOnLostPods(job: JobView, pods: PodView[], capacity: ClusterCapacity): Decision {
   const changes: Change[] = [];
   const notes: string[] = [];
   // Roles are planned one after another against the same free capacity, so two shrunk roles never count
-  // the same free GPU twice.
-  let free = capacity;
+  // the same free GPU twice. Room for a waiting master comes first: without it no worker trains.
+  const room = roomForOtherRoles(job, pods, capacity, notes);
+  let free = room.free;
 
   for (const role of job.roles) {
+    if (room.placed.has(role.role)) continue;
+    const makingRoom = role.role === 'Worker' ? room.workersRemoved : 0;
     const lost = pods
       .filter((p) => p.role === role.role)
       .map((pod) => ({ pod, cause: lostPodCause(pod, capacity) }))
       .filter((l): l is { pod: PodView; cause: string } => l.cause !== undefined);
-    if (lost.length === 0) continue;
-    const what = lost.map((l) => `${l.pod.name} ${l.cause}`).join(', ');
+    if (lost.length === 0 && makingRoom === 0) continue;
+    const what = [
+      ...lost.map((l) => `${l.pod.name} ${l.cause}`),
+      ...(makingRoom > 0
+        ? [`${plural(makingRoom, 'worker')} fewer for the ${[...room.placed].join(', ')}`]
+        : []),
+    ].join(', ');
 
     if (!job.elastic) {
       notes.push(`${what}; job is not elastic, keeping ${role.role} at ${role.replicas} replicas`);
       continue;
     }
 
-    const running = pods.filter((p) => p.role === role.role && p.phase === 'Running').length;
-    const missing = Math.max(0, role.replicas - running);
+    const running = pods.filter((p) => p.role === role.role && p.phase === 'Running').length - makingRoom;
+    const missing = Math.max(0, role.replicas - makingRoom - running);
     const placeable = Math.min(missing, podsFitting(free, role.requests));
     free = reserve(free, role.requests, placeable);
     const fitting = running + placeable;

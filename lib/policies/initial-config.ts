@@ -20,6 +20,7 @@ import {
   withinHysteresis,
 } from './placement.js';
 import { type JobProfile, type PeakUsage, psPerWorker } from './profiles.js';
+import { growthLimit } from './tuning.js';
 
 export interface InitialConfigInput {
   job: JobView;
@@ -219,7 +220,12 @@ function workersFromModel(
   config: PolicyConfig,
 ): { workers: number; notes: string[] } | undefined {
   // Nothing fits now: the job queues whatever its size, so the size is chosen for when it runs.
-  const limit = maxFit ?? clamp(requested, worker.minReplicas, worker.maxReplicas);
+  const room = maxFit ?? clamp(requested, worker.minReplicas, worker.maxReplicas);
+  // The growth rule of every path (tuning.ts): above what the user asked, one worker until the profile has
+  // seen the job at two sizes. (Remaining time plays no part here: the whole run is ahead.)
+  const growth = growthLimit({ distinctScales: model.distinctScales, remainingKnown: true }, config);
+  const asked = clamp(requested, worker.minReplicas, worker.maxReplicas);
+  const limit = Math.min(room, Math.max(asked + growth.workers, worker.minReplicas));
   const scored: { k: number; tp: number }[] = [];
   for (let k = worker.minReplicas; k <= limit; k++) {
     const tp = pessimisticThroughput(model, placementFor(k));
@@ -242,6 +248,7 @@ function workersFromModel(
   const what =
     pick.k === requested ? `keep ${plural(pick.k, 'worker')}` : `${requested} -> ${pick.k} workers`;
   const notes = [`${head}: ${what}: ${predicted} at step time + 1 sd`];
+  if (growth.why && limit < room && pick.k === limit) notes.push(`growth rule: ${growth.why}`);
   if (top.k !== pick.k) {
     notes.push(
       `${top.k} workers would reach ${formatRate(top.tp)}, less than ${formatPercent(config.minRelativeGain)} more`,

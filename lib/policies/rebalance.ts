@@ -27,6 +27,7 @@ import {
   ASSUMED_REMAINING_SECONDS,
   cooldownRemaining,
   describeRemaining,
+  growthLimit,
   scaleDownPaysOff,
   scaleUpCost,
   scaleUpPaysOff,
@@ -521,8 +522,19 @@ function canGrow(s: Slot, config: PolicyConfig): boolean {
     model !== undefined &&
     s.direction >= 0 &&
     s.k < s.worker.maxReplicas &&
-    // With one scale observed the model cannot say how the job scales: one worker more is a probe.
-    s.k - s.k0 < (oneScale(s) ? 1 : config.maxReplicaStep)
+    // The growth rule of every path (tuning.ts): one worker at a time until two scales are observed and
+    // while the remaining time is unknown.
+    s.k - s.k0 < slotGrowthLimit(s, config).workers
+  );
+}
+
+function slotGrowthLimit(s: Slot, config: PolicyConfig) {
+  return growthLimit(
+    {
+      distinctScales: s.entry.model?.distinctScales ?? 0,
+      remainingKnown: s.entry.remainingSeconds !== undefined,
+    },
+    config,
   );
 }
 
@@ -622,6 +634,8 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
   for (const note of s.notes.values()) {
     parts.push(`${note.delta > 0 ? '+' : ''}${note.delta} ${note.detail}`);
   }
+  const limit = slotGrowthLimit(s, config);
+  if (s.k > s.k0 && limit.why) parts.push(`growth rule: ${limit.why}`);
   if (s.k > s.k0 && before !== undefined && after !== undefined) {
     parts.push(
       `gain over ${describeRemaining(s.entry.remainingSeconds)} = ${formatDuration(timeSaved(s.remaining, before, after))} ` +

@@ -71,6 +71,24 @@ export function scaleDownPaysOff(
   return freed > config.gainOverCostFactor * podsBefore * config.rescaleCostSeconds;
 }
 
+/**
+ * The one rule for how far a single decision may grow a job's worker count, the same on every path that can
+ * grow one (tuning on an alarm, the rebalance on the schedule, the initial configuration at submit): until
+ * the job's throughput has been observed at two worker counts, its model's scaling is priors, not
+ * measurement, so it grows by one worker at most (a probe; the next review fits on two scales). An unknown
+ * remaining time (no trainscaler.io/target-samples) is an assumed hour, and an assumption alone does not
+ * justify a large step either: one worker at most. Otherwise up to maxReplicaStep.
+ */
+export function growthLimit(
+  evidence: { distinctScales: number; remainingKnown: boolean },
+  config: Pick<PolicyConfig, 'maxReplicaStep'>,
+): { workers: number; why?: string } {
+  if (evidence.distinctScales < 2)
+    return { workers: 1, why: 'seen at one size only: one probe worker at a time' };
+  if (!evidence.remainingKnown) return { workers: 1, why: 'remaining time unknown: one worker at a time' };
+  return { workers: Math.max(0, Math.floor(config.maxReplicaStep)) };
+}
+
 export function describeRemaining(remainingSeconds: number | undefined): string {
   return remainingSeconds === undefined
     ? `remaining ~${formatDuration(ASSUMED_REMAINING_SECONDS)} (unknown, assumed)`
@@ -140,7 +158,12 @@ export function decideTuning(input: TuningInput): Plan {
   const remainingText = describeRemaining(input.remainingSeconds);
   const mrg = config.minRelativeGain;
 
-  const ups = scaleUpCandidates(input, worker, psRole, ps, build);
+  const limit = growthLimit(
+    { distinctScales: model.distinctScales, remainingKnown: input.remainingSeconds !== undefined },
+    config,
+  );
+  const limitNote = limit.why ? ` (growth rule: ${limit.why})` : '';
+  const ups = scaleUpCandidates(input, worker, psRole, ps, build, limit.workers);
   const upsPassing = ups.filter(
     (c) => c.tp / baseTp - 1 >= mrg && scaleUpPaysOff(remaining, baseTp, c.tp, config),
   );
@@ -157,7 +180,7 @@ export function decideTuning(input: TuningInput): Plan {
       [changeOf(chosen)],
       `${describe(chosen)}: predicted ${formatRateChange(baseTp, chosen.tp)} at step time + 1 sd; ` +
         `gain over ${remainingText} = ${formatDuration(saved)} > ${config.gainOverCostFactor} x rescale cost ` +
-        `${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}${tail}`,
+        `${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}${tail}${limitNote}`,
     );
   }
 
@@ -177,7 +200,7 @@ export function decideTuning(input: TuningInput): Plan {
       [changeOf(probe)],
       `${describe(probe)}: probe, only one scale observed so far; expected ${formatRateChange(baseTp, probeTp)} ` +
         `(mean prediction), gain over ${remainingText} = ${formatDuration(timeSaved(remaining, baseTp, probeTp))} > ` +
-        `${config.gainOverCostFactor} x rescale cost ${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}`,
+        `${config.gainOverCostFactor} x rescale cost ${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}${limitNote}`,
     );
   }
 
@@ -236,12 +259,13 @@ function scaleUpCandidates(
   psRole: RoleView | undefined,
   ps: number | undefined,
   build: Build,
+  maxGrowth: number,
 ): Candidate[] {
-  const { model, current, capacity, config } = input;
+  const { model, current, capacity } = input;
   const out: (Candidate | undefined)[] = [];
   const k = current.replicas;
   const room = podsFitting(capacity, worker.requests);
-  const top = Math.min(worker.maxReplicas, k + config.maxReplicaStep, k + room);
+  const top = Math.min(worker.maxReplicas, k + maxGrowth, k + room);
   for (let to = k + 1; to <= top; to++) out.push(candidate(model, worker, k, to, build(to, ps)));
   if (
     psRole &&

@@ -7,10 +7,18 @@ import { TrainscalerError } from '../errors.js';
 
 export type Trigger = HandlerResult['trigger'];
 
+/**
+ * Per-job codes that are not trainscaler failing: the job was deleted before its review, or it has no
+ * metrics yet (a job just started). Counted apart from handler errors, which should alert someone.
+ */
+export const NO_DECISION_CODES: ReadonlySet<string> = new Set(['NOT_FOUND', 'MISSING_METRICS']);
+
 export class RunnerMetrics {
   readonly registry = new Registry();
   readonly decisions: Counter<'policy' | 'outcome'>;
   readonly handlerErrors: Counter<'trigger' | 'code'>;
+  readonly withoutDecision: Counter<'trigger' | 'code'>;
+  readonly #onOutcomes: ((trigger: Trigger, result: HandlerResult) => void) | undefined;
   readonly handlerDuration: Histogram<'trigger'>;
   readonly leader: Gauge;
   readonly queueDepth: Gauge;
@@ -18,7 +26,14 @@ export class RunnerMetrics {
   readonly webhookUnauthorized: Counter<'reason'>;
   readonly webhookResponses: Counter<'status'>;
 
-  constructor(options: { defaultMetrics?: boolean } = {}) {
+  constructor(
+    options: {
+      defaultMetrics?: boolean;
+      /** Called with every result whose outcomes are counted (the decision log, the outcome store). */
+      onOutcomes?: (trigger: Trigger, result: HandlerResult) => void;
+    } = {},
+  ) {
+    this.#onOutcomes = options.onOutcomes;
     const registers = [this.registry];
     this.decisions = new Counter({
       name: 'trainscaler_decisions_total',
@@ -29,6 +44,12 @@ export class RunnerMetrics {
     this.handlerErrors = new Counter({
       name: 'trainscaler_handler_errors_total',
       help: 'Handler failures by trigger and error code: per-job errors and failed invocations',
+      labelNames: ['trigger', 'code'],
+      registers,
+    });
+    this.withoutDecision = new Counter({
+      name: 'trainscaler_jobs_without_decision_total',
+      help: 'Jobs a trigger named but that got no decision, not by failure: deleted (NOT_FOUND), no metrics yet',
       labelNames: ['trigger', 'code'],
       registers,
     });
@@ -82,7 +103,11 @@ export class RunnerMetrics {
         outcome: outcome.applied ? 'applied' : (outcome.skipped ?? 'not-applied'),
       });
     }
-    for (const error of result.errors) this.handlerErrors.inc({ trigger, code: error.code });
+    for (const error of result.errors) {
+      const counter = NO_DECISION_CODES.has(error.code) ? this.withoutDecision : this.handlerErrors;
+      counter.inc({ trigger, code: error.code });
+    }
+    this.#onOutcomes?.(trigger, result);
   }
 
   recordFailure(trigger: Trigger, error: unknown, seconds: number): void {

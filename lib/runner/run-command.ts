@@ -11,6 +11,7 @@ import {
 } from '../../functions/webhook-auth.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_LEASE_NAME, DEFAULT_SCHEDULE, type Runner, startRunner } from './runner.js';
+import { runStartupChecks } from './startup-checks.js';
 
 export interface RunCommandOptions {
   kubeconfig?: string;
@@ -18,7 +19,8 @@ export interface RunCommandOptions {
   namespace?: string;
   leaseName?: string;
   identity?: string;
-  address: string;
+  /** Default TRAINSCALER_ADDRESS, else 127.0.0.1: a laptop exposes nothing; the in-cluster manifest sets 0.0.0.0. */
+  address?: string;
   port: number;
   schedule?: string;
   statefulsetSelector?: string;
@@ -27,6 +29,8 @@ export interface RunCommandOptions {
 }
 
 type Env = Record<string, string | undefined>;
+
+export const DEFAULT_ADDRESS = '127.0.0.1';
 
 /** Flags win over the environment; in a pod, identity and namespace come from the downward API. */
 export function resolveRunSettings(options: RunCommandOptions, env: Env) {
@@ -45,6 +49,7 @@ export function resolveRunSettings(options: RunCommandOptions, env: Env) {
     throw new ConfigError(`--port must be a TCP port, got '${options.port}'`);
   return {
     config,
+    address: options.address || env.TRAINSCALER_ADDRESS || DEFAULT_ADDRESS,
     namespace,
     identity,
     leaseName: options.leaseName || DEFAULT_LEASE_NAME,
@@ -95,9 +100,10 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
     identity: settings.identity,
     namespace: settings.namespace,
     leaseName: settings.leaseName,
-    host: options.address,
+    host: settings.address,
     port: options.port,
     schedule: settings.schedule,
+    outcomeStoreNamespace: deps.profiles.namespace,
     ...(settings.statefulSetSelector ? { statefulSetSelector: settings.statefulSetSelector } : {}),
     ...(webhookToken ? { webhookToken } : {}),
     ...(settings.podName ? { podName: settings.podName } : {}),
@@ -107,6 +113,8 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
     { dryRun: settings.config.dryRun, kube: settings.config.kube.mode, schedule: settings.schedule },
     'trainscaler run',
   );
+  // Not awaited before start: a slow check must not delay the lease or /healthz.
+  void runStartupChecks({ prometheusUrl: settings.config.prometheusUrl, kubeConfig }, deps.logger);
   const shutdown = (signal: string) => {
     deps.logger.info({ signal }, 'shutting down');
     const deadline = setTimeout(() => {

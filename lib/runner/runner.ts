@@ -7,11 +7,13 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { CronJob, validateCronExpression } from 'cron';
 import { handleAlarm } from '../../functions/alarm.js';
 import { handleClusterEvent } from '../../functions/cluster-event.js';
-import type { Handler, HandlerDeps } from '../../functions/handler-deps.js';
+import type { Handler, HandlerDeps, HandlerResult } from '../../functions/handler-deps.js';
 import { handleSchedule } from '../../functions/schedule.js';
 import { handleSubmit } from '../../functions/submit.js';
 import { NO_TOKEN, type TokenSource, UNCONFIGURED_WARNING } from '../../functions/webhook-auth.js';
+import { OutcomeStore } from '../decisions/outcome-store.js';
 import { ConfigError } from '../errors.js';
+import { DecisionLog } from './decision-log.js';
 import { EventRouter, type RoutedTask } from './event-router.js';
 import { LeaderFencedClusterClient } from './fenced-cluster-client.js';
 import { startHttpServer } from './http-server.js';
@@ -61,6 +63,13 @@ export interface RunnerOptions {
   leaderLabelPatch?: LeaderLabelPatch;
   handlers?: Partial<RunnerHandlers>;
   lock?: LeaseLock;
+  /** Every handler result with outcomes, after the decision log. */
+  onOutcomes?: (trigger: Trigger, result: HandlerResult) => void;
+  /**
+   * Keep every policy's last outcome per job in ConfigMaps of this namespace, for `trainscaler explain`
+   * (lib/decisions/outcome-store.ts); written through the leader-fenced client.
+   */
+  outcomeStoreNamespace?: string;
 }
 
 export interface Runner {
@@ -87,7 +96,20 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
   if (!valid.valid)
     throw new ConfigError(`schedule '${schedule}' is not a cron expression: ${String(valid.error)}`);
   const { logger } = options.deps;
-  const metrics = new RunnerMetrics();
+  const decisionLog = new DecisionLog({ logger });
+  let outcomeStore: OutcomeStore | undefined;
+  const metrics = new RunnerMetrics({
+    onOutcomes: (trigger, result) => {
+      decisionLog.record(trigger, result);
+      if (outcomeStore) {
+        const stored = outcomeStore.record(trigger, result).catch((error: unknown) => {
+          logger.warn({ trigger, error: String(error) }, 'could not store the last outcomes');
+        });
+        track(stored);
+      }
+      options.onOutcomes?.(trigger, result);
+    },
+  });
   const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
   const lock = options.lock ?? new KubernetesLeaseLock(options.kubeConfig, options.namespace, leaseName);
   const handlers: RunnerHandlers = {
@@ -143,26 +165,21 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
     ...options.deps,
     cluster: new LeaderFencedClusterClient(options.deps.cluster, () => elector.isLeader(), lock.description),
   };
+  if (options.outcomeStoreNamespace)
+    outcomeStore = new OutcomeStore({
+      cluster: deps.cluster,
+      namespace: options.outcomeStoreNamespace,
+      dryRun: deps.dryRun,
+      clock: deps.clock,
+    });
 
   async function invoke(trigger: Trigger, handler: Handler, payload: unknown): Promise<void> {
     if (!isLeader()) return;
     const started = performance.now();
     try {
       const result = await handler(payload, deps);
+      // Counts the outcomes and logs each decision (rate-limited) through onOutcomes.
       metrics.recordResult(trigger, result, (performance.now() - started) / 1000);
-      for (const outcome of result.outcomes) {
-        if (outcome.applied || outcome.plan.changes.length > 0)
-          logger.info(
-            {
-              trigger,
-              job: outcome.ref,
-              applied: outcome.applied,
-              skipped: outcome.skipped,
-              reason: outcome.plan.reason,
-            },
-            'decision',
-          );
-      }
     } catch (error) {
       metrics.recordFailure(trigger, error, (performance.now() - started) / 1000);
       logger.error(

@@ -5,7 +5,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { actOnJob } from '../../lib/actuator.js';
-import { applyGuardrails, type GuardrailConfig, gpusPerReplica } from '../../lib/guardrails.js';
+import {
+  applyGuardrails,
+  type GuardrailConfig,
+  gpusPerReplica,
+  placedReplicasOf,
+} from '../../lib/guardrails.js';
 import type { Change, JobView, Plan, RoleName, RoleView } from '../../lib/types.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
 
@@ -217,6 +222,67 @@ describe('guardrails (property-based)', () => {
       }),
       RUNS,
     );
+  });
+
+  it('a shrink that removes only replicas never placed passes the step and the cool-down; one more does not', () => {
+    const worker: RoleView = {
+      role: 'Worker',
+      replicas: 16,
+      minReplicas: 1,
+      maxReplicas: 16,
+      containerName: 'pytorch',
+      containerIndex: 0,
+      requests: { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 },
+      limits: { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 },
+    };
+    const job: JobView = {
+      ref: TOY,
+      uid: 'u',
+      resourceVersion: '1',
+      priority: 0,
+      elastic: true,
+      signature: 's',
+      roles: [worker],
+      managed: true,
+      state: { oomCount: 0, paused: false, lastActionAt: NOW - 10 },
+    };
+    const config: GuardrailConfig = {
+      maxReplicaStep: 4,
+      cooldownSeconds: 300,
+      maxMemoryBytes: 64 * GiB,
+      maxClusterGpus: Number.POSITIVE_INFINITY,
+      namespaceAllowlist: [],
+    };
+    // workers 0..10 run, 11..15 are Pending without a node
+    const pods = Array.from({ length: 16 }, (_, i) => ({
+      name: `toy-worker-${i}`,
+      namespace: 'team-a',
+      role: 'Worker' as const,
+      index: i,
+      phase: i < 11 ? ('Running' as const) : ('Pending' as const),
+      ...(i < 11 ? { nodeName: `n${i % 3}` } : {}),
+      restartCount: 0,
+      requests: worker.requests,
+      limits: worker.limits,
+    }));
+    const placedReplicas = placedReplicasOf(pods);
+    assert.deepEqual(placedReplicas, { Worker: 11 });
+    const shrink = (to: number, policy: Plan['policy'] = 'rebalance'): Plan => ({
+      ref: TOY,
+      policy,
+      reason: 'r',
+      changes: [{ kind: 'replicas', role: 'Worker', from: 16, to }],
+    });
+    const ctx = { job, config, now: NOW, placedReplicas };
+    assert.deepEqual(applyGuardrails(shrink(11), ctx).plan.changes, shrink(11).changes);
+    // 10 would stop a running worker: the cool-down holds it back, and a fault (exempt from it) keeps the step.
+    assert.deepEqual(applyGuardrails(shrink(10), ctx).plan.changes, []);
+    const stepped = applyGuardrails(shrink(10, 'fault'), ctx).plan.changes[0];
+    assert.equal(stepped?.kind === 'replicas' && stepped.to, 12);
+    // without the placed counts the old rule holds: step 4
+    const { placedReplicas: _, ...without } = ctx;
+    const clamped = applyGuardrails(shrink(11, 'fault'), without).plan.changes[0];
+    assert.equal(clamped?.kind === 'replicas' && clamped.to, 12);
   });
 
   it('leaves a plan inside every bound unchanged', () => {

@@ -1,6 +1,8 @@
 // Entry point of the sidecar container. Configuration: see config.ts and README ("GPU-worker sidecar").
 // On SIGTERM it asks the trainer to checkpoint (drain.ts), keeps serving /metrics meanwhile, and exits when
 // the trainer has checkpointed or the grace period is over; a second signal exits at once.
+// First: refuses an unsupported Node.js before the other modules load.
+import './node-version.js';
 import { loadSidecarConfig, SidecarConfigError } from './config.js';
 import { startSidecar } from './sidecar.js';
 

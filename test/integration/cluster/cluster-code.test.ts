@@ -40,11 +40,15 @@ let cluster: TestCluster;
 let sa: KubernetesClusterClient;
 const namespaces: string[] = [];
 
-function deps(metrics = new Map(), overrides: Partial<HandlerDeps> = {}): HandlerDeps {
+function deps(
+  metrics = new Map(),
+  overrides: Partial<HandlerDeps> = {},
+  processed = new Map<string, number>(),
+): HandlerDeps {
   const quiet = () => undefined;
   return {
     cluster: sa,
-    metrics: new RecordedMetricsSource(metrics),
+    metrics: new RecordedMetricsSource(metrics, processed),
     clock: () => Math.floor(Date.now() / 1000),
     config: DEFAULT_POLICY_CONFIG,
     dryRun: false,
@@ -300,12 +304,16 @@ describe('functions on the real cluster, as the trainscaler ServiceAccount', () 
   it('alarm: scales a running PyTorchJob within elasticPolicy, and the operator turns it into that many pods', async () => {
     await clusterDrained();
     const ns = await namespace('it-alarm');
-    await createJob(elasticPyTorchJob({ name: 'grow', namespace: ns, workers: 1, min: 1, max: 3 }));
+    // A known remaining time (target and progress): the growth rule allows more than one worker at once.
+    const target = { 'trainscaler.io/target-samples': '100000000' };
+    await createJob(
+      elasticPyTorchJob({ name: 'grow', namespace: ns, workers: 1, min: 1, max: 3, annotations: target }),
+    );
     await waitFor('1 worker running', () => runningWorkers(ns, 'grow', 1));
     const metrics = new Map([[`${ns}/grow`, wellScalingSamples(Math.floor(Date.now() / 1000))]]);
     const result = await handleAlarm(
       alertmanagerWebhook([{ namespace: ns, kind: 'PyTorchJob', name: 'grow' }]),
-      deps(metrics),
+      deps(metrics, {}, new Map([[`${ns}/grow`, 1000]])),
     );
     const outcome = result.outcomes[0];
     assert.equal(outcome?.applied, true, outcome?.plan.reason ?? JSON.stringify(result.errors));

@@ -124,6 +124,7 @@ describe('straggler replacement on the real cluster', () => {
       cluster: sa,
       metrics: new RecordedMetricsSource(
         new Map([[key, wellScalingSamples(now)]]),
+        new Map(),
         new Map([[key, straggling('slow', now)]]),
       ),
       clock: () => now,

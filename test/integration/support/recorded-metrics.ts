@@ -8,6 +8,8 @@ import type { ContainerUsage, JobRef, StepSample, WorkerStepTimes } from '../../
 export class RecordedMetricsSource implements MetricsSource {
   constructor(
     private readonly samples: Map<string, StepSample[]>,
+    /** Samples processed so far per job (with trainscaler.io/target-samples: a known remaining time). */
+    private readonly processed: Map<string, number> = new Map(),
     /** Per-worker step times by job key, for the straggler policy; none by default. */
     private readonly workers: Map<string, WorkerStepTimes[]> = new Map(),
   ) {}
@@ -34,8 +36,8 @@ export class RecordedMetricsSource implements MetricsSource {
     return series;
   }
 
-  async samplesProcessed(): Promise<number | undefined> {
-    return undefined;
+  async samplesProcessed(ref: JobRef): Promise<number | undefined> {
+    return this.processed.get(RecordedMetricsSource.key(ref));
   }
 }
 

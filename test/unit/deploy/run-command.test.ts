@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,6 +46,21 @@ describe('trainscaler run settings', () => {
     assert.equal(s.config.prometheusUrl, 'http://127.0.0.1:9090');
     assert.equal(s.config.dryRun, true);
     assert.equal(s.identity, 'laptop');
+  });
+
+  it('binds 127.0.0.1 unless told otherwise; the in-cluster manifest sets 0.0.0.0 (infra/k8s/config.env)', () => {
+    const env = { PROMETHEUS_URL: 'http://prometheus:9090' };
+    assert.equal(resolveRunSettings({ port: 8080 }, env).address, '127.0.0.1');
+    assert.equal(
+      resolveRunSettings({ port: 8080 }, { ...env, TRAINSCALER_ADDRESS: '0.0.0.0' }).address,
+      '0.0.0.0',
+    );
+    assert.equal(
+      resolveRunSettings({ port: 8080, address: '::1' }, { ...env, TRAINSCALER_ADDRESS: '0.0.0.0' }).address,
+      '::1',
+    );
+    const configEnv = readFileSync(new URL('../../../infra/k8s/config.env', import.meta.url), 'utf8');
+    assert.match(configEnv, /^TRAINSCALER_ADDRESS=0\.0\.0\.0$/m);
   });
 
   it('fails with a ConfigError naming what is missing', () => {

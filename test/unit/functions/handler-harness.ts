@@ -21,7 +21,7 @@ export function harness(options: { dryRun?: boolean } = {}) {
     clock: sim.clock.now,
     config: DEFAULT_POLICY_CONFIG,
     dryRun: options.dryRun ?? false,
-    logger: { info: log('info'), warn: log('warn'), error: log('error') },
+    logger: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
     profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
   };
   return { sim, deps, logged };

@@ -94,8 +94,16 @@ describe('alarm handler', () => {
       { namespace: 'team-a', kind: 'PyTorchJob', name: 'ghost' },
       { namespace: 'team-a', kind: 'PyTorchJob', name: 'toy' },
     ]);
+    // As Prometheus does (the simulator would throw NotFoundError itself): no series for an unknown job.
+    deps.metrics = {
+      stepSamples: async (ref, window) => (ref.name === 'ghost' ? [] : sim.stepSamples(ref, window)),
+      containerUsage: (ref, window) => sim.containerUsage(ref, window),
+      workerStepTimes: (ref, window) => sim.workerStepTimes(ref, window),
+      samplesProcessed: (ref) => sim.samplesProcessed(ref),
+    };
     const result = await handleAlarm(hook, deps);
     assert.equal(result.errors[0]?.ref.name, 'ghost');
+    assert.equal(result.errors[0]?.code, 'NOT_FOUND', 'not MISSING_METRICS: the job does not exist');
     assert.equal(result.outcomes[0]?.ref.name, 'toy');
   });
 
@@ -264,5 +272,64 @@ describe('schedule handler', () => {
       ValidationError,
     );
     assert.deepEqual(writesSince(sim, mark), []);
+  });
+});
+
+describe('a job with pods that cannot be placed (1 master + 16 workers, room for 11)', () => {
+  const MANAGED = { 'trainscaler.io/managed': 'true' };
+  const MASTER = { gpus: 1, cpuMillis: 4000, memoryBytes: 10 * GiB };
+  // 4 nodes x 4 GPUs; another job holds 4, so 12 GPUs are free: the master and 11 workers.
+  function strandedCluster(workersAsked: number) {
+    const h = harness();
+    h.sim.submitJob(toyJob({ name: 'other', workers: 4, maxReplicas: 4, labels: MANAGED }));
+    h.sim.step(60);
+    h.sim.submitJob(
+      toyJob({ workers: workersAsked, minReplicas: 1, maxReplicas: 16, master: MASTER, labels: MANAGED }),
+    );
+    h.sim.step(30);
+    return h;
+  }
+  async function podPhases(sim: ReturnType<typeof harness>['sim']) {
+    const pods = (await sim.listPods('team-a')).filter((p) => p.metadata?.name?.startsWith('toy-worker-'));
+    return {
+      running: pods.filter((p) => p.spec?.nodeName).length,
+      waiting: pods.filter((p) => p.status?.phase === 'Pending' && !p.spec?.nodeName).length,
+    };
+  }
+
+  it('the submit reason counts the room the job itself already holds (11 workers, not 10)', async () => {
+    const { sim, deps } = strandedCluster(16);
+    const result = await handleSubmit(TOY, deps);
+    const reason = result.outcomes[0]?.plan.reason ?? '';
+    assert.match(reason, /free capacity holds 11 workers/);
+    // 16 -> 11 removes only workers that never started: the step guardrail does not hold it at 12.
+    assert.equal(workers(await sim.getJob(TOY)), 11, reason);
+    sim.step(30);
+    assert.deepEqual(await podPhases(sim), { running: 11, waiting: 0 });
+  });
+
+  it('with no pod event to come, the schedule shrinks it to what runs within two ticks', async () => {
+    for (const asked of [16, 12]) {
+      const { sim, deps, logged } = strandedCluster(asked);
+      sim.drainEvents(); // the pod events were missed (or answered by a clamped shrink): only ticks remain
+      assert.deepEqual(await podPhases(sim), { running: 11, waiting: asked - 11 });
+      let ticks = 0;
+      while ((await podPhases(sim)).waiting > 0 && ticks < 2) {
+        const tick = await handleSchedule(scheduledEvent(), deps);
+        assert.deepEqual(tick.errors, []);
+        ticks++;
+        sim.step(30);
+        sim.drainEvents();
+      }
+      assert.deepEqual(await podPhases(sim), { running: 11, waiting: 0 }, `from ${asked} in ${ticks} ticks`);
+      assert.equal(workers(await sim.getJob(TOY)), 11);
+      const reason = (await sim.getJob(TOY)).metadata?.annotations?.[ANNOTATION.lastDecision] ?? '';
+      assert.match(
+        reason,
+        /Pending, fits on no node; 11 running \+ 0 more fit in free capacity = 11: shrinking Worker from \d+ to 11/,
+      );
+      const tickLine = logged.find((l) => l.startsWith('info schedule tick'));
+      assert.match(tickLine ?? '', /"stranded":1/);
+    }
   });
 });

@@ -376,3 +376,44 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
     assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'PS', from: 2, to: 1 }]);
   });
 });
+
+describe('decideOnFault: a master that fits nowhere', () => {
+  // 1 master + 16 workers; the scheduler placed 12 workers and left the master (and 4 workers) waiting on a
+  // full cluster: the workers wait for the master forever unless one of them makes room.
+  const master: RoleView = { ...worker({ minReplicas: 1, maxReplicas: 1 }), role: 'Master', replicas: 1 };
+  const workers = worker({ replicas: 16, minReplicas: 1, maxReplicas: 16 });
+  const pods = [
+    ...Array.from({ length: 12 }, (_, i) => pod(i, { nodeName: `node-${i % 3}` })),
+    ...Array.from({ length: 4 }, (_, i) => pod(12 + i, { phase: 'Pending', nodeName: undefined })),
+    { ...pod(0, { phase: 'Pending', nodeName: undefined }), name: 'master-0', role: 'Master' as const },
+  ];
+  // the 12 running workers hold every GPU of three 4-GPU nodes
+  const full: ClusterCapacity = {
+    nodes: ['node-0', 'node-1', 'node-2'].map((name) => ({
+      name,
+      allocatable: { cpuMillis: 16_000, memoryBytes: 24 * GiB, gpus: 4 },
+      allocated: { cpuMillis: 16_000, memoryBytes: 24 * GiB, gpus: 4 },
+      schedulable: true,
+    })),
+  };
+
+  it('removes as many running workers as the master needs, and the waiting ones', () => {
+    const plan = decide(job({}, [master, workers]), pods, full);
+    assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 16, to: 11 }]);
+    assert.match(
+      plan.reason,
+      /master-0 Pending, fits on no node: 1 running worker removed to make room for Master/,
+    );
+    assert.match(
+      plan.reason,
+      /11 running \+ 0 more fit in free capacity = 11: shrinking Worker from 16 to 11/,
+    );
+  });
+
+  it('never below the workers minimum, and not for a job that is not elastic', () => {
+    const atMin = decide(job({}, [master, { ...workers, minReplicas: 12 }]), pods, full);
+    assert.deepEqual(atMin.changes, [{ kind: 'replicas', role: 'Worker', from: 16, to: 12 }]);
+    assert.match(atMin.reason, /keeping 1 Master replicas, pods wait pending/);
+    assert.deepEqual(decide(job({ elastic: false }, [master, workers]), pods, full).changes, []);
+  });
+});

@@ -154,6 +154,18 @@ describe('decideInitialConfig with a profile', () => {
     assert.match(plan.reason, /free capacity holds at most 3 workers/);
   });
 
+  it('growth rule: a profile seen at one size only adds at most one worker to what the user asked', () => {
+    const linear = { 2: 200, 3: 300, 4: 400, 5: 500, 6: 600, 7: 700, 8: 800 };
+    const oneSize = { ...tableModel(linear), distinctScales: 1 };
+    const plan = decideInitialConfig(input({ profile: profile(), model: oneSize, capacity: capacity(2) }));
+    assert.equal(workerReplicas(plan.changes), 5, plan.reason);
+    assert.match(plan.reason, /growth rule: seen at one size only: one probe worker at a time/);
+    // seen at two sizes: up to the step (the guardrail's bound on any write) above the ask
+    const twoSizes = { ...tableModel(linear), distinctScales: 2 };
+    const wide = decideInitialConfig(input({ profile: profile(), model: twoSizes, capacity: capacity(2) }));
+    assert.equal(workerReplicas(wide.changes), 4 + config.maxReplicaStep);
+  });
+
   it('stays within [min, max] whatever the model says', () => {
     const growing = tableModel({ 2: 200, 4: 400, 8: 800, 16: 1600 });
     const plan = decideInitialConfig(input({ profile: profile(), model: growing, capacity: capacity(4) }));

@@ -36,7 +36,7 @@ interface JobSpec {
   max?: number;
   gpus?: number;
   lastActionAt?: number;
-  remainingSeconds?: number;
+  remainingSeconds?: number | null;
   elastic?: boolean;
 }
 
@@ -84,7 +84,8 @@ function entry(spec: JobSpec): RebalanceJob {
     job,
     model: spec.table ? tableModel(spec.table) : undefined,
     current: { replicas: spec.k, nodes: 1, localBatchSize: 32 },
-    ...(spec.remainingSeconds !== undefined ? { remainingSeconds: spec.remainingSeconds } : {}),
+    // An hour left unless said otherwise; `null` for a job whose remaining time is unknown.
+    ...(spec.remainingSeconds !== null ? { remainingSeconds: spec.remainingSeconds ?? 3600 } : {}),
   };
 }
 
@@ -157,10 +158,39 @@ describe('decideRebalance: idle capacity', () => {
       plan.reason,
       /^2 -> 4 workers: predicted 200 -> 330 samples\/s \(\+65\.0%\); \+2 from idle capacity/,
     );
-    assert.match(
-      plan.reason,
-      /gain over remaining ~60\.0 min \(unknown, assumed\) = 23\.6 min > 2 x rescale cost 50 s/,
-    );
+    assert.match(plan.reason, /gain over remaining ~60\.0 min = 23\.6 min > 2 x rescale cost 50 s/);
+  });
+
+  it('growth rule: a job whose remaining time is unknown gets one worker, and the reason says why', () => {
+    const [plan] = withFree([small({ remainingSeconds: null })], 2);
+    assert.ok(plan);
+    assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 2, to: 3 }]);
+    assert.match(plan.reason, /growth rule: remaining time unknown: one worker at a time/);
+    assert.match(plan.reason, /remaining ~60\.0 min \(unknown, assumed\)/);
+  });
+
+  it('growth rule: a job seen at one size only gets one probe worker however large its predicted gain', () => {
+    const oneSize = { name: 'one', k: 4, table: { 4: 400, 5: 500, 6: 600, 7: 700, 8: 800 } };
+    const model = tableModel(oneSize.table);
+    const seenOnce = { ...model, distinctScales: 1 };
+    const job = entry(oneSize);
+    const plans = decideRebalance({
+      jobs: [{ ...job, model: seenOnce }],
+      capacity: capacity(0),
+      config: DEFAULT_POLICY_CONFIG,
+      now: NOW,
+    });
+    assert.deepEqual(plans[0]?.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 5 }]);
+    assert.match(plans[0]?.reason ?? '', /growth rule: seen at one size only: one probe worker at a time/);
+    // seen at two sizes, the same gains take the full step
+    const two = decideRebalance({
+      jobs: [job],
+      capacity: capacity(0),
+      config: DEFAULT_POLICY_CONFIG,
+      now: NOW,
+    });
+    const change = two[0]?.changes[0];
+    assert.equal(change?.kind === 'replicas' && change.to, 4 + DEFAULT_POLICY_CONFIG.maxReplicaStep);
   });
 
   it('compares gains per GPU', () => {

@@ -147,6 +147,17 @@ describe('decideTuning scale-up', () => {
     assert.deepEqual(decideTuning(input({ job: j, model: flat })).changes, []);
   });
 
+  it('growth rule: seen at one size only, a large confident predicted gain still adds one worker', () => {
+    // The alert of issue 17: priors predict +86.5% at 8 workers with no spread, the job ran at 4 only.
+    const priors = { ...tableModel({ 4: 400, 5: 490, 6: 580, 7: 670, 8: 746 }), distinctScales: 1 };
+    const j = job({}, [role({ maxReplicas: 8 })]);
+    const plan = decideTuning(input({ job: j, model: priors }));
+    assert.equal(replicaChange(plan).to, 5);
+    assert.match(plan.reason, /growth rule: seen at one size only: one probe worker at a time/);
+    const seenTwice = decideTuning(input({ job: j, model: { ...priors, distinctScales: 2 } }));
+    assert.equal(replicaChange(seenTwice).to, 8, 'two sizes seen: the full step');
+  });
+
   it('needs the time saved over the remaining run to exceed gainOverCostFactor x rescale cost', () => {
     // 400 -> 500: saved = R * (1 - 0.8) = 0.2 R against 2 x 50 s = 100 s.
     const at = (remainingSeconds: number) =>
@@ -163,10 +174,13 @@ describe('decideTuning scale-up', () => {
     assert.match(short.reason, /saves only 80 s over remaining ~6\.7 min/);
   });
 
-  it('assumes an hour when the remaining time is unknown and says so', () => {
+  it('assumes an hour when the remaining time is unknown, says so, and grows by one worker only', () => {
+    const known = decideTuning(input({ remainingSeconds: 3600 }));
+    assert.equal(replicaChange(known).to, 6, 'an hour known to be left justifies two');
     const plan = decideTuning(input({ remainingSeconds: undefined }));
-    assert.equal(replicaChange(plan).to, 6);
+    assert.equal(replicaChange(plan).to, 5);
     assert.match(plan.reason, /remaining ~60\.0 min \(unknown, assumed\)/);
+    assert.match(plan.reason, /growth rule: remaining time unknown: one worker at a time/);
   });
 
   it('never exceeds maxReplicas', () => {

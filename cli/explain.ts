@@ -1,0 +1,110 @@
+// `trainscaler explain NAMESPACE/JOB`: the last decision of every policy on a job, "keep" decisions included,
+// from what the cluster stores: the outcome ConfigMaps `trainscaler run` keeps (lib/decisions/outcome-store.ts)
+// and the decisions written on the job itself (trainscaler.io/history), the newer of the two per policy.
+import type { Command } from 'commander';
+import type { ClusterClient } from '../lib/cluster/cluster-client.js';
+import { type JobOutcomes, readJobOutcomes } from '../lib/decisions/outcome-store.js';
+import type { Change, JobKind, JobRef } from '../lib/types.js';
+import { describeChange, jobRef, kindOption, readJobHistory } from './history.js';
+
+export interface ExplainedPolicy {
+  policy: string;
+  /** Epoch seconds since when this has been the policy's decision. */
+  at: number;
+  outcome: string;
+  reason: string;
+  changes: Change[];
+  trigger?: string;
+  decisionId?: string;
+  /** Where it was read: the outcome store, or the job's own history annotation. */
+  source: 'outcome-store' | 'job-history';
+}
+
+export async function explainJob(
+  cluster: ClusterClient,
+  storeNamespace: string,
+  ref: JobRef,
+): Promise<ExplainedPolicy[]> {
+  // The job first: a job that does not exist is NotFoundError, not "nothing recorded".
+  const history = await readJobHistory(cluster, ref);
+  const stored: JobOutcomes = await readJobOutcomes(cluster, storeNamespace, ref);
+  const byPolicy = new Map<string, ExplainedPolicy>();
+  for (const [policy, s] of Object.entries(stored)) {
+    const entry: ExplainedPolicy = {
+      policy,
+      at: s.at,
+      outcome: s.outcome,
+      reason: s.reason,
+      changes: s.changes,
+      trigger: s.trigger,
+      source: 'outcome-store',
+    };
+    if (s.decisionId) entry.decisionId = s.decisionId;
+    byPolicy.set(policy, entry);
+  }
+  for (const r of history) {
+    const known = byPolicy.get(r.policy);
+    if (known && known.at >= r.at) continue;
+    byPolicy.set(r.policy, {
+      policy: r.policy,
+      at: r.at,
+      outcome: 'applied',
+      reason: r.reason,
+      changes: r.changes,
+      decisionId: r.id,
+      source: 'job-history',
+    });
+  }
+  return [...byPolicy.values()].sort((a, b) => a.policy.localeCompare(b.policy));
+}
+
+export function renderExplanation(ref: JobRef, policies: readonly ExplainedPolicy[]): string {
+  const head = `${ref.kind} ${ref.namespace}/${ref.name}`;
+  if (policies.length === 0)
+    return `${head}: no decision stored yet (trainscaler run stores them; a dry run stores none)\n`;
+  const lines = [`${head}: last decision of each policy`];
+  for (const p of policies) {
+    const via = p.trigger ? ` on ${p.trigger}` : '';
+    lines.push(`${p.policy}: ${p.outcome}${via}, since ${new Date(p.at * 1000).toISOString()}`);
+    lines.push(`  reason: ${p.reason}`);
+    for (const c of p.changes) lines.push(`  - ${describeChange(c)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerExplainCommand(program: Command): Command {
+  return program
+    .command('explain')
+    .description(
+      'Print the last decision of every policy on a job, including "keep" decisions and their reasons',
+    )
+    .argument('<job>', 'NAMESPACE/JOB')
+    .option(
+      '--kubeconfig <path>',
+      'kubeconfig to use (default: KUBECONFIG, in-cluster ServiceAccount, ~/.kube/config)',
+    )
+    .option('--kind <kind>', 'PyTorchJob, TFJob or StatefulSet', kindOption, 'PyTorchJob' as JobKind)
+    .option(
+      '--store-namespace <namespace>',
+      "trainscaler's namespace (default: TRAINSCALER_PROFILES_NAMESPACE or trainscaler-system)",
+    )
+    .option('--json', 'print the decisions as JSON')
+    .action(
+      async (
+        job: string,
+        options: { kubeconfig?: string; kind: JobKind; json?: boolean; storeNamespace?: string },
+      ) => {
+        const ref = jobRef(job, options.kind);
+        const { KubernetesClusterClient, loadKubeConfig } = await import(
+          '../lib/cluster/kubernetes-cluster-client.js'
+        );
+        const kc = loadKubeConfig(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {});
+        const storeNamespace =
+          options.storeNamespace || process.env.TRAINSCALER_PROFILES_NAMESPACE || 'trainscaler-system';
+        const policies = await explainJob(new KubernetesClusterClient(kc), storeNamespace, ref);
+        process.stdout.write(
+          options.json ? `${JSON.stringify(policies, null, 2)}\n` : renderExplanation(ref, policies),
+        );
+      },
+    );
+}

@@ -1,0 +1,72 @@
+// At start-up `trainscaler run` checks that it can reach what every decision needs, and says so in one line
+// each: a wrong PROMETHEUS_URL or kubeconfig otherwise shows only as silence. Unreachable is a warning, not
+// a failure: Prometheus may come up after trainscaler, and the informers retry the API server on their own.
+
+import { type KubeConfig, VersionApi } from '@kubernetes/client-node';
+import axios from 'axios';
+import type { Logger } from '../../functions/handler-deps.js';
+
+const TIMEOUT_MS = 5_000;
+
+export interface CheckResult {
+  ok: boolean;
+  detail: string;
+}
+
+function failure(error: unknown): string {
+  if (axios.isAxiosError(error))
+    return error.response ? `HTTP ${error.response.status}` : (error.code ?? error.message);
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Prometheus's readiness endpoint, then a trivial query (the API the metrics source uses). */
+export async function checkPrometheus(url: string): Promise<CheckResult> {
+  try {
+    const http = axios.create({ baseURL: url, timeout: TIMEOUT_MS });
+    await http.get('/-/ready');
+    const { data } = await http.get('/api/v1/query', { params: { query: 'vector(1)' } });
+    if (data?.status !== 'success') return { ok: false, detail: 'query API answered without success' };
+    return { ok: true, detail: 'ready' };
+  } catch (error) {
+    return { ok: false, detail: failure(error) };
+  }
+}
+
+/** The API server's /version, with the credentials the runner will use. */
+export async function checkApiServer(kubeConfig: KubeConfig): Promise<CheckResult> {
+  try {
+    const version = await Promise.race([
+      kubeConfig.makeApiClient(VersionApi).getCode(),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`no answer in ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS).unref(),
+      ),
+    ]);
+    return { ok: true, detail: version.gitVersion };
+  } catch (error) {
+    return { ok: false, detail: failure(error) };
+  }
+}
+
+export async function runStartupChecks(
+  target: { prometheusUrl: string; kubeConfig: KubeConfig },
+  logger: Logger,
+): Promise<{ prometheus: CheckResult; apiServer: CheckResult }> {
+  const [prometheus, apiServer] = await Promise.all([
+    checkPrometheus(target.prometheusUrl),
+    checkApiServer(target.kubeConfig),
+  ]);
+  const server = target.kubeConfig.getCurrentCluster()?.server;
+  if (prometheus.ok) logger.info({ prometheus: target.prometheusUrl }, 'prometheus reachable');
+  else
+    logger.warn(
+      { prometheus: target.prometheusUrl, error: prometheus.detail },
+      'prometheus unreachable: no runtime decision (alarm, rebalance) can be made until it answers',
+    );
+  if (apiServer.ok) logger.info({ apiServer: server, version: apiServer.detail }, 'API server reachable');
+  else
+    logger.warn(
+      { apiServer: server, error: apiServer.detail },
+      'API server unreachable: nothing can be watched or decided until it answers',
+    );
+  return { prometheus, apiServer };
+}

@@ -1,0 +1,50 @@
+// `trainscaler run` warns at start-up when Prometheus or the API server does not answer (the reachable case
+// runs against the real ones in test/integration/readme-walkthrough.test.ts).
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import { runStartupChecks } from '../../../lib/runner/startup-checks.js';
+
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+describe('start-up checks', () => {
+  it('warns, naming the target and the error, when neither Prometheus nor the API server answers', async () => {
+    const [promPort, apiPort] = [await closedPort(), await closedPort()];
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: 'c', server: `https://127.0.0.1:${apiPort}`, skipTLSVerify: true }],
+      users: [{ name: 'u', token: 't' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const lines: string[] = [];
+    const at = (level: string) => (obj: object, msg?: string) =>
+      lines.push(`${level} ${msg} ${JSON.stringify(obj)}`);
+    const logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+    const result = await runStartupChecks(
+      { prometheusUrl: `http://127.0.0.1:${promPort}`, kubeConfig },
+      logger,
+    );
+    assert.equal(result.prometheus.ok, false);
+    assert.equal(result.apiServer.ok, false);
+    assert.equal(lines.length, 2);
+    assert.match(
+      lines.find((l) => l.includes('prometheus')) ?? '',
+      /^warn prometheus unreachable: .*ECONNREFUSED/,
+    );
+    assert.match(
+      lines.find((l) => l.includes('API server')) ?? '',
+      new RegExp(`^warn API server unreachable: .*127\\.0\\.0\\.1:${apiPort}`),
+    );
+  });
+});
