@@ -109,7 +109,7 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
           {
             apiGroups: ['coordination.k8s.io'],
             resources: ['leases'],
-            resourceNames: [1, 2].map(testLeaseName),
+            resourceNames: [1, 2, 3].map(testLeaseName),
             verbs: ['get', 'update'],
           },
         ],
@@ -322,7 +322,7 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
           },
         },
       });
-    const leaseName = `trainscaler-leader-it3-${suffix}`;
+    const leaseName = testLeaseName(3);
     /** A kubeconfig authenticated as the ServiceAccount with a token bound to this pod, as the kubelet mounts. */
     const podConfig = async (id: string): Promise<KubeConfig> => {
       const pod = await core.readNamespacedPod({ name: podName(id), namespace: NAMESPACE });
