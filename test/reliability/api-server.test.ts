@@ -27,7 +27,13 @@ import {
   testCluster,
 } from '../integration/support/test-cluster.js';
 import { type FaultProxy, startFaultProxy } from './support/fault-proxy.js';
-import { addOneWorker, CountingClusterClient, deliverUntilHandled, tally } from './support/scenarios.js';
+import {
+  addOneWorker,
+  assertStoppedByPinThenCooldown,
+  CountingClusterClient,
+  deliverUntilHandled,
+  tally,
+} from './support/scenarios.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '..', '..');
@@ -128,7 +134,9 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
     let ns = '';
     const ref = (): JobRef => ({ kind: 'PyTorchJob', namespace: ns, name: 'dup' });
 
-    it('100 concurrent duplicates of one decision make exactly one patch and one Event', async () => {
+    // No duplicate check finds them (the decision id covers the version read): the resourceVersion pin makes all
+    // but one patch conflict, and on the re-read the cool-down the winner recorded stops the other 99.
+    it('100 concurrent duplicates of one decision make exactly one patch and one Event (pin, then cool-down)', async () => {
       ns = await createNamespace(cluster, 'rel-dup');
       namespaces.push(ns);
       await createJob(cluster, ns, 'dup');
@@ -153,6 +161,7 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
       );
       assert.equal(counting.patchesApplied, 1);
       assert.equal(outcomes.filter((o) => o.applied).length, 1);
+      assertStoppedByPinThenCooldown(outcomes);
       assert.equal(job.spec.pytorchReplicaSpecs.Worker.replicas, 2);
       assert.equal(history(job).length, 1);
       assert.equal(events.length, 1);

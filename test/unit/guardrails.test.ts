@@ -1,61 +1,70 @@
-// Guardrails (lib/guardrails.ts): property tests that no plan, whatever a policy proposes, leaves the bounds
-// after the guardrails: per-job min/max, the step per decision, the memory cap, the cluster GPU budget, the
-// cool-down and the namespace allowlist; plus the actuator applying them before it writes.
+// Guardrails (lib/guardrails.ts): property tests that no plan, whatever a policy proposes and whatever `from` it
+// claims, changes a real job beyond the bounds once written: per-job min/max, the step per decision, the memory
+// cap, the cluster GPU budget, the cool-down and the namespace allowlist. Each case builds a real PyTorchJob
+// object, reads its JobView with the adapter, guards the plan against that view, builds the JSON patch the
+// actuator would send, applies it, and asserts on the job as written; plus the actuator applying them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import jsonpatch, { type Operation } from 'fast-json-patch';
 import { actOnJob } from '../../lib/actuator.js';
-import { applyGuardrails, type GuardrailConfig, gpusPerReplica } from '../../lib/guardrails.js';
-import type { Change, JobView, Plan, RoleName, RoleView } from '../../lib/types.js';
+import { ANNOTATION } from '../../lib/adapters/annotations.js';
+import { buildJobPatch, readJob } from '../../lib/adapters/job-adapter.js';
+import type { KubeObject } from '../../lib/cluster/cluster-client.js';
+import {
+  applyGuardrails,
+  declaredGpus,
+  type GuardedPlan,
+  type GuardrailConfig,
+} from '../../lib/guardrails.js';
+import { pytorchJobManifest } from '../../lib/sim/training-job-manifests.js';
+import type { Change, JobView, Plan, RoleName } from '../../lib/types.js';
+import { jobView, workerRole } from '../support/job-views.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
 
 const GiB = 1024 ** 3;
 const NOW = 1_800_000_000;
+/** PS is never in a PyTorchJob: a change to it must be dropped, not written somewhere. */
 const ROLES: RoleName[] = ['Worker', 'Master', 'PS'];
 
-const role = (name: RoleName) =>
-  fc
-    .record({
-      replicas: fc.integer({ min: 0, max: 64 }),
-      min: fc.integer({ min: 0, max: 16 }),
-      span: fc.integer({ min: 0, max: 48 }),
-      gpus: fc.integer({ min: 0, max: 8 }),
-    })
-    .map(
-      ({ replicas, min, span, gpus }): RoleView => ({
-        role: name,
-        replicas,
-        minReplicas: min,
-        maxReplicas: min + span,
-        containerName: 'pytorch',
-        containerIndex: 0,
-        requests: { cpuMillis: 1000, memoryBytes: 4 * GiB, gpus },
-        limits: { cpuMillis: 1000, memoryBytes: 4 * GiB, gpus },
-      }),
-    );
+interface Case {
+  obj: KubeObject;
+  view: JobView;
+}
 
-const jobArb = fc
+/** A real PyTorchJob object (Worker, and a Master when asked) and the JobView the adapter reads from it. */
+const jobArb: fc.Arbitrary<Case> = fc
   .record({
-    roles: fc.tuple(role('Worker'), role('Master'), role('PS')),
+    workers: fc.integer({ min: 0, max: 64 }),
+    min: fc.integer({ min: 0, max: 16 }),
+    span: fc.integer({ min: 0, max: 48 }),
+    gpus: fc.integer({ min: 0, max: 8 }),
+    memoryGiB: fc.integer({ min: 1, max: 2048 }),
+    master: fc.boolean(),
     namespace: fc.constantFrom('team-a', 'team-b', 'kube-system'),
     lastActionAgo: fc.option(fc.integer({ min: 0, max: 3_600 }), { nil: undefined }),
   })
-  .map(({ roles, namespace, lastActionAgo }): JobView => {
-    const view: JobView = {
-      ref: { kind: 'PyTorchJob', namespace, name: 'j' },
-      uid: 'u',
-      resourceVersion: '1',
-      priority: 0,
-      elastic: true,
-      signature: 's',
-      roles,
-      managed: true,
-      state: { oomCount: 0, paused: false },
-    };
+  .map(({ workers, min, span, gpus, memoryGiB, master, namespace, lastActionAgo }): Case => {
+    const sizing = { gpus, cpuMillis: 1000, memoryBytes: memoryGiB * GiB };
+    const obj = pytorchJobManifest({
+      name: 'j',
+      namespace,
+      app: 'a',
+      workers,
+      minReplicas: min,
+      maxReplicas: min + span,
+      sizing,
+      ...(master ? { master: { gpus: 0, cpuMillis: 1000, memoryBytes: 4 * GiB } } : {}),
+    });
+    obj.metadata.uid = 'u';
+    obj.metadata.resourceVersion = '1';
+    obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION.managed]: 'true' };
+    const view = readJob(obj);
     if (lastActionAgo !== undefined) view.state.lastActionAt = NOW - lastActionAgo;
-    return view;
+    return { obj, view };
   });
 
+/** `from` is drawn apart from the job on purpose: the guardrails must not believe it. */
 const changeArb: fc.Arbitrary<Change> = fc.oneof(
   fc.record({
     kind: fc.constant('replicas' as const),
@@ -69,7 +78,10 @@ const changeArb: fc.Arbitrary<Change> = fc.oneof(
     resource: fc.constant('memory' as const),
     field: fc.constantFrom('requests' as const, 'limits' as const),
     from: fc.integer({ min: 0, max: 2 * 1024 }).map((g) => g * GiB),
-    to: fc.integer({ min: 0, max: 4 * 1024 }).map((g) => g * GiB),
+    to: fc.oneof(
+      fc.integer({ min: 0, max: 4 * 1024 }).map((g) => g * GiB),
+      fc.constantFrom(-GiB, Number.NaN),
+    ),
   }),
   fc.record({ kind: fc.constant('evict-pod' as const), pod: fc.constant('p-0') }),
 );
@@ -94,41 +106,82 @@ const planArb = fc.record({
   changes: fc.array(changeArb, { maxLength: 6 }),
 });
 
-const RUNS = { numRuns: 2_000, seed: 7 };
+const RUNS = { numRuns: 1_000, seed: 7 };
 
-describe('guardrails (property-based)', () => {
-  it('no plan ever leaves the per-job bounds or the step per decision', () => {
+/** The job as the API server would store it after the actuator's patch of the guarded plan. */
+function written({ obj }: Case, guarded: GuardedPlan): JobView {
+  const patch = buildJobPatch(obj, guarded.plan.changes, {});
+  return readJob(jsonpatch.applyPatch(structuredClone(obj), patch as Operation[], true, false).newDocument);
+}
+
+function memoryOf(view: JobView, role: RoleName, field: 'requests' | 'limits'): number | undefined {
+  return view.roles.find((r) => r.role === role)?.[field].memoryBytes;
+}
+
+function guard(
+  c: Case,
+  config: GuardrailConfig,
+  p: typeof planArb extends fc.Arbitrary<infer T> ? T : never,
+  extra: { clusterGpusAllocated?: number; queued?: boolean } = { clusterGpusAllocated: 0 },
+) {
+  const plan: Plan = { ref: c.view.ref, reason: 'r', ...p };
+  const out = applyGuardrails(plan, { job: c.view, config, now: NOW, ...extra });
+  return { out, after: written(c, out) };
+}
+
+describe('guardrails (property-based, on the values written to a real job object)', () => {
+  it("what is audited starts from the live values, never from the plan's from", () => {
     fc.assert(
-      fc.property(jobArb, configArb, planArb, (job, config, p) => {
-        const plan: Plan = { ref: job.ref, reason: 'r', ...p };
-        const { plan: out } = applyGuardrails(plan, { job, config, now: NOW, clusterGpusAllocated: 0 });
-        for (const c of out.changes) {
-          if (c.kind !== 'replicas') continue;
-          const r = job.roles.find((x) => x.role === c.role);
-          assert.ok(Number.isInteger(c.to) && c.to >= 0, `integer replicas ${c.to}`);
-          assert.ok(Math.abs(c.to - c.from) <= config.maxReplicaStep, `step ${c.from} -> ${c.to}`);
-          if (!r) continue;
-          const inRange = c.to >= r.minReplicas && c.to <= r.maxReplicas;
-          // A job outside its bounds may only move towards them, by at most the step.
-          const towards =
-            (c.from > r.maxReplicas && c.to < c.from && c.to >= r.maxReplicas) ||
-            (c.from < r.minReplicas && c.to > c.from && c.to <= r.minReplicas) ||
-            c.to === c.from;
-          assert.ok(inRange || towards, `${c.from} -> ${c.to} outside [${r.minReplicas}, ${r.maxReplicas}]`);
+      fc.property(jobArb, configArb, planArb, (c, config, p) => {
+        const { out } = guard(c, config, p);
+        for (const change of out.plan.changes) {
+          if (change.kind === 'replicas') {
+            assert.equal(change.from, c.view.roles.find((r) => r.role === change.role)?.replicas);
+          } else if (change.kind === 'resources') {
+            assert.equal(change.from, memoryOf(c.view, change.role, change.field));
+          }
         }
       }),
       RUNS,
     );
   });
 
-  it('never raises memory above the cap', () => {
+  it('no written job leaves its per-role bounds or moves more than the step', () => {
     fc.assert(
-      fc.property(jobArb, configArb, planArb, (job, config, p) => {
-        const plan: Plan = { ref: job.ref, reason: 'r', ...p };
-        const { plan: out } = applyGuardrails(plan, { job, config, now: NOW, clusterGpusAllocated: 0 });
-        for (const c of out.changes) {
-          if (c.kind !== 'resources' || c.resource !== 'memory') continue;
-          assert.ok(c.to <= config.maxMemoryBytes || c.to <= c.from, `memory ${c.from} -> ${c.to}`);
+      fc.property(jobArb, configArb, planArb, (c, config, p) => {
+        const { after } = guard(c, config, p);
+        for (const before of c.view.roles) {
+          const now = after.roles.find((r) => r.role === before.role)?.replicas;
+          assert.ok(now !== undefined && Number.isInteger(now) && now >= 0, `integer replicas ${now}`);
+          const was = before.replicas;
+          assert.ok(Math.abs(now - was) <= config.maxReplicaStep, `step ${was} -> ${now}`);
+          const inRange = now >= before.minReplicas && now <= before.maxReplicas;
+          // A job outside its bounds may only move towards them.
+          const towards =
+            (was > before.maxReplicas && now < was && now >= before.maxReplicas) ||
+            (was < before.minReplicas && now > was && now <= before.minReplicas) ||
+            now === was;
+          assert.ok(
+            inRange || towards,
+            `${was} -> ${now} outside [${before.minReplicas}, ${before.maxReplicas}]`,
+          );
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('never writes memory above the cap unless the job already had more, and then never more than it had', () => {
+    fc.assert(
+      fc.property(jobArb, configArb, planArb, (c, config, p) => {
+        const { after } = guard(c, config, p);
+        for (const before of c.view.roles) {
+          for (const field of ['requests', 'limits'] as const) {
+            const was = before[field].memoryBytes;
+            const now = memoryOf(after, before.role, field) ?? Number.NaN;
+            assert.ok(now > 0, `memory ${was} -> ${now}`);
+            assert.ok(now <= Math.max(config.maxMemoryBytes, was), `memory ${was} -> ${now}`);
+          }
         }
       }),
       RUNS,
@@ -142,22 +195,15 @@ describe('guardrails (property-based)', () => {
         configArb,
         planArb,
         fc.option(fc.integer({ min: 0, max: 300 }), { nil: undefined }),
-        (job, config, p, allocated) => {
-          const plan: Plan = { ref: job.ref, reason: 'r', ...p };
-          const ctx = {
-            job,
+        (c, config, p, allocated) => {
+          const { after } = guard(
+            c,
             config,
-            now: NOW,
-            ...(allocated === undefined ? {} : { clusterGpusAllocated: allocated }),
-          };
-          const { plan: out } = applyGuardrails(plan, ctx);
-          let added = 0;
-          for (const c of out.changes) {
-            if (c.kind !== 'replicas' || c.to <= c.from) continue;
-            const r = job.roles.find((x) => x.role === c.role);
-            added += (c.to - c.from) * (r ? gpusPerReplica(r) : 0);
-          }
-          if (!Number.isFinite(config.maxClusterGpus) || added === 0) return;
+            p,
+            allocated === undefined ? {} : { clusterGpusAllocated: allocated },
+          );
+          const added = declaredGpus(after) - declaredGpus(c.view);
+          if (!Number.isFinite(config.maxClusterGpus) || added <= 0) return;
           assert.ok(allocated !== undefined, 'GPUs added with an unknown allocation');
           assert.ok(
             allocated + added <= config.maxClusterGpus,
@@ -171,14 +217,13 @@ describe('guardrails (property-based)', () => {
 
   it('writes nothing in the cool-down except for faults, and nothing outside the allowlist', () => {
     fc.assert(
-      fc.property(jobArb, configArb, planArb, (job, config, p) => {
-        const plan: Plan = { ref: job.ref, reason: 'r', ...p };
-        const { plan: out } = applyGuardrails(plan, { job, config, now: NOW, clusterGpusAllocated: 0 });
-        const last = job.state.lastActionAt;
-        if (p.policy !== 'fault' && last !== undefined && NOW - last < config.cooldownSeconds)
-          assert.deepEqual(out.changes, []);
-        if (config.namespaceAllowlist.length > 0 && !config.namespaceAllowlist.includes(job.ref.namespace))
-          assert.deepEqual(out.changes, []);
+      fc.property(jobArb, configArb, planArb, (c, config, p) => {
+        const { after } = guard(c, config, p);
+        const last = c.view.state.lastActionAt;
+        const cooling = p.policy !== 'fault' && last !== undefined && NOW - last < config.cooldownSeconds;
+        const outside =
+          config.namespaceAllowlist.length > 0 && !config.namespaceAllowlist.includes(c.view.ref.namespace);
+        if (cooling || outside) assert.deepEqual(after.roles, c.view.roles);
       }),
       RUNS,
     );
@@ -186,62 +231,57 @@ describe('guardrails (property-based)', () => {
 
   it('a queued job (no pod placed) may shrink inside the cool-down and beyond the step; never grow', () => {
     fc.assert(
-      fc.property(jobArb, configArb, planArb, (job, config, p) => {
-        const plan: Plan = { ref: job.ref, reason: 'r', ...p };
-        const ctx = { job, config, now: NOW, clusterGpusAllocated: 0, queued: true };
-        const { plan: out } = applyGuardrails(plan, ctx);
-        const last = job.state.lastActionAt;
+      fc.property(jobArb, configArb, planArb, (c, config, p) => {
+        const { after } = guard(c, config, p, { clusterGpusAllocated: 0, queued: true });
+        const last = c.view.state.lastActionAt;
         const cooling = p.policy !== 'fault' && last !== undefined && NOW - last < config.cooldownSeconds;
+        const live = (role: RoleName) => c.view.roles.find((r) => r.role === role);
+        // Reductions measured against the job, not against the plan's from.
         const reductionsOnly =
-          p.changes.length > 0 && p.changes.every((c) => c.kind === 'replicas' && c.to < c.from);
+          p.changes.length > 0 &&
+          p.changes.every((ch) => {
+            if (ch.kind !== 'replicas') return false;
+            const r = live(ch.role);
+            return r !== undefined && Number.isInteger(ch.to) && ch.to >= 0 && ch.to < r.replicas;
+          });
         const allowed =
-          config.namespaceAllowlist.length === 0 || config.namespaceAllowlist.includes(job.ref.namespace);
-        for (const c of out.changes) {
-          if (c.kind !== 'replicas') continue;
-          if (c.to > c.from) {
+          config.namespaceAllowlist.length === 0 || config.namespaceAllowlist.includes(c.view.ref.namespace);
+        for (const before of c.view.roles) {
+          const now = after.roles.find((r) => r.role === before.role)?.replicas ?? Number.NaN;
+          if (now > before.replicas) {
             // Growth keeps the step bound and the cool-down, queued or not.
-            assert.ok(c.to - c.from <= config.maxReplicaStep, `step ${c.from} -> ${c.to}`);
+            assert.ok(now - before.replicas <= config.maxReplicaStep, `step ${before.replicas} -> ${now}`);
             assert.ok(!cooling, 'grew in the cool-down');
           }
-          const r = job.roles.find((x) => x.role === c.role);
-          if (r && c.to < c.from && c.from >= r.minReplicas) assert.ok(c.to >= r.minReplicas, 'below min');
+          if (now < before.replicas && before.replicas >= before.minReplicas)
+            assert.ok(now >= before.minReplicas, 'below min');
         }
-        if (cooling && !reductionsOnly) assert.deepEqual(out.changes, []);
+        if (cooling && !reductionsOnly) assert.deepEqual(after.roles, c.view.roles);
         // A pure reduction inside the bounds is written as asked, however large and however recent the last.
-        const inBounds = p.changes.every((c) => {
-          if (c.kind !== 'replicas') return false;
-          const r = job.roles.find((x) => x.role === c.role);
-          return r !== undefined && Number.isInteger(c.to) && c.to >= r.minReplicas && c.to <= r.maxReplicas;
-        });
-        if (allowed && reductionsOnly && inBounds) assert.deepEqual(out.changes, p.changes);
+        if (!allowed || !reductionsOnly) return;
+        for (const ch of p.changes) {
+          if (ch.kind !== 'replicas') continue;
+          const r = live(ch.role);
+          if (!r || ch.to < r.minReplicas || ch.to > r.maxReplicas) return;
+        }
+        for (const ch of p.changes) {
+          if (ch.kind !== 'replicas') continue;
+          const last = p.changes.filter((x) => x.kind === 'replicas' && x.role === ch.role).at(-1);
+          if (last !== ch) continue;
+          assert.equal(after.roles.find((r) => r.role === ch.role)?.replicas, ch.to);
+        }
       }),
       RUNS,
     );
   });
 
   it('leaves a plan inside every bound unchanged', () => {
-    const job: JobView = {
-      ref: TOY,
-      uid: 'u',
-      resourceVersion: '1',
-      priority: 0,
-      elastic: true,
-      signature: 's',
-      managed: true,
-      state: { oomCount: 0, paused: false },
-      roles: [
-        {
-          role: 'Worker',
-          replicas: 2,
-          minReplicas: 1,
-          maxReplicas: 8,
-          containerName: 'pytorch',
-          containerIndex: 0,
-          requests: { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 },
-          limits: { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 },
-        },
-      ],
-    };
+    const job = jobView({ ref: TOY }, [
+      workerRole(
+        { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 },
+        { replicas: 2, minReplicas: 1, maxReplicas: 8 },
+      ),
+    ]);
     const plan: Plan = {
       ref: TOY,
       policy: 'tuning',
@@ -264,6 +304,54 @@ describe('guardrails (property-based)', () => {
 });
 
 describe('actuator applies the guardrails before writing', () => {
+  it('writes from the live job, not from the plan: {from: 41, to: 40} on 2 workers, 1.5 TiB -> 1 TiB', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob({ workers: 2, minReplicas: 1, maxReplicas: 64 }));
+    const TiB = 1024 * GiB;
+    const outcome = await actOnJob(
+      TOY,
+      () => ({
+        ref: TOY,
+        policy: 'tuning',
+        reason: 'a plan built on a stale or forged view',
+        changes: [
+          { kind: 'replicas', role: 'Worker', from: 41, to: 40 },
+          {
+            kind: 'resources',
+            role: 'Worker',
+            resource: 'memory',
+            field: 'limits',
+            from: 1.5 * TiB,
+            to: TiB,
+          },
+        ],
+      }),
+      {
+        cluster: sim,
+        clock: sim.clock.now,
+        dryRun: false,
+        logger: deps.logger,
+        namespaceAllowlist: [],
+        guardrails: { maxReplicaStep: 2, maxClusterGpus: 8, maxMemoryBytes: 256 * GiB },
+      },
+    );
+    assert.equal(outcome.applied, true);
+    const worker = readJob(await sim.getJob(TOY)).roles.find((r) => r.role === 'Worker');
+    assert.equal(worker?.replicas, 4, 'two workers plus a step of two');
+    assert.equal(worker?.limits.memoryBytes, 256 * GiB, 'capped');
+    // The audit record says what really changed.
+    assert.deepEqual(
+      outcome.plan.changes.map((c) =>
+        c.kind === 'replicas' || c.kind === 'resources' ? [c.from, c.to] : [],
+      ),
+      [
+        [2, 4],
+        [10 * GiB, 256 * GiB],
+      ],
+    );
+    assert.match(outcome.plan.reason, /from 41 is stale: live 2/);
+  });
+
   it('clamps a policy that asks for too much, and writes the clamped plan', async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob({ workers: 1, minReplicas: 1, maxReplicas: 16 }));
