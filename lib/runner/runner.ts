@@ -1,7 +1,7 @@
 // `trainscaler run`: the same handlers as the Lambda functions, driven from inside (or against) a cluster.
 // Every replica serves /healthz and /metrics; only the one holding the Lease runs informers, the schedule
 // and handlers. Writes go through a client fenced on leadership, so a handler that outlives its replica's
-// lease cannot write either.
+// lease cannot write either: `fencedCluster` builds the cluster client with the fence under its retries.
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CronJob, validateCronExpression } from 'cron';
@@ -10,9 +10,10 @@ import { handleClusterEvent } from '../../functions/cluster-event.js';
 import type { Handler, HandlerDeps } from '../../functions/handler-deps.js';
 import { handleSchedule } from '../../functions/schedule.js';
 import { handleSubmit } from '../../functions/submit.js';
+import type { ClusterClient } from '../cluster/cluster-client.js';
 import { ConfigError } from '../errors.js';
 import { EventRouter, type RoutedTask } from './event-router.js';
-import { LeaderFencedClusterClient } from './fenced-cluster-client.js';
+import { LeaderFencedClusterClient, type WriteFence } from './fenced-cluster-client.js';
 import { startHttpServer } from './http-server.js';
 import { type InformerSet, startInformers } from './informers.js';
 import { type LeaderElectionTiming, LeaderElector, type LeaseLock } from './leader-election.js';
@@ -46,6 +47,12 @@ export interface RunnerOptions {
   timing?: Partial<LeaderElectionTiming>;
   statefulSetSelector?: string;
   submitGraceMs?: number;
+  /**
+   * Builds the handlers' cluster client around the fence, so that the fence sits under any retrying layer and
+   * every attempt passes it (see buildClusterClient). Without it, deps.cluster is fenced from outside, which is
+   * only right for a client that does not retry (tests).
+   */
+  fencedCluster?: (fence: WriteFence) => ClusterClient;
   /** Tests replace handlers and the lock. */
   handlers?: Partial<RunnerHandlers>;
   lock?: LeaseLock;
@@ -111,7 +118,9 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
   const isLeader = () => !stopping && elector.isLeader();
   const deps: HandlerDeps = {
     ...options.deps,
-    cluster: new LeaderFencedClusterClient(options.deps.cluster, () => elector.isLeader(), lock.description),
+    cluster: options.fencedCluster
+      ? options.fencedCluster(elector)
+      : new LeaderFencedClusterClient(options.deps.cluster, elector),
   };
 
   async function invoke(trigger: Trigger, handler: Handler, payload: unknown): Promise<void> {

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { Handler, HandlerResult } from '../../../functions/handler-deps.js';
-import { buildRuntimeDeps, readRuntimeConfig } from '../../../functions/runtime-deps.js';
+import { buildClusterClient, buildRuntimeDeps, readRuntimeConfig } from '../../../functions/runtime-deps.js';
 import { type Runner, startRunner } from '../../../lib/runner/runner.js';
 
 const kubeconfig = process.env.TRAINSCALER_KUBECONFIG;
@@ -107,6 +107,7 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
       startRunner({
         kubeConfig: runnerConfig,
         deps: buildRuntimeDeps(config, runnerConfig),
+        fencedCluster: (fence) => buildClusterClient(runnerConfig, fence),
         identity: `it-${id}-${suffix}`,
         namespace: NAMESPACE,
         leaseName,
