@@ -120,7 +120,8 @@ export class LeaderElector implements WriteFence {
    */
   admit(): WriteLease | undefined {
     if (!this.isLeader()) return undefined;
-    const remainingMs = this.lastRenewAt + this.timing.renewDeadlineMs - this.clock();
+    // Whole milliseconds (AbortSignal.timeout wants an integer), rounded down: never past the deadline.
+    const remainingMs = Math.floor(this.lastRenewAt + this.timing.renewDeadlineMs - this.clock());
     return { signal: AbortSignal.any([this.term.signal, AbortSignal.timeout(remainingMs)]), remainingMs };
   }
 
