@@ -109,7 +109,8 @@ function readHistory(obj: KubeObject): DecisionRecord[] {
 function guardrailConfig(deps: ActuatorDeps): GuardrailConfig {
   const d = DEFAULT_POLICY_CONFIG;
   return {
-    namespaceAllowlist: deps.guardrails?.namespaceAllowlist ?? deps.namespaceAllowlist,
+    // deps.namespaceAllowlist is enforced before anything is read (actOnJob).
+    namespaceAllowlist: deps.guardrails?.namespaceAllowlist ?? [],
     maxReplicaStep: deps.guardrails?.maxReplicaStep ?? d.maxReplicaStep,
     cooldownSeconds: deps.guardrails?.cooldownSeconds ?? d.cooldownSeconds,
     maxMemoryBytes: deps.guardrails?.maxMemoryBytes ?? d.maxMemoryBytes,

@@ -146,7 +146,7 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
     if (located) live.push(located);
   }
   const last = job.state.lastActionAt;
-  const shrinksQueued = ctx.queued === true && live.length > 0 && live.every(isReplicaReduction);
+  const shrinksQueued = ctx.queued === true && live.every(isReplicaReduction);
   if (
     !COOLDOWN_EXEMPT.has(plan.policy) &&
     !shrinksQueued &&

@@ -15,9 +15,10 @@ import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { ClusterClient, KubeObject } from '../../lib/cluster/cluster-client.js';
 import { ApiError, ConflictError, TrainscalerError } from '../../lib/errors.js';
-import type { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
+import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
 import type { Change, JobAutoscalerState, JobRef, Plan } from '../../lib/types.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
+import { FIXED_APP_MODEL } from './sim/fixed-app-model.js';
 
 const GiB = 1024 ** 3;
 
@@ -512,5 +513,102 @@ describe('loadSnapshot and decision ids', () => {
     assert.notEqual(decisionIdOf({ ...view, uid: 'v' }, p), id);
     assert.notEqual(decisionIdOf(view, { ...p, policy: 'rebalance' }), id);
     assert.notEqual(decisionIdOf(view, plan([{ kind: 'replicas', role: 'Worker', from: 1, to: 3 }])), id);
+  });
+});
+
+describe('actOnJob: more of the guardrail context', () => {
+  it('the production memory cap (256 GiB) applies when none is given', async () => {
+    const { deps } = setup();
+    const outcome = await actOnJob(
+      TOY,
+      (s) =>
+        plan([
+          {
+            kind: 'resources',
+            role: 'Worker',
+            resource: 'memory',
+            field: 'limits',
+            from: s.view.roles[0]?.limits.memoryBytes ?? 0,
+            to: 300 * GiB,
+          },
+        ]),
+      deps,
+    );
+    assert.equal((outcome.plan.changes[0] as { to: number }).to, 256 * GiB);
+  });
+
+  it('the cluster is listed for the GPU budget only when a GPU role grows and a budget is set', async () => {
+    const cpu = setup({
+      job: managed(toyJob({ workers: 1, sizing: { gpus: 0, cpuMillis: 1000, memoryBytes: GiB } })),
+    });
+    await actOnJob(TOY, workersTo(2), { ...cpu.deps, guardrails: { maxClusterGpus: 4 } });
+    assert.ok(!cpu.calls.includes('listPods *'), 'a CPU-only role adds no GPU');
+    const unlimited = setup();
+    await actOnJob(TOY, workersTo(3), unlimited.deps);
+    assert.ok(!unlimited.calls.includes('listPods *'), 'no budget by default');
+  });
+
+  it('a finished pod holds no GPU: an evicted pod of another job is not counted', async () => {
+    const { sim } = harness();
+    sim.submitJob(managed(toyJob({ workers: 1, minReplicas: 1, maxReplicas: 16 })));
+    sim.submitJob(managed(toyJob({ name: 'other', workers: 2, minReplicas: 1, maxReplicas: 16 })));
+    sim.step(60);
+    const victim = (await sim.listPods('team-a')).find((p) => p.metadata?.name?.startsWith('other'));
+    assert.ok(victim?.metadata?.name);
+    await sim.evictPod('team-a', victim.metadata.name, { dryRun: false });
+    const pods = await sim.listPods(undefined);
+    assert.ok(
+      pods.some((p) => p.status?.phase === 'Failed'),
+      'the evicted pod is still listed, failed',
+    );
+    const running = pods.filter((p) => p.status?.phase !== 'Failed' && p.status?.phase !== 'Succeeded');
+    const gpus = running.reduce(
+      (n, p) => n + Number(p.spec?.containers[0]?.resources?.requests?.['nvidia.com/gpu'] ?? 0),
+      0,
+    );
+    const { client } = door(sim);
+    const deps: ActuatorDeps = {
+      cluster: client,
+      clock: sim.clock.now,
+      dryRun: false,
+      logger: recordingLogger().logger,
+      namespaceAllowlist: [],
+      guardrails: { maxClusterGpus: gpus + 1 },
+    };
+    const outcome = await actOnJob(TOY, workersTo(4), deps);
+    assert.deepEqual(outcome.plan.changes, [{ kind: 'replicas', role: 'Worker', from: 1, to: 2 }]);
+  });
+
+  it('a CPU change answering a fault is not an OOM kill', async () => {
+    const { sim, deps } = setup();
+    await actOnJob(
+      TOY,
+      (s) =>
+        plan(
+          [
+            {
+              kind: 'resources',
+              role: 'Worker',
+              resource: 'cpu',
+              field: 'limits',
+              from: s.view.roles[0]?.limits.cpuMillis ?? 0,
+              to: 8000,
+            },
+          ],
+          'fault',
+        ),
+      deps,
+    );
+    assert.equal((await job(sim)).state.oomCount, 0);
+  });
+
+  it('takes the priority the API server resolved on the pods over the class map', async () => {
+    const sim = new SimulatedCluster({ seed: 7, apps: FIXED_APP_MODEL, priorityClasses: { high: 500 } });
+    sim.submitJob(managed(toyJob({ workers: 2, priorityClassName: 'high' })));
+    assert.equal((await loadSnapshot(sim, TOY, { high: 1000 })).view.priority, 1000, 'no pod yet: the map');
+    sim.step(30);
+    const snap = await loadSnapshot(sim, TOY, { high: 1000 });
+    assert.ok(snap.rawPods.length > 0);
+    assert.equal(snap.view.priority, 500);
   });
 });

@@ -16,6 +16,7 @@ import {
   declaredGpus,
   type GuardedPlan,
   type GuardrailConfig,
+  gpusPerReplica,
 } from '../../lib/guardrails.js';
 import { pytorchJobManifest } from '../../lib/sim/training-job-manifests.js';
 import type { Change, JobView, Plan, RoleName } from '../../lib/types.js';
@@ -54,7 +55,7 @@ const jobArb: fc.Arbitrary<Case> = fc
       minReplicas: min,
       maxReplicas: min + span,
       sizing,
-      ...(master ? { master: { gpus: 0, cpuMillis: 1000, memoryBytes: 4 * GiB } } : {}),
+      ...(master ? { master: { gpus, cpuMillis: 1000, memoryBytes: 4 * GiB } } : {}),
     });
     obj.metadata.uid = 'u';
     obj.metadata.resourceVersion = '1';
@@ -202,6 +203,23 @@ describe('guardrails (property-based, on the values written to a real job object
             p,
             allocated === undefined ? {} : { clusterGpusAllocated: allocated },
           );
+          // The guardrails only ever shorten a change: each role ends between its live size and the last
+          // valid target the plan asked for it, brought within the role's bounds.
+          for (const before of c.view.roles) {
+            const asked = p.changes.filter(
+              (ch): ch is Change & { kind: 'replicas' } => ch.kind === 'replicas' && ch.role === before.role,
+            );
+            const target = asked.at(-1)?.to;
+            const now = after.roles.find((r) => r.role === before.role)?.replicas ?? Number.NaN;
+            const valid = target !== undefined && Number.isInteger(target) && target >= 0;
+            const bounded = Math.min(
+              Math.max(valid ? target : before.replicas, before.minReplicas),
+              before.maxReplicas,
+            );
+            const lo = Math.min(before.replicas, target === undefined ? before.replicas : bounded);
+            const hi = Math.max(before.replicas, target === undefined ? before.replicas : bounded);
+            assert.ok(now >= lo && now <= hi, `${before.replicas} -> ${now}, asked ${target}`);
+          }
           const added = declaredGpus(after) - declaredGpus(c.view);
           if (!Number.isFinite(config.maxClusterGpus) || added <= 0) return;
           assert.ok(allocated !== undefined, 'GPUs added with an unknown allocation');
@@ -300,6 +318,214 @@ describe('guardrails (property-based, on the values written to a real job object
     const tight = applyGuardrails(plan, { job, config, now: NOW, clusterGpusAllocated: 15 });
     assert.deepEqual(tight.plan.changes, [{ kind: 'replicas', role: 'Worker', from: 2, to: 3 }]);
     assert.match(tight.plan.reason, /cluster GPU budget/);
+  });
+});
+
+describe('guardrails: what each one says and does', () => {
+  const config: GuardrailConfig = {
+    namespaceAllowlist: [],
+    maxReplicaStep: 2,
+    cooldownSeconds: 300,
+    maxMemoryBytes: 64 * GiB,
+    maxClusterGpus: 8,
+  };
+  const job = (overrides: Partial<JobView> = {}) =>
+    jobView({ ref: TOY, ...overrides }, [
+      workerRole(
+        { cpuMillis: 1000, memoryBytes: 16 * GiB, gpus: 1 },
+        { replicas: 4, minReplicas: 1, maxReplicas: 16 },
+      ),
+    ]);
+  const run = (
+    changes: Change[],
+    extra: Partial<Parameters<typeof applyGuardrails>[1]> = {},
+    policy: Plan['policy'] = 'tuning',
+  ) =>
+    applyGuardrails(
+      { ref: TOY, policy, reason: 'why', changes },
+      { job: job(), config, now: NOW, clusterGpusAllocated: 0, ...extra },
+    );
+  const toOf = (out: GuardedPlan, i = 0) => (out.plan.changes[i] as { to: number } | undefined)?.to;
+
+  it('names every clamp in the violations and the reason, measured from the live values', () => {
+    const out = run([
+      { kind: 'replicas', role: 'Worker', from: 41, to: 40 },
+      { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 1, to: 100 * GiB },
+      { kind: 'replicas', role: 'PS', from: 1, to: 2 },
+      { kind: 'resources', role: 'Worker', resource: 'cpu', field: 'requests', from: 1000, to: Number.NaN },
+    ]);
+    assert.deepEqual(out.violations, [
+      'Worker replicas from 41 is stale: live 4',
+      `Worker memory limits from 1 is stale: live ${16 * GiB}`,
+      'PS replicas: the job has no PS role',
+      'Worker cpu requests NaN is not a valid target',
+      'Worker replicas 40 clamped to 6 (bounds, max step)',
+      `Worker memory ${100 * GiB} capped at ${64 * GiB} bytes`,
+    ]);
+    assert.equal(out.plan.reason, `why [guardrail: ${out.violations.join('; ')}]`);
+    assert.deepEqual(out.plan.changes, [
+      { kind: 'replicas', role: 'Worker', from: 4, to: 6 },
+      {
+        kind: 'resources',
+        role: 'Worker',
+        resource: 'memory',
+        field: 'limits',
+        from: 16 * GiB,
+        to: 64 * GiB,
+      },
+      { kind: 'resources', role: 'Worker', resource: 'cpu', field: 'requests', from: 1000, to: 1000 },
+    ]);
+  });
+
+  it('a memory value already above the cap may come down but not go up; zero is not a target', () => {
+    const big = jobView({ ref: TOY }, [
+      workerRole({ cpuMillis: 1000, memoryBytes: 100 * GiB, gpus: 0 }, { replicas: 1 }),
+    ]);
+    const mem = (to: number): Plan => ({
+      ref: TOY,
+      policy: 'rightsizing',
+      reason: 'r',
+      changes: [
+        { kind: 'resources', role: 'Worker', resource: 'memory', field: 'requests', from: 100 * GiB, to },
+      ],
+    });
+    const ctx = { job: big, config, now: NOW };
+    assert.equal(toOf(applyGuardrails(mem(90 * GiB), ctx)), 90 * GiB);
+    assert.equal(toOf(applyGuardrails(mem(120 * GiB), ctx)), 100 * GiB);
+    assert.deepEqual(applyGuardrails(mem(64 * GiB), ctx).violations, []);
+    assert.equal(
+      toOf(
+        run([
+          { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 16 * GiB, to: 0 },
+        ]),
+      ),
+      16 * GiB,
+    );
+  });
+
+  it('the GPU budget: what fits is written and the rest named; nothing added when the allocation is unknown', () => {
+    const grow: Change = { kind: 'replicas', role: 'Worker', from: 4, to: 6 };
+    const tight = run([grow], { clusterGpusAllocated: 7 });
+    assert.deepEqual(tight.plan.changes, [{ ...grow, to: 5 }]);
+    assert.deepEqual(tight.violations, ['Worker replicas 6 limited to 5 by the cluster GPU budget (8)']);
+    assert.equal(toOf(run([grow], { clusterGpusAllocated: 9 })), 4, 'over budget: no growth, no shrink');
+    const unknown = applyGuardrails(
+      { ref: TOY, policy: 'tuning', reason: 'r', changes: [grow] },
+      { job: job(), config, now: NOW },
+    );
+    assert.equal(toOf(unknown), 4);
+    assert.deepEqual(run([grow], { clusterGpusAllocated: 6 }).violations, [], 'fits exactly');
+    // Two growing roles share one budget.
+    const two = jobView({ ref: TOY }, [
+      workerRole({ cpuMillis: 1, memoryBytes: GiB, gpus: 2 }, { replicas: 1, maxReplicas: 9 }),
+      {
+        ...workerRole({ cpuMillis: 1, memoryBytes: GiB, gpus: 1 }, { replicas: 1, maxReplicas: 9 }),
+        role: 'Master',
+      },
+    ]);
+    const shared = applyGuardrails(
+      {
+        ref: TOY,
+        policy: 'tuning',
+        reason: 'r',
+        changes: [
+          { kind: 'replicas', role: 'Worker', from: 1, to: 3 },
+          { kind: 'replicas', role: 'Master', from: 1, to: 3 },
+        ],
+      },
+      { job: two, config: { ...config, maxClusterGpus: 10 }, now: NOW, clusterGpusAllocated: 5 },
+    );
+    assert.deepEqual([toOf(shared, 0), toOf(shared, 1)], [3, 2]);
+  });
+
+  it('the cool-down drops everything but faults, and says how long ago the last change was', () => {
+    const shrink: Change = { kind: 'replicas', role: 'Worker', from: 4, to: 3 };
+    const state = (lastActionAt: number) => ({
+      job: job({ state: { oomCount: 0, paused: false, lastActionAt } }),
+    });
+    const out = run([shrink], state(NOW - 42.4));
+    assert.deepEqual(out.plan.changes, []);
+    assert.deepEqual(out.violations, ['cool-down: last change 42 s ago']);
+    assert.equal(out.plan.reason, 'why [guardrail: cool-down: last change 42 s ago]');
+    assert.deepEqual(
+      run([shrink], state(NOW - 42), 'fault').plan.changes,
+      [shrink],
+      'a fault is answered at once',
+    );
+    assert.deepEqual(run([shrink], state(NOW + 10)).violations, ['cool-down: last change 0 s ago']);
+    assert.deepEqual(
+      run([shrink], state(NOW - 300)).plan.changes,
+      [shrink],
+      'exactly the cool-down ago: over',
+    );
+    assert.deepEqual(
+      run([shrink], { ...state(NOW - 42), queued: true }).plan.changes,
+      [shrink],
+      'queued: may shrink',
+    );
+    assert.deepEqual(
+      run([{ ...shrink, to: 5 }], { ...state(NOW - 42), queued: true }).plan.changes,
+      [],
+      'not grow',
+    );
+    assert.deepEqual(run([shrink], { ...state(NOW - 42), queued: false }).plan.changes, []);
+  });
+
+  it('the namespace allowlist drops the whole plan and says so; an empty plan passes untouched', () => {
+    const elsewhere = { ...config, namespaceAllowlist: ['other'] };
+    const out = applyGuardrails(
+      { ref: TOY, policy: 'tuning', reason: 'r', changes: [{ kind: 'pause', reason: 'x' }] },
+      { job: job(), config: elsewhere, now: NOW },
+    );
+    assert.deepEqual(out.plan.changes, []);
+    assert.deepEqual(out.violations, ['namespace team-a is not in the allowlist']);
+    assert.equal(out.plan.reason, 'r [guardrail: namespace team-a is not in the allowlist]');
+    const listed = applyGuardrails(
+      { ref: TOY, policy: 'tuning', reason: 'r', changes: [{ kind: 'pause', reason: 'x' }] },
+      { job: job(), config: { ...config, namespaceAllowlist: ['other', 'team-a'] }, now: NOW },
+    );
+    assert.deepEqual(listed.plan.changes, [{ kind: 'pause', reason: 'x' }]);
+    assert.equal(listed.plan.reason, 'r');
+    const empty: Plan = { ref: TOY, policy: 'tuning', reason: 'r', changes: [] };
+    const passed = applyGuardrails(empty, { job: job(), config: elsewhere, now: NOW });
+    assert.equal(passed.plan, empty);
+    assert.deepEqual(passed.violations, []);
+  });
+
+  it('a fractional or negative step moves by its whole part, at least 0', () => {
+    const grow: Change = { kind: 'replicas', role: 'Worker', from: 4, to: 10 };
+    const at = (maxReplicaStep: number) =>
+      toOf(
+        applyGuardrails(
+          { ref: TOY, policy: 'tuning', reason: 'r', changes: [grow] },
+          {
+            job: job(),
+            config: { ...config, maxReplicaStep, maxClusterGpus: Number.POSITIVE_INFINITY },
+            now: NOW,
+          },
+        ),
+      );
+    assert.equal(at(1.9), 5);
+    assert.equal(at(-1), 4);
+    assert.equal(at(Number.POSITIVE_INFINITY), 4, 'no step bound: may only go down');
+  });
+
+  it('counts the GPUs of a replica as the larger of its request and limit', () => {
+    const role = workerRole(
+      { cpuMillis: 1, memoryBytes: 1, gpus: 1 },
+      { limits: { cpuMillis: 1, memoryBytes: 1, gpus: 3 } },
+    );
+    assert.equal(gpusPerReplica(role), 3);
+    assert.equal(gpusPerReplica({ ...role, requests: { ...role.requests, gpus: 4 } }), 4);
+    assert.equal(
+      gpusPerReplica({
+        ...role,
+        requests: { ...role.requests, gpus: -2 },
+        limits: { ...role.limits, gpus: -1 },
+      }),
+      0,
+    );
+    assert.equal(declaredGpus(jobView({}, [{ ...role, replicas: 5 }])), 15);
   });
 });
 

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { type ActuatorDeps, actOnJob } from '../../../lib/actuator.js';
 import type { ClusterClient, JsonPatchOp, WriteOptions } from '../../../lib/cluster/cluster-client.js';
 import { RetryingClusterClient } from '../../../lib/cluster/retrying-cluster-client.js';
-import { ApiError, ForbiddenError } from '../../../lib/errors.js';
+import { ApiError, ForbiddenError, NotFoundError } from '../../../lib/errors.js';
 import {
   LeaderFencedClusterClient,
   type WriteFence,
@@ -119,13 +119,21 @@ describe('LeaderFencedClusterClient', () => {
       ['event', () => fenced.createEvent({ involved, type: 'Normal', reason: 'R', message: 'm' }, off)],
       ['configmap', () => fenced.putConfigMap('trainscaler-system', 'p', {}, undefined, off)],
     ];
+    const messages: string[] = [];
     for (const [what, write] of writes) {
       await assert.rejects(write, (e: unknown) => {
         assert.ok(e instanceof ForbiddenError, what);
-        assert.match(e.message, /does not hold lease test\/leader/);
+        messages.push(e.message);
         return true;
       });
     }
+    const refused = ': this replica does not hold lease test/leader';
+    assert.deepEqual(messages, [
+      `not allowed to patch PyTorchJob team-a/toy${refused}`,
+      `not allowed to evict pod team-a/toy-worker-0${refused}`,
+      `not allowed to create event for team-a/toy${refused}`,
+      `not allowed to write configmap trainscaler-system/p${refused}`,
+    ]);
     assert.equal(counts.sent, 0);
     assert.equal((await fenced.getJob(TOY)).metadata.name, 'toy');
   });
@@ -153,11 +161,21 @@ describe('LeaderFencedClusterClient', () => {
     assert.deepEqual(counts.timeouts, [700, 700], 'the lease (700 ms) is shorter than the attempt (1000 ms)');
     fence.remainingMs = 5_000;
     // No such pod: the request is still sent, with its limits.
+    const caller = new AbortController();
     await assert.rejects(
-      new LeaderFencedClusterClient(client, fence).evictPod('team-a', 'x', { dryRun: true, timeoutMs: 300 }),
+      new LeaderFencedClusterClient(client, fence).evictPod('team-a', 'x', {
+        dryRun: true,
+        timeoutMs: 300,
+        signal: caller.signal,
+      }),
+      NotFoundError,
+      "the API server's own answer passes unchanged while the lease holds",
     );
     assert.equal(counts.timeouts.at(-1), 300, "the caller's shorter limit is kept");
     assert.ok(counts.signals.every((s) => !s.aborted));
+    caller.abort();
+    assert.equal(counts.signals.at(-1)?.aborted, true, "the caller's signal still cancels the request");
+    assert.equal(counts.signals.filter((x) => x.aborted).length, 1, 'the lease is still held');
     fence.lose();
     assert.ok(
       counts.signals.every((s) => s.aborted),
@@ -198,10 +216,14 @@ describe('LeaderFencedClusterClient', () => {
         }),
     );
     const outcome = actOnJob(TOY, addTwoWorkers, actuatorDeps(stack(client, fence), sim));
-    await assert.rejects(
-      outcome,
-      (e: unknown) => e instanceof ForbiddenError && /lost while/.test(e.message),
-    );
+    await assert.rejects(outcome, (e: unknown) => {
+      assert.ok(e instanceof ForbiddenError);
+      assert.equal(
+        e.message,
+        'not allowed to patch PyTorchJob team-a/toy: lease test/leader was lost while the request was in flight',
+      );
+      return true;
+    });
     assert.equal(counts.sent, 1);
     assert.equal(counts.completed, 0);
     assert.equal(await workersOf(sim), 1);
