@@ -256,6 +256,31 @@ describe('LeaderElector as the write fence', () => {
     assert.equal(e.description, 'lease test/trainscaler-leader');
   });
 
+  it('aborts admitted writes when another replica is seen holding the lease, and admits none after', async () => {
+    const lease = new MemoryLease();
+    const clock = { now: 0 };
+    const make = (identity: string) =>
+      new LeaderElector({ lock: lease, identity, clock: () => clock.now, random: () => 0 });
+    const a = make('a');
+    await a.tick();
+    const admitted = a.admit();
+    assert.ok(admitted);
+    // a stalls; b takes over after the lease duration; a then sees b on the Lease.
+    const b = make('b');
+    await b.tick();
+    clock.now = 16_000;
+    await b.tick();
+    assert.equal(b.isLeader(), true);
+    assert.equal(
+      admitted.signal.aborted,
+      false,
+      'a has not looked yet (its deadline timer runs in real time)',
+    );
+    await a.tick();
+    assert.equal(admitted.signal.aborted, true);
+    assert.equal(a.admit(), undefined);
+  });
+
   it('aborts the signal of every admitted write when leadership ends', async () => {
     const { e } = elector();
     await e.tick();
