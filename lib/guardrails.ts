@@ -145,15 +145,11 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
     const located = locate(change, roles, violations);
     if (located) live.push(located);
   }
-  const last = job.state.lastActionAt;
+  // Never changed: infinitely long ago.
+  const sinceLast = now - (job.state.lastActionAt ?? Number.NEGATIVE_INFINITY);
   const shrinksQueued = ctx.queued === true && live.every(isReplicaReduction);
-  if (
-    !COOLDOWN_EXEMPT.has(plan.policy) &&
-    !shrinksQueued &&
-    last !== undefined &&
-    now - last < config.cooldownSeconds
-  ) {
-    return drop(`cool-down: last change ${Math.max(0, Math.round(now - last))} s ago`);
+  if (!COOLDOWN_EXEMPT.has(plan.policy) && !shrinksQueued && sinceLast < config.cooldownSeconds) {
+    return drop(`cool-down: last change ${Math.max(0, Math.round(sinceLast))} s ago`);
   }
   const step = shrinksQueued ? Number.POSITIVE_INFINITY : config.maxReplicaStep;
   let guardedChanges = live.map((located) => guardChange(located, config, step, violations));

@@ -9,6 +9,7 @@ import {
   type Decide,
   type DecisionRecord,
   decisionIdOf,
+  type JobSnapshot,
   loadSnapshot,
 } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
@@ -177,7 +178,7 @@ describe('actOnJob: what it skips', () => {
 
 describe('actOnJob: the write and its audit trail', () => {
   it('patches only the decided field, guarded by the version read, and records state, decision, history, Event', async () => {
-    const { sim, deps, lines } = setup();
+    const { sim, deps, lines, calls } = setup();
     const before = await job(sim);
     const outcome = await actOnJob(TOY, workersTo(3), deps);
     assert.equal(outcome.applied, true);
@@ -217,6 +218,8 @@ describe('actOnJob: the write and its audit trail', () => {
     assert.equal(events[0]?.message, 'because');
     assert.equal(events[0]?.involvedObject?.uid, before.view.uid);
     assert.equal(events[0]?.involvedObject?.apiVersion, 'kubeflow.org/v1');
+    assert.ok(calls.includes('event dryRun=false'), 'the Event is a real write');
+    assert.ok(!lines.some((l) => l.msg === 'plan clamped'), 'nothing clamped, nothing warned');
     const applied = lines.find((l) => l.msg === 'decision applied');
     assert.deepEqual(applied?.obj, {
       job: TOY,
@@ -258,6 +261,20 @@ describe('actOnJob: the write and its audit trail', () => {
     }
   });
 
+  it('a plan with a pause among other changes is still audited as a Warning', async () => {
+    const { sim, deps } = setup();
+    await actOnJob(
+      TOY,
+      () =>
+        plan([
+          { kind: 'replicas', role: 'Worker', from: 2, to: 3 },
+          { kind: 'pause', reason: 'x' },
+        ]),
+      deps,
+    );
+    assert.equal(sim.recordedEvents()[0]?.type, 'Warning');
+  });
+
   it('a pause is recorded in the state and audited as a Warning', async () => {
     const { sim, deps } = setup();
     const outcome = await actOnJob(
@@ -274,7 +291,7 @@ describe('actOnJob: the write and its audit trail', () => {
 
   it('a fault answered with memory counts one more OOM kill; a fault without memory does not', async () => {
     const { sim, deps } = setup();
-    const memory: Decide = (s) =>
+    const memory = (s: JobSnapshot): Plan =>
       plan(
         [
           {
@@ -299,11 +316,36 @@ describe('actOnJob: the write and its audit trail', () => {
     assert.equal(after.view.roles[0]?.replicas, 1, 'a fault passes the cool-down');
     assert.equal(after.state.oomCount, 1);
     // A memory change by another policy is not an OOM kill.
-    await actOnJob(TOY, (s) => ({ ...memory(s), policy: 'rightsizing' }) as Plan, {
-      ...deps,
-      guardrails: { cooldownSeconds: 0 },
-    });
+    const resized = await actOnJob(
+      TOY,
+      (s) => {
+        const m = memory(s);
+        return {
+          ...m,
+          policy: 'rightsizing',
+          changes: m.changes.map((c) => ({ ...c, to: 14 * GiB })),
+        } as Plan;
+      },
+      { ...deps, guardrails: { cooldownSeconds: 0 } },
+    );
+    assert.equal(resized.applied, true);
     assert.equal((await job(sim)).state.oomCount, 1);
+    // A fault answered with memory and more still counts one OOM kill.
+    await actOnJob(
+      TOY,
+      (s) => {
+        const m = memory(s);
+        return {
+          ...m,
+          changes: [
+            { kind: 'replicas', role: 'Worker', from: 1, to: 2 },
+            ...m.changes.map((c) => ({ ...c, to: 16 * GiB })),
+          ],
+        } as Plan;
+      },
+      deps,
+    );
+    assert.equal((await job(sim)).state.oomCount, 2);
   });
 
   it('a straggler eviction evicts the pod named, after the patch, for real', async () => {
@@ -610,5 +652,66 @@ describe('actOnJob: more of the guardrail context', () => {
     const snap = await loadSnapshot(sim, TOY, { high: 1000 });
     assert.ok(snap.rawPods.length > 0);
     assert.equal(snap.view.priority, 500);
+  });
+});
+
+describe('actOnJob: when the GPU allocation is read', () => {
+  const budget = { guardrails: { maxClusterGpus: 64, cooldownSeconds: 0 } };
+
+  it('not for a memory change, a no-op, or a role the job does not have', async () => {
+    const { deps, calls } = setup({ deps: budget });
+    const memory: Decide = (s) =>
+      plan([
+        {
+          kind: 'resources',
+          role: 'Worker',
+          resource: 'memory',
+          field: 'limits',
+          from: s.view.roles[0]?.limits.memoryBytes ?? 0,
+          to: 64 * GiB,
+        },
+      ]);
+    assert.equal((await actOnJob(TOY, memory, deps)).applied, true);
+    assert.equal((await actOnJob(TOY, workersTo(2), deps)).skipped, 'no-change');
+    const ps = await actOnJob(TOY, () => plan([{ kind: 'replicas', role: 'PS', from: 0, to: 3 }]), deps);
+    assert.equal(ps.skipped, 'no-change');
+    assert.ok(!calls.includes('listPods *'));
+    await actOnJob(TOY, workersTo(3), deps);
+    assert.ok(calls.includes('listPods *'), 'but for a growth of a GPU role');
+  });
+
+  it('a succeeded pod holds no GPU either', async () => {
+    const { sim, deps, calls } = setup({ deps: { guardrails: { maxClusterGpus: 4 } } });
+    sim.step(60);
+    const finished = {
+      metadata: { name: 'done-0', namespace: 'team-b', uid: 'done-0' },
+      spec: { containers: [{ name: 'c', resources: { requests: { 'nvidia.com/gpu': '2' } } }] },
+      status: { phase: 'Succeeded' },
+    };
+    const cluster: ClusterClient = {
+      ...deps.cluster,
+      listPods: async (ns, selector) => [
+        ...(await deps.cluster.listPods(ns, selector)),
+        ...(ns === undefined ? [finished] : []),
+      ],
+    };
+    // 2 declared by this job, the finished pod's 2 not counted: 2 more fit.
+    const outcome = await actOnJob(TOY, workersTo(4), { ...deps, cluster });
+    assert.equal((outcome.plan.changes[0] as { to: number }).to, 4);
+    assert.ok(calls.length > 0);
+  });
+
+  it('a job partly placed is not queued: it may not shrink in the cool-down', async () => {
+    const { sim, deps } = setup({ job: managed(toyJob({ workers: 40, minReplicas: 1, maxReplicas: 64 })) });
+    sim.step(60);
+    const pods = await sim.listPods('team-a');
+    assert.ok(
+      pods.some((p) => p.spec?.nodeName) && pods.some((p) => !p.spec?.nodeName),
+      'some placed, some not',
+    );
+    await actOnJob(TOY, workersTo(39, 'fault'), deps);
+    const held = await actOnJob(TOY, workersTo(38), deps);
+    assert.equal(held.skipped, 'no-change');
+    assert.match(held.plan.reason, /cool-down/);
   });
 });

@@ -510,6 +510,82 @@ describe('guardrails: what each one says and does', () => {
     assert.equal(at(Number.POSITIVE_INFINITY), 4, 'no step bound: may only go down');
   });
 
+  it('replicas may go to 0 (within bounds) but not below; CPU is never capped as memory', () => {
+    const zeroable = jobView({ ref: TOY }, [
+      workerRole({ cpuMillis: 1000, memoryBytes: GiB, gpus: 0 }, { replicas: 1, minReplicas: 0 }),
+    ]);
+    const at = (to: number) =>
+      applyGuardrails(
+        {
+          ref: TOY,
+          policy: 'tuning',
+          reason: 'r',
+          changes: [{ kind: 'replicas', role: 'Worker', from: 1, to }],
+        },
+        { job: zeroable, config, now: NOW },
+      );
+    assert.equal(toOf(at(0)), 0);
+    assert.deepEqual(at(0).violations, []);
+    assert.equal(toOf(at(-1)), 1);
+    assert.deepEqual(at(-1).violations, ['Worker replicas -1 is not a valid target']);
+    const cpu = applyGuardrails(
+      {
+        ref: TOY,
+        policy: 'tuning',
+        reason: 'r',
+        changes: [
+          { kind: 'resources', role: 'Worker', resource: 'cpu', field: 'limits', from: 1000, to: 4000 },
+        ],
+      },
+      { job: zeroable, config: { ...config, maxMemoryBytes: 2000 }, now: NOW },
+    );
+    assert.equal(toOf(cpu), 4000);
+    assert.deepEqual(cpu.violations, []);
+  });
+
+  it('a queued job with a no-op change is not shrinking: the cool-down holds', () => {
+    const out = run([{ kind: 'replicas', role: 'Worker', from: 4, to: 4 }], {
+      job: job({ state: { oomCount: 0, paused: false, lastActionAt: NOW - 10 } }),
+      queued: true,
+    });
+    assert.deepEqual(out.violations, ['cool-down: last change 10 s ago']);
+  });
+
+  it('the GPU budget counts whole replicas of several GPUs, and a shrink frees nothing for a growth', () => {
+    const two = (workers: number, masters: number) =>
+      jobView({ ref: TOY }, [
+        workerRole({ cpuMillis: 1, memoryBytes: GiB, gpus: 2 }, { replicas: workers, maxReplicas: 9 }),
+        {
+          ...workerRole({ cpuMillis: 1, memoryBytes: GiB, gpus: 1 }, { replicas: masters, maxReplicas: 9 }),
+          role: 'Master',
+        },
+      ]);
+    const ctx = { config: { ...config, maxClusterGpus: 10 }, now: NOW, clusterGpusAllocated: 7 };
+    const grow = applyGuardrails(
+      {
+        ref: TOY,
+        policy: 'tuning',
+        reason: 'r',
+        changes: [{ kind: 'replicas', role: 'Worker', from: 1, to: 3 }],
+      },
+      { ...ctx, job: two(1, 1) },
+    );
+    assert.equal(toOf(grow), 2, '3 GPUs left: one more replica of 2');
+    const shrinkThenGrow = applyGuardrails(
+      {
+        ref: TOY,
+        policy: 'tuning',
+        reason: 'r',
+        changes: [
+          { kind: 'replicas', role: 'Master', from: 3, to: 1 },
+          { kind: 'replicas', role: 'Worker', from: 1, to: 4 },
+        ],
+      },
+      { ...ctx, job: two(1, 3) },
+    );
+    assert.deepEqual([toOf(shrinkThenGrow, 0), toOf(shrinkThenGrow, 1)], [1, 2]);
+  });
+
   it('counts the GPUs of a replica as the larger of its request and limit', () => {
     const role = workerRole(
       { cpuMillis: 1, memoryBytes: 1, gpus: 1 },

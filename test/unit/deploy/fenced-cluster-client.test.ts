@@ -138,6 +138,24 @@ describe('LeaderFencedClusterClient', () => {
     assert.equal((await fenced.getJob(TOY)).metadata.name, 'toy');
   });
 
+  it('reads pass through whatever the lease; a ConfigMap write passes with it', async () => {
+    const { sim } = harness();
+    sim.submitJob(toyJob({ workers: 1 }));
+    const { client, counts } = countingDoor(sim);
+    const fence = new ManualFence();
+    const fenced = new LeaderFencedClusterClient(client, fence);
+    const written = await fenced.putConfigMap('trainscaler-system', 'p', { a: '1' }, undefined, {
+      dryRun: false,
+    });
+    assert.equal(written.data?.a, '1');
+    assert.equal(counts.completed, 1);
+    fence.lose();
+    assert.equal((await fenced.getConfigMap('trainscaler-system', 'p'))?.data?.a, '1');
+    assert.equal((await fenced.listJobs('PyTorchJob')).length, 1);
+    assert.ok((await fenced.listNodes()).length > 0);
+    assert.ok(Array.isArray(await fenced.listPods('team-a')));
+  });
+
   it('refuses a write when the lease has no time left for it', async () => {
     const { sim } = harness();
     sim.submitJob(toyJob({ workers: 1 }));
