@@ -715,3 +715,21 @@ describe('actOnJob: when the GPU allocation is read', () => {
     assert.match(held.plan.reason, /cool-down/);
   });
 });
+
+describe('loadSnapshot: priority across pods', () => {
+  it('takes the highest priority among the job pods (a pod admitted under another class counts)', async () => {
+    const { sim } = harness();
+    sim.submitJob(managed(toyJob({ workers: 3 })));
+    sim.step(30);
+    // As if the PriorityClass changed between pod creations: the pods carry different resolved priorities.
+    const cluster: ClusterClient = {
+      ...door(sim).client,
+      listPods: async (ns, selector) =>
+        (await sim.listPods(ns, selector)).map((p, i) => ({
+          ...p,
+          spec: { ...p.spec, containers: p.spec?.containers ?? [], priority: [100, 700, 300][i] ?? 0 },
+        })),
+    };
+    assert.equal((await loadSnapshot(cluster, TOY)).view.priority, 700);
+  });
+});
