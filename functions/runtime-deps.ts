@@ -5,6 +5,7 @@
 import { EKSClient } from '@aws-sdk/client-eks';
 import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
+import type { ClusterClient } from '../lib/cluster/cluster-client.js';
 import { loadEksKubeConfig } from '../lib/cluster/eks-kubeconfig.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../lib/cluster/kubernetes-cluster-client.js';
 import { RetryingClusterClient } from '../lib/cluster/retrying-cluster-client.js';
@@ -12,6 +13,7 @@ import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../lib/config.js';
 import { ConfigError } from '../lib/errors.js';
 import { DEFAULT_OWN_NAMESPACE, isSystemNamespace } from '../lib/management.js';
 import { PrometheusMetricsSource } from '../lib/metrics/prometheus-metrics-source.js';
+import { LeaderFencedClusterClient, type WriteFence } from '../lib/runner/fenced-cluster-client.js';
 import type { HandlerDeps } from './handler-deps.js';
 
 type Env = Record<string, string | undefined>;
@@ -178,12 +180,20 @@ export async function loadKubeConfigFor(access: KubeAccess, eks?: EKSClient): Pr
   }
 }
 
+/**
+ * The API server client: reads and guarded patches retried with jittered backoff (a lost response is settled
+ * by re-reading). A fence (the runner's leadership) goes under the retries, so every attempt passes it.
+ */
+export function buildClusterClient(kubeConfig: KubeConfig, fence?: WriteFence): ClusterClient {
+  const server = new KubernetesClusterClient(kubeConfig);
+  return new RetryingClusterClient(fence ? new LeaderFencedClusterClient(server, fence) : server);
+}
+
 /** Handler dependencies on a KubeConfig already loaded (the runner shares it with its informers). */
 export function buildRuntimeDeps(config: RuntimeConfig, kubeConfig: KubeConfig): HandlerDeps {
   const clock = () => Math.floor(Date.now() / 1000);
   return {
-    // Reads and guarded patches retried with jittered backoff; a lost response is settled by re-reading.
-    cluster: new RetryingClusterClient(new KubernetesClusterClient(kubeConfig)),
+    cluster: buildClusterClient(kubeConfig),
     metrics: new PrometheusMetricsSource(config.prometheusUrl, clock),
     clock,
     config: config.policy,

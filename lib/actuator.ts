@@ -6,7 +6,13 @@ import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
-import { applyGuardrails, declaredGpus, type GuardrailConfig, placedReplicasOf } from './guardrails.js';
+import {
+  applyGuardrails,
+  declaredGpus,
+  type GuardrailConfig,
+  gpusPerReplica,
+  placedReplicasOf,
+} from './guardrails.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
@@ -42,11 +48,11 @@ export interface JobSnapshot {
 export interface Outcome {
   ref: JobRef;
   plan: Plan;
-  /** True when something was written; false for no-op plans, dry runs and duplicates. */
+  /** True when something was written; false for no-op plans and dry runs. */
   applied: boolean;
   decisionId?: string;
   patch?: JsonPatchOp[];
-  skipped?: 'no-change' | 'dry-run' | 'duplicate' | 'not-managed' | 'namespace-not-allowed';
+  skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed';
   /** Conflicts met and retried before the outcome. */
   conflicts?: number;
 }
@@ -74,7 +80,10 @@ function isNoOp(change: Change): boolean {
   return (change.kind === 'replicas' || change.kind === 'resources') && change.from === change.to;
 }
 
-/** Same job, same observed version, same plan -> same id, so duplicate triggers are recognisable. */
+/**
+ * Same job, same observed version, same plan -> same id: triggers racing on one read make one decision, which
+ * the retrying client can look for after a lost response, and the audit Event is named after.
+ */
 export function decisionIdOf(view: JobView, plan: Plan): string {
   const material = JSON.stringify([view.uid, view.resourceVersion, plan.policy, plan.changes]);
   return createHash('sha256').update(material).digest('hex').slice(0, 16);
@@ -115,7 +124,8 @@ function readHistory(obj: KubeObject): DecisionRecord[] {
 function guardrailConfig(deps: ActuatorDeps): GuardrailConfig {
   const d = DEFAULT_POLICY_CONFIG;
   return {
-    namespaceAllowlist: deps.guardrails?.namespaceAllowlist ?? deps.namespaceAllowlist,
+    // deps.namespaceAllowlist is enforced before anything is read (actOnJob).
+    namespaceAllowlist: deps.guardrails?.namespaceAllowlist ?? [],
     maxReplicaStep: deps.guardrails?.maxReplicaStep ?? d.maxReplicaStep,
     cooldownSeconds: deps.guardrails?.cooldownSeconds ?? d.cooldownSeconds,
     maxMemoryBytes: deps.guardrails?.maxMemoryBytes ?? d.maxMemoryBytes,
@@ -139,11 +149,12 @@ async function clusterGpusAllocated(cluster: ClusterClient, snapshot: JobSnapsho
   return total;
 }
 
+/** Whether the plan asks for more replicas of a GPU role than the job has now (its `from` is not trusted). */
 function addsGpus(plan: Plan, view: JobView): boolean {
   return plan.changes.some((c) => {
-    if (c.kind !== 'replicas' || c.to <= c.from) return false;
+    if (c.kind !== 'replicas') return false;
     const role = view.roles.find((r) => r.role === c.role);
-    return role !== undefined && Math.max(role.requests.gpus, role.limits.gpus) > 0;
+    return role !== undefined && c.to > role.replicas && gpusPerReplica(role) > 0;
   });
 }
 
@@ -212,10 +223,12 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       deps.logger.warn({ job: ref, policy: decided.policy, violations: guarded.violations }, 'plan clamped');
     const plan: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
     if (plan.changes.length === 0) return { ref, plan, applied: false, skipped: 'no-change', conflicts };
+    // No duplicate check here: the id covers the resourceVersion read, which every write bumps, so a
+    // decision already written can never be found again under the same id. Duplicate triggers are stopped by
+    // the resourceVersion pin (all but one patch conflict and re-read) and then by what the winner wrote
+    // (the cool-down, or a plan that is a no-op on the new live values); a lost response is settled by the
+    // retrying client, which looks for the id on the job.
     const id = decisionIdOf(view, plan);
-    // The same decision already on the job (a duplicate trigger, or a write whose response was lost).
-    if (view.state.lastDecisionId === id || readHistory(obj).some((r) => r.id === id))
-      return { ref, plan, applied: false, skipped: 'duplicate', decisionId: id };
     const record: DecisionRecord = {
       id,
       at: deps.clock(),

@@ -1,6 +1,9 @@
 // Guardrails: the last check every plan passes before the actuator writes it. Policies already aim to stay
 // inside these bounds; the guardrails do not trust them to (a policy bug, a hand-built plan, a stale config)
 // and clamp or drop whatever would leave them. Pure: everything the check needs is passed in.
+// Every bound is measured from the job's live values (the JobView read from the cluster), never from the `from`
+// a plan carries: a plan saying {from: 41, to: 40} on a job at 2 replicas is a step of 38, not of 1. The plan
+// that comes out carries the live `from`, so what is written and audited is what really changes.
 import type { PolicyConfig } from './config.js';
 import type { Change, JobView, Plan, PodView, RoleView } from './types.js';
 
@@ -61,28 +64,81 @@ export function declaredGpus(job: JobView): number {
   return job.roles.reduce((sum, r) => sum + r.replicas * gpusPerReplica(r), 0);
 }
 
-function isReplicaReduction(change: Change): boolean {
-  return (
-    change.kind === 'replicas' && Number.isInteger(change.to) && change.to >= 0 && change.to < change.from
-  );
+type Sized = Change & { kind: 'replicas' | 'resources' };
+
+/** A change with the role it touches, when it touches one (replicas, resources). */
+interface Located {
+  change: Change;
+  role?: RoleView;
 }
 
-function clampReplicas(change: Change & { kind: 'replicas' }, role: RoleView | undefined, step: number) {
-  let to = change.to;
-  if (!Number.isInteger(to) || to < 0) to = change.from;
-  if (role) to = Math.min(Math.max(to, role.minReplicas), role.maxReplicas);
+/** The value the job has now for what the change touches. */
+function liveValue(change: Sized, role: RoleView): number {
+  if (change.kind === 'replicas') return role.replicas;
+  const side = role[change.field];
+  return change.resource === 'memory' ? side.memoryBytes : side.cpuMillis;
+}
+
+/** Replicas are whole and may be 0; a resource amount is a positive number. */
+function isValidTarget(change: Sized): boolean {
+  if (change.kind === 'replicas') return Number.isInteger(change.to) && change.to >= 0;
+  return Number.isFinite(change.to) && change.to > 0;
+}
+
+/**
+ * The change measured from the job's live value. A change to a role the job does not have cannot be written
+ * (undefined: dropped); an invalid target (fractional or negative replicas, NaN) is no change at all.
+ */
+function locate(change: Change, roles: Map<string, RoleView>, violations: string[]): Located | undefined {
+  if (change.kind !== 'replicas' && change.kind !== 'resources') return { change };
+  const role = roles.get(change.role);
+  const what = change.kind === 'replicas' ? 'replicas' : `${change.resource} ${change.field}`;
+  if (!role) {
+    violations.push(`${change.role} ${what}: the job has no ${change.role} role`);
+    return undefined;
+  }
+  const from = liveValue(change, role);
+  if (change.from !== from)
+    violations.push(`${change.role} ${what} from ${change.from} is stale: live ${from}`);
+  if (isValidTarget(change)) return { change: { ...change, from }, role };
+  violations.push(`${change.role} ${what} ${change.to} is not a valid target`);
+  return { change: { ...change, from, to: from }, role };
+}
+
+function clampReplicas(change: Change & { kind: 'replicas' }, role: RoleView, step: number): number {
+  const to = Math.min(Math.max(change.to, role.minReplicas), role.maxReplicas);
   // The step bound wins over the range: a job outside its bounds moves towards them one step at a time.
   // Without a step bound (a queued job shrinking) the change may only go down, even towards the bounds.
   if (!Number.isFinite(step)) return Math.min(to, change.from);
   const maxStep = Math.max(0, Math.floor(step));
-  to = Math.min(Math.max(to, change.from - maxStep), change.from + maxStep);
-  return to;
+  return Math.min(Math.max(to, change.from - maxStep), change.from + maxStep);
+}
+
+function guardChange(
+  { change, role }: Located,
+  config: GuardrailConfig,
+  step: number,
+  violations: string[],
+): Located {
+  if (change.kind === 'replicas' && role) {
+    const to = clampReplicas(change, role, step);
+    if (to !== change.to)
+      violations.push(`${change.role} replicas ${change.to} clamped to ${to} (bounds, max step)`);
+    return { change: { ...change, to }, role };
+  }
+  if (change.kind === 'resources' && change.resource === 'memory' && change.to > config.maxMemoryBytes) {
+    // Never raise above the cap; a value already above it may only come down.
+    const capped = Math.max(config.maxMemoryBytes, Math.min(change.from, change.to));
+    violations.push(`${change.role} memory ${change.to} capped at ${capped} bytes`);
+    return { change: { ...change, to: capped }, role };
+  }
+  return { change, role };
 }
 
 /**
  * Applies every guardrail to a plan and returns the plan that may be written. Changes are clamped where a
  * smaller change is still meaningful (replicas, memory) and dropped where not (anything in a cool-down,
- * anything outside the namespace allowlist).
+ * anything outside the namespace allowlist, a role the job does not have).
  */
 export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan {
   const { job, config, now } = ctx;
@@ -95,65 +151,56 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
   if (config.namespaceAllowlist.length > 0 && !config.namespaceAllowlist.includes(job.ref.namespace)) {
     return drop(`namespace ${job.ref.namespace} is not in the allowlist`);
   }
-  const last = job.state.lastActionAt;
-  const restartsNothing = (change: Change): boolean =>
-    isReplicaReduction(change) &&
+  const roles = new Map(job.roles.map((r) => [r.role, r]));
+  const live: Located[] = [];
+  for (const change of plan.changes) {
+    const located = locate(change, roles, violations);
+    if (located) live.push(located);
+  }
+  // Never changed: infinitely long ago.
+  const sinceLast = now - (job.state.lastActionAt ?? Number.NEGATIVE_INFINITY);
+  // A reduction restarts nothing when no pod of the job is placed, or when it removes only replicas that were
+  // never placed (operators remove the highest indices first): it passes the cool-down and the step bound.
+  const restartsNothing = ({ change }: Located): boolean =>
     change.kind === 'replicas' &&
+    change.to < change.from &&
     (ctx.queued === true ||
       (ctx.placedReplicas !== undefined && change.to >= (ctx.placedReplicas[change.role] ?? 0)));
-  const shrinksQueued = plan.changes.every(restartsNothing);
-  if (
-    !COOLDOWN_EXEMPT.has(plan.policy) &&
-    !shrinksQueued &&
-    last !== undefined &&
-    now - last < config.cooldownSeconds
-  ) {
-    return drop(`cool-down: last change ${Math.max(0, Math.round(now - last))} s ago`);
+  const shrinksQueued = live.every(restartsNothing);
+  if (!COOLDOWN_EXEMPT.has(plan.policy) && !shrinksQueued && sinceLast < config.cooldownSeconds) {
+    return drop(`cool-down: last change ${Math.max(0, Math.round(sinceLast))} s ago`);
   }
-  const roles = new Map(job.roles.map((r) => [r.role, r]));
-  let changes: Change[] = plan.changes.map((change) => {
-    if (change.kind === 'replicas') {
-      const step = restartsNothing(change) ? Number.POSITIVE_INFINITY : config.maxReplicaStep;
-      const to = clampReplicas(change, roles.get(change.role), step);
-      if (to !== change.to)
-        violations.push(`${change.role} replicas ${change.to} clamped to ${to} (bounds, max step)`);
-      return { ...change, to };
-    }
-    if (change.kind === 'resources' && change.resource === 'memory' && change.to > config.maxMemoryBytes) {
-      // Never raise above the cap; a value already above it may only come down.
-      const capped = Math.max(config.maxMemoryBytes, Math.min(change.from, change.to));
-      violations.push(`${change.role} memory ${change.to} capped at ${capped} bytes`);
-      return { ...change, to: capped };
-    }
-    return change;
-  });
-  if (Number.isFinite(config.maxClusterGpus)) changes = withinGpuBudget(changes, roles, ctx, violations);
-  const guarded: Plan = { ...plan, changes };
+  let guardedChanges = live.map((located) =>
+    guardChange(
+      located,
+      config,
+      restartsNothing(located) ? Number.POSITIVE_INFINITY : config.maxReplicaStep,
+      violations,
+    ),
+  );
+  if (Number.isFinite(config.maxClusterGpus))
+    guardedChanges = withinGpuBudget(guardedChanges, ctx, violations);
+  const guarded: Plan = { ...plan, changes: guardedChanges.map((l) => l.change) };
   if (violations.length > 0) guarded.reason = `${plan.reason} [guardrail: ${violations.join('; ')}]`;
   return { plan: guarded, violations };
 }
 
-function withinGpuBudget(
-  changes: Change[],
-  roles: Map<string, RoleView>,
-  ctx: GuardrailContext,
-  violations: string[],
-): Change[] {
+function withinGpuBudget(changes: Located[], ctx: GuardrailContext, violations: string[]): Located[] {
   const allocated = ctx.clusterGpusAllocated ?? Number.POSITIVE_INFINITY; // unknown allocation: add nothing
   let room = Math.max(0, ctx.config.maxClusterGpus - allocated);
-  return changes.map((change) => {
-    if (change.kind !== 'replicas' || change.to <= change.from) return change;
-    const role = roles.get(change.role);
-    const per = role ? gpusPerReplica(role) : 0;
-    if (per === 0) return change;
+  return changes.map((located) => {
+    const { change, role } = located;
+    if (change.kind !== 'replicas' || !role || change.to <= change.from) return located;
+    const per = gpusPerReplica(role);
+    if (per === 0) return located;
     const affordable = Math.floor(room / per);
     const added = Math.min(change.to - change.from, affordable);
     room -= added * per;
-    if (added === change.to - change.from) return change;
+    if (added === change.to - change.from) return located;
     violations.push(
       `${change.role} replicas ${change.to} limited to ${change.from + added} by the cluster GPU budget ` +
         `(${ctx.config.maxClusterGpus})`,
     );
-    return { ...change, to: change.from + added };
+    return { change: { ...change, to: change.from + added }, role };
   });
 }

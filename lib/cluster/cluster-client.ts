@@ -29,6 +29,13 @@ export interface JsonPatchOp {
 export interface WriteOptions {
   /** Server-side dry run: validated by the API server, persisted nowhere. */
   dryRun: boolean;
+  /** Cancels the request in flight (the attempt timed out, or the replica's lease is being lost). */
+  signal?: AbortSignal;
+  /**
+   * The longest the request may take. Sent to the API server as its `timeout` parameter too, so that the
+   * server gives up on a request it is still processing when the client has stopped waiting.
+   */
+  timeoutMs?: number;
 }
 
 export interface AuditEventInput {

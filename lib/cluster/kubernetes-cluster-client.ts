@@ -1,10 +1,13 @@
 import {
   ApiException,
   AppsV1Api,
+  type ConfigurationOptions,
   CoreV1Api,
   type CoreV1Event,
   CustomObjectsApi,
   KubeConfig,
+  Observable,
+  type ObservableMiddleware,
   PatchStrategy,
   setHeaderOptions,
   type V1ConfigMap,
@@ -64,6 +67,27 @@ export function translateError(what: string, error: unknown): Error {
   });
 }
 
+/**
+ * Request options carrying the write's AbortSignal down to the HTTP request (fetch) and its time limit to the
+ * API server (the `timeout` query parameter, which bounds the server's own work on the request).
+ */
+export function writeRequestOptions(
+  options: WriteOptions,
+  base: ConfigurationOptions<ObservableMiddleware> = {},
+): ConfigurationOptions<ObservableMiddleware> {
+  const { signal, timeoutMs } = options;
+  if (!signal && timeoutMs === undefined) return base;
+  const middleware: ObservableMiddleware = {
+    pre: (request) => {
+      if (signal) request.setSignal(signal);
+      if (timeoutMs !== undefined) request.setQueryParam('timeout', `${Math.max(1, Math.ceil(timeoutMs))}ms`);
+      return new Observable(Promise.resolve(request));
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
+  };
+  return { ...base, middleware: [...(base.middleware ?? []), middleware], middlewareMergeStrategy: 'append' };
+}
+
 async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
@@ -118,7 +142,7 @@ export class KubernetesClusterClient implements ClusterClient {
 
   async patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
     const what = `patch ${ref.kind} ${ref.namespace}/${ref.name}`;
-    const headers = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+    const headers = writeRequestOptions(options, setHeaderOptions('Content-Type', PatchStrategy.JsonPatch));
     const dryRun = options.dryRun ? 'All' : undefined;
     const crd = CUSTOM[ref.kind];
     if (crd) {
@@ -161,17 +185,20 @@ export class KubernetesClusterClient implements ClusterClient {
 
   async evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
     await call(`evict pod ${namespace}/${name}`, () =>
-      this.core.createNamespacedPodEviction({
-        namespace,
-        name,
-        body: {
-          apiVersion: 'policy/v1',
-          kind: 'Eviction',
-          metadata: { name, namespace },
-          ...(options.dryRun ? { deleteOptions: { dryRun: ['All'] } } : {}),
+      this.core.createNamespacedPodEviction(
+        {
+          namespace,
+          name,
+          body: {
+            apiVersion: 'policy/v1',
+            kind: 'Eviction',
+            metadata: { name, namespace },
+            ...(options.dryRun ? { deleteOptions: { dryRun: ['All'] } } : {}),
+          },
+          dryRun: options.dryRun ? 'All' : undefined,
         },
-        dryRun: options.dryRun ? 'All' : undefined,
-      }),
+        writeRequestOptions(options),
+      ),
     );
   }
 
@@ -183,24 +210,27 @@ export class KubernetesClusterClient implements ClusterClient {
       ? { name: `${ref.name.slice(0, 200)}.trainscaler.${event.decisionId}`, namespace: ref.namespace }
       : { generateName: `${ref.name.slice(0, 200)}.trainscaler.`, namespace: ref.namespace };
     const created = call(`create event for ${ref.namespace}/${ref.name}`, () =>
-      this.core.createNamespacedEvent({
-        namespace: ref.namespace,
-        body: {
-          metadata,
-          involvedObject: { apiVersion, kind: ref.kind, name: ref.name, namespace: ref.namespace, uid },
-          reason: event.reason,
-          message: event.message.slice(0, 1024),
-          type: event.type,
-          source: { component: 'trainscaler' },
-          reportingComponent: 'trainscaler.io/autoscaler',
-          reportingInstance: 'trainscaler',
-          action: event.reason,
-          // No eventTime: it is a MicroTime, which the client would serialise with milliseconds (HTTP 400).
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
+      this.core.createNamespacedEvent(
+        {
+          namespace: ref.namespace,
+          body: {
+            metadata,
+            involvedObject: { apiVersion, kind: ref.kind, name: ref.name, namespace: ref.namespace, uid },
+            reason: event.reason,
+            message: event.message.slice(0, 1024),
+            type: event.type,
+            source: { component: 'trainscaler' },
+            reportingComponent: 'trainscaler.io/autoscaler',
+            reportingInstance: 'trainscaler',
+            action: event.reason,
+            // No eventTime: it is a MicroTime, which the client would serialise with milliseconds (HTTP 400).
+            firstTimestamp: now,
+            lastTimestamp: now,
+            count: 1,
+          },
         },
-      }),
+        writeRequestOptions(options),
+      ),
     );
     try {
       return await created;
@@ -233,12 +263,18 @@ export class KubernetesClusterClient implements ClusterClient {
     const dryRun = options.dryRun ? 'All' : undefined;
     if (resourceVersion === undefined) {
       return call(`create configmap ${namespace}/${name}`, () =>
-        this.core.createNamespacedConfigMap({ namespace, body, dryRun, fieldManager: FIELD_MANAGER }),
+        this.core.createNamespacedConfigMap(
+          { namespace, body, dryRun, fieldManager: FIELD_MANAGER },
+          writeRequestOptions(options),
+        ),
       );
     }
     body.metadata = { name, namespace, resourceVersion };
     return call(`replace configmap ${namespace}/${name}`, () =>
-      this.core.replaceNamespacedConfigMap({ namespace, name, body, dryRun, fieldManager: FIELD_MANAGER }),
+      this.core.replaceNamespacedConfigMap(
+        { namespace, name, body, dryRun, fieldManager: FIELD_MANAGER },
+        writeRequestOptions(options),
+      ),
     );
   }
 }

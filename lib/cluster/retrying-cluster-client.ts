@@ -8,6 +8,9 @@
 //    and the actuator re-reads and recomputes.
 // Evictions and ConfigMap writes are passed through once: repeating them could double them. Events are
 // retried only when the API server said it did not process the request (429, 503).
+// Each write attempt is a separate call to the inner client, with its own AbortSignal and time limit: an attempt
+// that times out is cancelled, not left running beside its retry, and a fence placed under this client (the
+// runner's LeaderFencedClusterClient) is checked again before every attempt.
 import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, jsonPointer } from '../adapters/annotations.js';
 import { ApiError, ConflictError } from '../errors.js';
@@ -132,17 +135,35 @@ export class RetryingClusterClient implements ClusterClient {
     return Math.floor(random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)));
   }
 
-  private async once<T>(what: string, run: () => Promise<T>): Promise<T> {
+  /**
+   * One attempt, failed after attemptTimeoutMs. The attempt's signal is aborted on that timeout, so a write
+   * passed it is cancelled rather than left to land after its retry has been sent.
+   */
+  private async once<T>(what: string, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ms = this.options.attemptTimeoutMs;
+    const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new AttemptTimeoutError(what, ms)), ms);
+      timer = setTimeout(() => {
+        const error = new AttemptTimeoutError(what, ms);
+        controller.abort(error);
+        reject(error);
+      }, ms);
     });
     try {
-      return await Promise.race([run(), timeout]);
+      return await Promise.race([run(controller.signal), timeout]);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The caller's write options, bounded by this attempt's signal and time limit. */
+  private attemptOptions(options: WriteOptions, signal: AbortSignal): WriteOptions {
+    return {
+      ...options,
+      signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
+      timeoutMs: Math.min(options.timeoutMs ?? Number.POSITIVE_INFINITY, this.options.attemptTimeoutMs),
+    };
   }
 
   private async pause(operation: string, attempt: number, error: unknown): Promise<void> {
@@ -192,7 +213,9 @@ export class RetryingClusterClient implements ClusterClient {
     let ambiguous = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.once(what, () => this.inner.patchJob(ref, patch, options));
+        return await this.once(what, (signal) =>
+          this.inner.patchJob(ref, patch, this.attemptOptions(options, signal)),
+        );
       } catch (error) {
         const transient = isTransient(error);
         const conflict = error instanceof ConflictError;
@@ -233,7 +256,9 @@ export class RetryingClusterClient implements ClusterClient {
     const what = 'create event';
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.once(what, () => this.inner.createEvent(event, options));
+        return await this.once(what, (signal) =>
+          this.inner.createEvent(event, this.attemptOptions(options, signal)),
+        );
       } catch (error) {
         const rejectedUnprocessed =
           error instanceof ApiError && (error.status === 429 || error.status === 503);

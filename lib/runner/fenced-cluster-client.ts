@@ -1,5 +1,11 @@
-// Writes only while this replica leads. Leader election alone stops new work on losing the lease; this
-// also stops a handler already in flight from writing after the lease may have passed to another replica.
+// Writes only while this replica leads, and only for as long as it surely still does. Leader election alone
+// stops new work on losing the lease; this fence also stops a handler already in flight.
+//
+// It sits UNDER the retrying client (RetryingClusterClient(LeaderFencedClusterClient(KubernetesClusterClient))),
+// so that every attempt of a retried write passes it, not just the first: a replica that loses its lease
+// between two attempts sends no further attempt. Each admitted write carries the lease's AbortSignal and a
+// time limit that ends when the lease could pass to another replica, so a request still in flight then is
+// cancelled (and the API server told, through its `timeout`, to stop working on it).
 
 import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
 import type {
@@ -12,16 +18,47 @@ import type {
 import { ForbiddenError } from '../errors.js';
 import type { JobKind, JobRef } from '../types.js';
 
+/** The right to write, as long as it lasts. */
+export interface WriteLease {
+  /** Aborted when the right is lost (leadership lost, or its time is up). */
+  signal: AbortSignal;
+  /** How long a write started now may take before another replica could hold the lease. */
+  remainingMs: number;
+}
+
+export interface WriteFence {
+  /** What is held, for error messages (e.g. "lease trainscaler/trainscaler-leader"). */
+  readonly description: string;
+  /** The right to write now, or undefined when this replica may not start a write. */
+  admit(): WriteLease | undefined;
+}
+
 export class LeaderFencedClusterClient implements ClusterClient {
   constructor(
     private readonly inner: ClusterClient,
-    private readonly isLeader: () => boolean,
-    private readonly lease: string,
+    private readonly fence: WriteFence,
   ) {}
 
-  private fence(what: string): void {
-    // A ForbiddenError is a TrainscalerError: the handler records it against the job and moves on.
-    if (!this.isLeader()) throw new ForbiddenError(what, `this replica does not hold ${this.lease}`);
+  /**
+   * Runs one write under the fence. A ForbiddenError is a TrainscalerError, not a transient failure: the
+   * retrying client does not retry it, and the handler records it against the job and moves on.
+   */
+  private async fenced<T>(what: string, options: WriteOptions, write: (o: WriteOptions) => Promise<T>) {
+    const lease = this.fence.admit();
+    if (!lease || lease.remainingMs <= 0)
+      throw new ForbiddenError(what, `this replica does not hold ${this.fence.description}`);
+    const fencedOptions: WriteOptions = {
+      ...options,
+      signal: options.signal ? AbortSignal.any([options.signal, lease.signal]) : lease.signal,
+      timeoutMs: Math.min(options.timeoutMs ?? Number.POSITIVE_INFINITY, lease.remainingMs),
+    };
+    try {
+      return await write(fencedOptions);
+    } catch (error) {
+      if (lease.signal.aborted)
+        throw new ForbiddenError(what, `${this.fence.description} was lost while the request was in flight`);
+      throw error;
+    }
   }
 
   getJob(ref: JobRef): Promise<KubeObject> {
@@ -40,26 +77,31 @@ export class LeaderFencedClusterClient implements ClusterClient {
     return this.inner.getConfigMap(namespace, name);
   }
 
-  async patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
-    this.fence(`patch ${ref.kind} ${ref.namespace}/${ref.name}`);
-    return this.inner.patchJob(ref, patch, options);
+  patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
+    return this.fenced(`patch ${ref.kind} ${ref.namespace}/${ref.name}`, options, (o) =>
+      this.inner.patchJob(ref, patch, o),
+    );
   }
-  async evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
-    this.fence(`evict pod ${namespace}/${name}`);
-    return this.inner.evictPod(namespace, name, options);
+  evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
+    return this.fenced(`evict pod ${namespace}/${name}`, options, (o) =>
+      this.inner.evictPod(namespace, name, o),
+    );
   }
-  async createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
-    this.fence(`create event for ${event.involved.ref.namespace}/${event.involved.ref.name}`);
-    return this.inner.createEvent(event, options);
+  createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
+    const { ref } = event.involved;
+    return this.fenced(`create event for ${ref.namespace}/${ref.name}`, options, (o) =>
+      this.inner.createEvent(event, o),
+    );
   }
-  async putConfigMap(
+  putConfigMap(
     namespace: string,
     name: string,
     data: Record<string, string>,
     resourceVersion: string | undefined,
     options: WriteOptions,
   ): Promise<V1ConfigMap> {
-    this.fence(`write configmap ${namespace}/${name}`);
-    return this.inner.putConfigMap(namespace, name, data, resourceVersion, options);
+    return this.fenced(`write configmap ${namespace}/${name}`, options, (o) =>
+      this.inner.putConfigMap(namespace, name, data, resourceVersion, o),
+    );
   }
 }

@@ -6,9 +6,21 @@
 //   renewTime written by another machine's clock), and takes over only leaseDuration after that;
 // - the leader counts itself leader only for renewDeadline (< leaseDuration) after its last successful
 //   renewal, so it has stopped acting before anyone else can have taken over (isLeader() is the fence).
+//
+// Why no write of a deposed leader can land after another replica acquired (admit() hands writes their lease):
+//   Let L be the moment (leader's monotonic clock) the last successful renewal was SENT. A follower observes
+//   that renewal no earlier than L and takes over no earlier than L + leaseDuration (its own clock, same rate).
+//   A write is admitted only while now < L + renewDeadline, and carries an AbortSignal and a time limit that
+//   end at L + renewDeadline: the HTTP request is aborted then, and the API server is given the same limit
+//   (its `timeout` parameter), so the longest possible request ends by L + renewDeadline. With the defaults:
+//     last write ends <= L + renewDeadline (10 s) < L + leaseDuration (15 s) <= earliest takeover,
+//   and the 5 s between them absorb a late abort timer, the server finishing a request it already took, and
+//   clock-rate drift. A request may therefore take at most renewDeadline - (now - L) <= renewDeadline; retries
+//   are new requests, each admitted (or refused) afresh.
 
 import type { ActuatorLogger as Logger } from '../actuator.js';
 import { ConflictError } from '../errors.js';
+import type { WriteFence, WriteLease } from './fenced-cluster-client.js';
 
 export interface LeaseRecord {
   holderIdentity: string;
@@ -61,8 +73,9 @@ const SILENT: Logger = { info() {}, warn() {}, error() {} };
 /** After a failed renewal the leader retries this soon, so one lost request does not cost it the lease. */
 const RENEW_RETRY_MS = 1_000;
 
-export class LeaderElector {
+export class LeaderElector implements WriteFence {
   readonly identity: string;
+  readonly description: string;
   private readonly lock: LeaseLock;
   private readonly timing: LeaderElectionTiming;
   private readonly clock: () => number;
@@ -80,10 +93,13 @@ export class LeaderElector {
   private timer: NodeJS.Timeout | undefined;
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
+  /** Aborted when this leadership term ends: cancels every write admitted during it. */
+  private term = new AbortController();
 
   constructor(private readonly options: LeaderElectorOptions) {
     this.identity = options.identity;
     this.lock = options.lock;
+    this.description = options.lock.description;
     this.timing = { ...DEFAULT_TIMING, ...options.timing };
     if (this.timing.renewDeadlineMs >= this.timing.leaseDurationMs)
       throw new Error('renewDeadline must be shorter than leaseDuration, or two leaders could overlap');
@@ -96,6 +112,21 @@ export class LeaderElector {
   /** True only while the last renewal is younger than renewDeadline: checked before every write. */
   isLeader(): boolean {
     return this.leading && this.clock() - this.lastRenewAt < this.timing.renewDeadlineMs;
+  }
+
+  /**
+   * The right to write now: only while leader, and only until L + renewDeadline (see the arithmetic above),
+   * when the returned signal aborts. Losing or giving up the lease earlier aborts it at once.
+   */
+  admit(): WriteLease | undefined {
+    if (!this.isLeader()) return undefined;
+    // Whole milliseconds (AbortSignal.timeout wants an integer), rounded down: never past the deadline.
+    const remainingMs = Math.floor(this.lastRenewAt + this.timing.renewDeadlineMs - this.clock());
+    return { signal: AbortSignal.any([this.term.signal, AbortSignal.timeout(remainingMs)]), remainingMs };
+  }
+
+  private endTerm(): void {
+    this.term.abort(new Error(`${this.description} lost`));
   }
 
   /** The holder last seen on the Lease ('' when none). */
@@ -122,7 +153,9 @@ export class LeaderElector {
     this.loop = undefined;
     if (this.leading) {
       this.leading = false;
+      // The work stopping may still write (bounded by its leases' deadlines); nothing after it may.
       await this.stopActing();
+      this.endTerm();
       if (options.release ?? true) await this.release();
     }
   }
@@ -136,6 +169,7 @@ export class LeaderElector {
       this.lastRenewAt = attemptAt;
       if (!this.leading) {
         this.leading = true;
+        this.term = new AbortController();
         // Acquired while stopping: stop() releases it without ever acting.
         if (this.stopped) return 0;
         this.logger.info({ lease: this.lock.description, identity: this.identity }, 'became leader');
@@ -149,6 +183,7 @@ export class LeaderElector {
       const lostToOther = this.observedHolder !== '' && this.observedHolder !== this.identity;
       if (lostToOther || this.clock() - this.lastRenewAt >= this.timing.renewDeadlineMs) {
         this.leading = false;
+        this.endTerm();
         this.logger.warn(
           { lease: this.lock.description, identity: this.identity, holder: this.observedHolder },
           'lost leadership',

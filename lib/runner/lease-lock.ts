@@ -1,8 +1,10 @@
 // The Lease behind leader election, read and written through the API server. Updates are full replaces
 // carrying the resourceVersion that was read, so the server refuses (409) a write based on a stale read.
+// Every request is bounded (client abort and the API server's `timeout`): a renewal that hangs must not
+// stall the election loop past the renew deadline, after which the replica steps down anyway.
 
 import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
-import { translateError } from '../cluster/kubernetes-cluster-client.js';
+import { translateError, writeRequestOptions } from '../cluster/kubernetes-cluster-client.js';
 import { NotFoundError } from '../errors.js';
 import type { LeaseLock, LeaseRecord } from './leader-election.js';
 
@@ -39,6 +41,8 @@ export class KubernetesLeaseLock implements LeaseLock {
     kubeConfig: KubeConfig,
     private readonly namespace: string,
     private readonly name: string,
+    /** Longest a Lease request may take; well under the renew deadline (10 s by default). */
+    private readonly requestTimeoutMs = 4_000,
   ) {
     this.api = kubeConfig.makeApiClient(CoordinationV1Api);
     this.description = `lease ${namespace}/${name}`;
@@ -46,7 +50,9 @@ export class KubernetesLeaseLock implements LeaseLock {
 
   async get(): Promise<LeaseRecord | undefined> {
     try {
-      return recordOf(await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }));
+      return recordOf(
+        await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, this.bounded()),
+      );
     } catch (error) {
       const translated = translateError(`get ${this.description}`, error);
       if (translated instanceof NotFoundError) return undefined;
@@ -57,7 +63,10 @@ export class KubernetesLeaseLock implements LeaseLock {
   async create(record: LeaseRecord): Promise<LeaseRecord> {
     try {
       return recordOf(
-        await this.api.createNamespacedLease({ namespace: this.namespace, body: this.body(record) }),
+        await this.api.createNamespacedLease(
+          { namespace: this.namespace, body: this.body(record) },
+          this.bounded(),
+        ),
       );
     } catch (error) {
       throw translateError(`create ${this.description}`, error);
@@ -67,15 +76,19 @@ export class KubernetesLeaseLock implements LeaseLock {
   async update(record: LeaseRecord): Promise<LeaseRecord> {
     try {
       return recordOf(
-        await this.api.replaceNamespacedLease({
-          name: this.name,
-          namespace: this.namespace,
-          body: this.body(record),
-        }),
+        await this.api.replaceNamespacedLease(
+          { name: this.name, namespace: this.namespace, body: this.body(record) },
+          this.bounded(),
+        ),
       );
     } catch (error) {
       throw translateError(`update ${this.description}`, error);
     }
+  }
+
+  private bounded() {
+    const ms = this.requestTimeoutMs;
+    return writeRequestOptions({ dryRun: false, signal: AbortSignal.timeout(ms), timeoutMs: ms });
   }
 
   private body(record: LeaseRecord): V1Lease {

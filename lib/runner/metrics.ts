@@ -37,7 +37,7 @@ export class RunnerMetrics {
     const registers = [this.registry];
     this.decisions = new Counter({
       name: 'trainscaler_decisions_total',
-      help: 'Decisions by policy and outcome (applied, or why not: no-change, dry-run, duplicate, ...)',
+      help: 'Decisions by policy and outcome (applied, or why not: no-change, dry-run, not-managed, ...)',
       labelNames: ['policy', 'outcome'],
       registers,
     });

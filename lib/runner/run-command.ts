@@ -2,7 +2,12 @@
 // functions, validated the same way), overridden by flags; then the runner until SIGTERM/SIGINT.
 
 import { hostname } from 'node:os';
-import { buildRuntimeDeps, loadKubeConfigFor, readRuntimeConfig } from '../../functions/runtime-deps.js';
+import {
+  buildClusterClient,
+  buildRuntimeDeps,
+  loadKubeConfigFor,
+  readRuntimeConfig,
+} from '../../functions/runtime-deps.js';
 import {
   cachedToken,
   readTokenFile,
@@ -97,6 +102,7 @@ export async function runCommand(options: RunCommandOptions, env: Env = process.
   const runner = await startRunner({
     kubeConfig,
     deps,
+    fencedCluster: (fence) => buildClusterClient(kubeConfig, fence),
     identity: settings.identity,
     namespace: settings.namespace,
     leaseName: settings.leaseName,

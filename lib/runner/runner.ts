@@ -1,7 +1,7 @@
 // `trainscaler run`: the same handlers as the Lambda functions, driven from inside (or against) a cluster.
 // Every replica serves /healthz and /metrics; only the one holding the Lease runs informers, the schedule
 // and handlers. Writes go through a client fenced on leadership, so a handler that outlives its replica's
-// lease cannot write either.
+// lease cannot write either: `fencedCluster` builds the cluster client with the fence under its retries.
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CronJob, validateCronExpression } from 'cron';
@@ -11,11 +11,12 @@ import type { Handler, HandlerDeps, HandlerResult } from '../../functions/handle
 import { handleSchedule } from '../../functions/schedule.js';
 import { handleSubmit } from '../../functions/submit.js';
 import { NO_TOKEN, type TokenSource, UNCONFIGURED_WARNING } from '../../functions/webhook-auth.js';
+import type { ClusterClient } from '../cluster/cluster-client.js';
 import { OutcomeStore } from '../decisions/outcome-store.js';
 import { ConfigError } from '../errors.js';
 import { DecisionLog } from './decision-log.js';
 import { EventRouter, type RoutedTask } from './event-router.js';
-import { LeaderFencedClusterClient } from './fenced-cluster-client.js';
+import { LeaderFencedClusterClient, type WriteFence } from './fenced-cluster-client.js';
 import { startHttpServer } from './http-server.js';
 import { type InformerSet, startInformers } from './informers.js';
 import { type LeaderElectionTiming, LeaderElector, type LeaseLock } from './leader-election.js';
@@ -59,6 +60,12 @@ export interface RunnerOptions {
   podName?: string;
   /** The pod's namespace (POD_NAMESPACE), when it is not the Lease's `namespace`. */
   podNamespace?: string;
+  /**
+   * Builds the handlers' cluster client around the fence, so that the fence sits under any retrying layer and
+   * every attempt passes it (see buildClusterClient). Without it, deps.cluster is fenced from outside, which is
+   * only right for a client that does not retry (tests).
+   */
+  fencedCluster?: (fence: WriteFence) => ClusterClient;
   /** Tests replace handlers, the lock and the pod label patch. */
   leaderLabelPatch?: LeaderLabelPatch;
   handlers?: Partial<RunnerHandlers>;
@@ -163,7 +170,9 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
   const isLeader = () => !stopping && elector.isLeader();
   const deps: HandlerDeps = {
     ...options.deps,
-    cluster: new LeaderFencedClusterClient(options.deps.cluster, () => elector.isLeader(), lock.description),
+    cluster: options.fencedCluster
+      ? options.fencedCluster(elector)
+      : new LeaderFencedClusterClient(options.deps.cluster, elector),
   };
   if (options.outcomeStoreNamespace)
     outcomeStore = new OutcomeStore({

@@ -3,6 +3,7 @@
 // proxy, the audit trail and `trainscaler history`, and no secret in any log or CLI output.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
@@ -16,7 +17,10 @@ import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { KubernetesClusterClient } from '../../lib/cluster/kubernetes-cluster-client.js';
 import { RetryingClusterClient } from '../../lib/cluster/retrying-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
-import { TrainscalerError } from '../../lib/errors.js';
+import { ForbiddenError, TrainscalerError } from '../../lib/errors.js';
+import { LeaderFencedClusterClient } from '../../lib/runner/fenced-cluster-client.js';
+import { LeaderElector } from '../../lib/runner/leader-election.js';
+import { KubernetesLeaseLock } from '../../lib/runner/lease-lock.js';
 import type { JobRef } from '../../lib/types.js';
 import { RecordedMetricsSource } from '../integration/support/recorded-metrics.js';
 import {
@@ -27,7 +31,13 @@ import {
   testCluster,
 } from '../integration/support/test-cluster.js';
 import { type FaultProxy, startFaultProxy } from './support/fault-proxy.js';
-import { addOneWorker, CountingClusterClient, deliverUntilHandled, tally } from './support/scenarios.js';
+import {
+  addOneWorker,
+  assertStoppedByPinThenCooldown,
+  CountingClusterClient,
+  deliverUntilHandled,
+  tally,
+} from './support/scenarios.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '..', '..');
@@ -128,7 +138,9 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
     let ns = '';
     const ref = (): JobRef => ({ kind: 'PyTorchJob', namespace: ns, name: 'dup' });
 
-    it('100 concurrent duplicates of one decision make exactly one patch and one Event', async () => {
+    // No duplicate check finds them (the decision id covers the version read): the resourceVersion pin makes all
+    // but one patch conflict, and on the re-read the cool-down the winner recorded stops the other 99.
+    it('100 concurrent duplicates of one decision make exactly one patch and one Event (pin, then cool-down)', async () => {
       ns = await createNamespace(cluster, 'rel-dup');
       namespaces.push(ns);
       await createJob(cluster, ns, 'dup');
@@ -153,6 +165,7 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
       );
       assert.equal(counting.patchesApplied, 1);
       assert.equal(outcomes.filter((o) => o.applied).length, 1);
+      assertStoppedByPinThenCooldown(outcomes);
       assert.equal(job.spec.pytorchReplicaSpecs.Worker.replicas, 2);
       assert.equal(history(job).length, 1);
       assert.equal(events.length, 1);
@@ -259,8 +272,119 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
     });
   });
 
+  describe('a replica that loses its lease mid-retry', () => {
+    it('sends no write to the API server once the lease is lost, however many retries were left', async () => {
+      const ns = await createNamespace(cluster, 'rel-fence');
+      namespaces.push(ns);
+      await createJob(cluster, ns, 'fenced');
+      const admin = new KubeConfig();
+      admin.loadFromFile(cluster.adminKubeconfig);
+      // A real Lease on the API server, acquired when the decision is made.
+      const elector = new LeaderElector({
+        lock: new KubernetesLeaseLock(admin, ns, 'trainscaler-leader'),
+        identity: 'replica-a',
+      });
+      const upstream = upstreamOf(cluster.saKubeconfig);
+      // Every write is answered 503 without reaching the API server while the lease is held.
+      const proxy = await startFaultProxy({
+        upstream: upstream.server,
+        upstreamCaPem: upstream.caPem,
+        seed: 1,
+        rate: 1,
+        hangMs: 0,
+        faults: ['unavailable'],
+        writesOnly: true,
+      });
+      let lostAt = '';
+      try {
+        const kc = proxiedKubeConfig(cluster.saKubeconfig, proxy);
+        let retries = 0;
+        const client = new RetryingClusterClient(
+          new LeaderFencedClusterClient(new KubernetesClusterClient(kc), elector),
+          {
+            maxAttempts: 20,
+            baseDelayMs: 250,
+            maxDelayMs: 250,
+            random: () => 1,
+            // Three attempts failed: the replica loses its lease in the backoff before the fourth, and the
+            // proxy stops failing, so any further attempt would land.
+            onRetry: () => {
+              if (++retries !== 3) return;
+              void elector.stop({ release: true });
+              proxy.setRate(0);
+            },
+          },
+        );
+        const ref: JobRef = { kind: 'PyTorchJob', namespace: ns, name: 'fenced' };
+        const deps = { cluster: client, clock: now, dryRun: false, logger: quiet, namespaceAllowlist: [] };
+        const decide = async (snapshot: Parameters<typeof addOneWorker>[0]) => {
+          await elector.tick();
+          assert.equal(elector.isLeader(), true);
+          return addOneWorker(snapshot);
+        };
+        await assert.rejects(actOnJob(ref, decide, deps), (e: unknown) => {
+          assert.ok(e instanceof ForbiddenError, String(e));
+          assert.match(e.message, /does not hold lease/);
+          lostAt = e.message;
+          return true;
+        });
+      } finally {
+        await proxy.close();
+        await elector.stop();
+      }
+      const attempts = proxy.writes.length;
+      const landed = proxy.writes.filter((w) => w.forwarded).length;
+      console.log(
+        `fence (API server): ${attempts} patch attempts sent while leading (all refused by the proxy), ` +
+          `then "${lostAt}"; ${landed} writes reached the API server`,
+      );
+      assert.equal(attempts, 3, 'three attempts while the lease was held, none after');
+      assert.equal(landed, 0);
+      const job = await readJob(cluster, ns, 'fenced');
+      assert.equal(job.spec.pytorchReplicaSpecs.Worker.replicas, 1);
+      assert.equal(history(job).length, 0);
+    });
+
+    it('cancels the HTTP request in flight and bounds the API server by the same limit', async () => {
+      const ns = await createNamespace(cluster, 'rel-abort');
+      namespaces.push(ns);
+      await createJob(cluster, ns, 'slow');
+      const upstream = upstreamOf(cluster.saKubeconfig);
+      const proxy = await startFaultProxy({
+        upstream: upstream.server,
+        upstreamCaPem: upstream.caPem,
+        seed: 1,
+        rate: 1,
+        hangMs: 4_000,
+        faults: ['timeout'],
+        writesOnly: true,
+      });
+      try {
+        const client = new KubernetesClusterClient(proxiedKubeConfig(cluster.saKubeconfig, proxy));
+        const ref: JobRef = { kind: 'PyTorchJob', namespace: ns, name: 'slow' };
+        const lease = new AbortController();
+        const started = performance.now();
+        setTimeout(() => lease.abort(new Error('lease lost')), 300);
+        const patch = [
+          { op: 'replace' as const, path: '/spec/pytorchReplicaSpecs/Worker/replicas', value: 2 },
+        ];
+        await assert.rejects(
+          client.patchJob(ref, patch, { dryRun: false, signal: lease.signal, timeoutMs: 1_500 }),
+          TrainscalerError,
+        );
+        const ms = performance.now() - started;
+        console.log(`abort (API server): the request in flight ended ${Math.round(ms)} ms after it was sent`);
+        assert.ok(ms < 2_000, `aborted at once, not after the proxy's ${4_000} ms`);
+        assert.match(proxy.writes[0]?.url ?? '', /[?&]timeout=1500ms/);
+      } finally {
+        await proxy.close();
+      }
+    });
+  });
+
   describe('no secret in logs or CLI output', () => {
     it('a full flow with the SA token in play logs no token, key or certificate data', async () => {
+      const rejectedToken = `eyJ${randomBytes(48).toString('base64url')}`;
       const ns = await createNamespace(cluster, 'rel-secrets');
       namespaces.push(ns);
       await createJob(cluster, ns, 'sec');
@@ -317,13 +441,14 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
             logger.error({ err: error }, 'submit failed');
           }
         }
-        // Failures carry the client's exceptions as causes: log them the way a careless caller would.
+        // Failures carry the client's exceptions as causes: log them the way a careless caller would. The
+        // 401 path sends a token of its own (random, credential-shaped); it is searched for below with the rest.
         const badToken = new KubeConfig();
         badToken.loadFromOptions({
           clusters: [
             { name: 'c', server: upstream.server, caData: Buffer.from(upstream.caPem).toString('base64') },
           ],
-          users: [{ name: 'u', token: 'not-the-token' }],
+          users: [{ name: 'u', token: rejectedToken }],
           contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
           currentContext: 'c',
         });
@@ -346,8 +471,16 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
       const output = chunks.join('') + cli.map((r) => r.stdout + r.stderr).join('');
       assert.ok(chunks.length > 5, 'the flow logged');
       assert.match(output, /decision applied/);
-      const secrets = secretsIn([cluster.saKubeconfig, cluster.adminKubeconfig]);
-      assert.ok(secrets.length >= 4, 'found the token, CA, client certificate and key to look for');
+      // The 401 path really ran (and was logged), with the token it sent in play.
+      assert.ok(
+        output.split('\n').some((line) => line.includes('typed failure') && line.includes('Unauthorized')),
+        'the 401 failure was logged',
+      );
+      const secrets = [
+        ...secretsIn([cluster.saKubeconfig, cluster.adminKubeconfig]),
+        { what: 'the token the API server refused (401)', value: rejectedToken },
+      ];
+      assert.ok(secrets.length >= 5, 'found the tokens, CA, client certificate and key to look for');
       const leaked = secrets.filter((s) => output.includes(s.value)).map((s) => s.what);
       console.log(
         `secrets: ${output.length} characters of logs and CLI output searched for ${secrets.length} secret strings: ` +

@@ -10,6 +10,7 @@ import type { JobRef } from '../../lib/types.js';
 import { harness, TOY, toyJob } from '../unit/functions/handler-harness.js';
 import {
   addOneWorker,
+  assertStoppedByPinThenCooldown,
   CountingClusterClient,
   deliverUntilHandled,
   FaultyClusterClient,
@@ -29,7 +30,9 @@ function decisions(job: { metadata: { annotations?: Record<string, string> } }):
 }
 
 describe('duplicate triggers (SimulatedCluster)', () => {
-  it('100 concurrent duplicates of one decision make exactly one patch and one Event', async () => {
+  // No duplicate check finds them (the decision id covers the version read): the resourceVersion pin makes all
+  // but one patch conflict, and on the re-read the cool-down the winner recorded stops the other 99.
+  it('100 concurrent duplicates of one decision make exactly one patch and one Event (pin, then cool-down)', async () => {
     const { sim } = harness();
     sim.submitJob(toyJob({ workers: 1, minReplicas: 1, maxReplicas: 8 }));
     const counting = new CountingClusterClient(sim);
@@ -54,6 +57,7 @@ describe('duplicate triggers (SimulatedCluster)', () => {
     assert.equal(patches.length, 1);
     assert.equal(outcomes.filter((o) => o.applied).length, 1);
     assert.equal(counting.eventsCreated, 1);
+    assertStoppedByPinThenCooldown(outcomes);
     const job = await sim.getJob(TOY);
     assert.equal(workers(job), 2);
     assert.equal(decisions(job), 1);

@@ -23,7 +23,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { Handler, HandlerResult } from '../../../functions/handler-deps.js';
-import { buildRuntimeDeps, readRuntimeConfig } from '../../../functions/runtime-deps.js';
+import { buildClusterClient, buildRuntimeDeps, readRuntimeConfig } from '../../../functions/runtime-deps.js';
 import { LEADER_LABEL } from '../../../lib/runner/leader-pod-label.js';
 import { type Runner, startRunner } from '../../../lib/runner/runner.js';
 import { TEST_WEBHOOK_TOKEN } from '../../support/webhook-request.js';
@@ -159,6 +159,7 @@ describe('leader election of `trainscaler run` on the test API server', { skip }
       startRunner({
         kubeConfig: configs[id] ?? runnerConfig,
         deps: buildRuntimeDeps(config, configs[id] ?? runnerConfig),
+        fencedCluster: (fence) => buildClusterClient(configs[id] ?? runnerConfig, fence),
         identity: `it-${id}-${suffix}`,
         namespace: NAMESPACE,
         leaseName,

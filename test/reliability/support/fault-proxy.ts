@@ -47,6 +47,8 @@ export interface FaultProxy {
   caPem: string;
   requests: number;
   injected: Map<ProxyFault, number>;
+  /** Every write request (not GET/HEAD) received, and whether it was passed on to the API server. */
+  writes: { method: string; url: string; forwarded: boolean }[];
   /** Stop injecting (e.g. while the test reads the final state through the proxy). */
   setRate(rate: number): void;
   close(): Promise<void>;
@@ -104,13 +106,22 @@ export async function startFaultProxy(options: {
   seed: number;
   rate: number;
   hangMs: number;
+  /** The faults drawn from (all by default). */
+  faults?: readonly ProxyFault[];
+  /** Inject faults into writes only; reads always pass. */
+  writesOnly?: boolean;
 }): Promise<FaultProxy> {
+  const faults = options.faults ?? FAULTS;
   const upstream = new URL(options.upstream);
   const random = mulberry32(options.seed);
   let rate = options.rate;
   const { key, cert } = selfSignedCert();
   const sockets = new Set<Duplex>();
-  const state = { requests: 0, injected: new Map<ProxyFault, number>() };
+  const state = {
+    requests: 0,
+    injected: new Map<ProxyFault, number>(),
+    writes: [] as FaultProxy['writes'],
+  };
 
   const forward = (
     req: IncomingMessage,
@@ -148,9 +159,11 @@ export async function startFaultProxy(options: {
     const body = Buffer.concat(chunks);
     state.requests++;
     const write = req.method !== 'GET' && req.method !== 'HEAD';
+    const logged = { method: req.method ?? '', url: req.url ?? '', forwarded: false };
+    if (write) state.writes.push(logged);
     let fault: ProxyFault | undefined;
-    if (random() < rate) {
-      fault = FAULTS[Math.floor(random() * FAULTS.length)] ?? 'unavailable';
+    if ((write || !options.writesOnly) && random() < rate) {
+      fault = faults[Math.floor(random() * faults.length)] ?? 'unavailable';
       if (fault === 'conflict' && !write) fault = 'unavailable';
       state.injected.set(fault, (state.injected.get(fault) ?? 0) + 1);
     }
@@ -160,6 +173,7 @@ export async function startFaultProxy(options: {
     if (fault === 'timeout') await new Promise((r) => setTimeout(r, options.hangMs));
     let answer: Awaited<ReturnType<typeof forward>>;
     try {
+      logged.forwarded = true;
       answer = await forward(req, body);
     } catch {
       return status(res, 502, 'BadGateway');
@@ -190,6 +204,7 @@ export async function startFaultProxy(options: {
       return state.requests;
     },
     injected: state.injected,
+    writes: state.writes,
     setRate(r: number) {
       rate = r;
     },

@@ -1,5 +1,6 @@
 // Shared pieces of the reliability tests: the "one decision" every duplicate trigger makes, a counting
 // ClusterClient, a seeded fault-injecting ClusterClient for the SimulatedCluster, and bounded trigger retries.
+import assert from 'node:assert/strict';
 import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
 import { type ActuatorDeps, actOnJob, type JobSnapshot, type Outcome } from '../../../lib/actuator.js';
 import type {
@@ -23,6 +24,21 @@ export function addOneWorker(snapshot: JobSnapshot): Plan {
     reason: `reliability test: ${from} -> ${from + 1} workers`,
     changes: [{ kind: 'replicas', role: 'Worker', from, to: from + 1 }],
   };
+}
+
+/** Every trigger but the one applied lost the race on the pinned resourceVersion and then met the cool-down. */
+export function assertStoppedByPinThenCooldown(outcomes: readonly Outcome[]): void {
+  const losers = outcomes.filter((o) => !o.applied);
+  assert.ok(losers.length > 0, 'some triggers lost');
+  for (const o of losers) {
+    assert.equal(o.skipped, 'no-change');
+    assert.match(o.plan.reason, /cool-down/);
+  }
+  // A loser that never conflicted read after the winner's write: it met the cool-down without re-reading.
+  assert.ok(
+    losers.some((o) => (o.conflicts ?? 0) > 0),
+    'the resourceVersion pin turned racing patches into conflicts',
+  );
 }
 
 /** Passes everything through and counts the job patches the API server accepted. */

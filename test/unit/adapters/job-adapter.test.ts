@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import { buildJobPatch, podSelectorFor, readJob } from '../../../lib/adapters/job-adapter.js';
+import {
+  apiVersionOf,
+  buildJobPatch,
+  isSupportedKind,
+  podSelectorFor,
+  readJob,
+  refOf,
+  roleOf,
+  SUPPORTED_KINDS,
+} from '../../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { UnsupportedJobKindError, ValidationError } from '../../../lib/errors.js';
 import { pytorchJob, statefulSet, tfJob } from '../../fixtures/jobs.js';
@@ -236,6 +245,316 @@ describe('buildJobPatch', () => {
         .slice(1)
         .map((t) => t.preference.matchFields?.[0]?.values[0]),
       ['node-d', 'node-b', 'node-c'],
+    );
+  });
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: fixtures are edited in place below, at any depth
+type Loose = Record<string, any>;
+const spec = (obj: KubeObject) => obj.spec as Loose;
+const invalid = (field: string, message?: RegExp) => (e: unknown) => {
+  assert.ok(e instanceof ValidationError, String(e));
+  assert.equal(e.field, field);
+  if (message) assert.match(e.message, message);
+  return true;
+};
+
+describe('readJob: every field, its default and its error', () => {
+  it('PyTorchJob without elasticPolicy: worker bounds from annotations; Master fixed; ids defaulted', () => {
+    const job = pytorchJob({
+      annotations: { 'trainscaler.io/min-replicas': '1', 'trainscaler.io/max-replicas': '5' },
+    });
+    delete spec(job).elasticPolicy;
+    spec(job).pytorchReplicaSpecs.Master = structuredClone(spec(job).pytorchReplicaSpecs.Worker);
+    spec(job).pytorchReplicaSpecs.Master.replicas = 1;
+    delete job.metadata.uid;
+    delete job.metadata.resourceVersion;
+    delete job.metadata.namespace;
+    const view = readJob(job);
+    assert.deepEqual(
+      view.roles.map((r) => [r.role, r.replicas, r.minReplicas, r.maxReplicas]),
+      [
+        ['Master', 1, 1, 1],
+        ['Worker', 2, 1, 5],
+      ],
+    );
+    assert.equal(view.uid, '');
+    assert.equal(view.resourceVersion, '');
+    assert.equal(view.ref.namespace, 'default');
+    assert.equal(view.elastic, false);
+  });
+
+  it('elasticPolicy without bounds keeps the size; a min above the max is brought down to it', () => {
+    const job = pytorchJob();
+    spec(job).elasticPolicy = {};
+    assert.deepEqual(
+      readJob(job).roles.map((r) => [r.minReplicas, r.maxReplicas]),
+      [[2, 2]],
+    );
+    spec(job).elasticPolicy = { minReplicas: 6, maxReplicas: 3 };
+    assert.deepEqual(
+      readJob(job).roles.map((r) => [r.minReplicas, r.maxReplicas]),
+      [[3, 3]],
+    );
+  });
+
+  it('an absent replicas is 1 (the operator default); a fractional or non-number one is refused', () => {
+    const job = pytorchJob();
+    delete spec(job).pytorchReplicaSpecs.Worker.replicas;
+    assert.equal(readJob(job).roles[0]?.replicas, 1);
+    for (const bad of [1.5, '2']) {
+      spec(job).pytorchReplicaSpecs.Worker.replicas = bad;
+      assert.throws(
+        () => readJob(job),
+        invalid('/spec/pytorchReplicaSpecs/Worker/replicas', /expected a non-negative integer/),
+      );
+    }
+    spec(job).pytorchReplicaSpecs.Worker.replicas = 0;
+    assert.equal(readJob(job).roles[0]?.replicas, 0);
+  });
+
+  it('bound annotations must be non-negative integers, named in the error', () => {
+    for (const raw of ['-1', 'many', '2.5']) {
+      const job = statefulSet();
+      job.metadata.annotations = { ...job.metadata.annotations, 'trainscaler.io/max-replicas': raw };
+      assert.throws(
+        () => readJob(job),
+        invalid(
+          '/metadata/annotations/trainscaler.io~1max-replicas',
+          new RegExp(`expected a non-negative integer, got '${raw}'`),
+        ),
+      );
+    }
+    const zero = statefulSet();
+    zero.metadata.annotations = { 'trainscaler.io/min-replicas': '0' };
+    assert.equal(readJob(zero).roles[0]?.minReplicas, 0);
+    assert.equal(readJob(zero).roles[0]?.maxReplicas, 3, 'no max: the current size');
+  });
+
+  it('TFJob: PS bounds from their own annotations, elastic only when the operator or the user says so', () => {
+    const job = tfJob();
+    job.metadata.annotations = {
+      ...job.metadata.annotations,
+      'trainscaler.io/min-ps-replicas': '1',
+      'trainscaler.io/max-ps-replicas': '3',
+    };
+    const view = readJob(job);
+    assert.deepEqual(
+      view.roles.map((r) => [r.role, r.minReplicas, r.maxReplicas]),
+      [
+        ['PS', 1, 3],
+        ['Worker', 2, 10],
+      ],
+    );
+    assert.equal(view.signature, 'TFJob:tf:2.15', 'kind and the worker image');
+    const fixed = tfJob();
+    delete spec(fixed).enableDynamicWorker;
+    assert.equal(readJob(fixed).elastic, false);
+    fixed.metadata.annotations = { ...fixed.metadata.annotations, 'trainscaler.io/elastic': 'true' };
+    assert.equal(readJob(fixed).elastic, true);
+    const psOnly = tfJob();
+    delete spec(psOnly).tfReplicaSpecs.Worker;
+    assert.deepEqual(
+      readJob(psOnly).roles.map((r) => [r.role, r.minReplicas, r.maxReplicas]),
+      [['PS', 2, 2]],
+    );
+    assert.equal(readJob(psOnly).signature, 'TFJob:tf:2.15', 'no Worker: the first role');
+  });
+
+  it('StatefulSet: elastic only by annotation; its selector from matchLabels, refused without', () => {
+    const sts = statefulSet();
+    assert.equal(readJob(sts).elastic, true);
+    sts.metadata.annotations = {};
+    assert.equal(readJob(sts).elastic, false);
+    spec(sts).selector.matchLabels = { app: 'ddp', tier: 'train' };
+    assert.equal(podSelectorFor(sts), 'app=ddp,tier=train');
+    for (const selector of [{}, { matchLabels: {} }]) {
+      spec(sts).selector = selector;
+      assert.throws(
+        () => podSelectorFor(sts),
+        invalid('/spec/selector/matchLabels', /a StatefulSet without matchLabels cannot be managed/),
+      );
+    }
+    assert.equal(podSelectorFor(pytorchJob()), 'training.kubeflow.org/job-name=bert-finetune');
+    assert.equal(podSelectorFor(tfJob()), 'training.kubeflow.org/job-name=wide-deep');
+  });
+
+  it('priority class: the run policy first, then the worker template, per kind', () => {
+    const job = pytorchJob();
+    assert.equal(readJob(job).priorityClassName, undefined);
+    spec(job).pytorchReplicaSpecs.Worker.template.spec.priorityClassName = 'from-template';
+    assert.equal(readJob(job).priorityClassName, 'from-template');
+    spec(job).runPolicy = { schedulingPolicy: { priorityClass: 'from-run-policy' } };
+    assert.equal(readJob(job).priorityClassName, 'from-run-policy');
+    const tf = tfJob();
+    spec(tf).tfReplicaSpecs.Worker.template.spec.priorityClassName = 'tf-template';
+    assert.equal(readJob(tf).priorityClassName, 'tf-template');
+    spec(tf).runPolicy = { schedulingPolicy: { priorityClass: 'tf-run' } };
+    assert.equal(readJob(tf).priorityClassName, 'tf-run');
+    const sts = statefulSet();
+    spec(sts).template.spec.priorityClassName = 'sts';
+    assert.equal(readJob(sts).priorityClassName, 'sts');
+  });
+
+  it('resources: absent or null is 0, GPUs from nvidia.com/gpu, a non-quantity refused with its path', () => {
+    const sts = statefulSet();
+    const container = spec(sts).template.spec.containers[0];
+    container.resources = {
+      requests: { cpu: '1500m', memory: null, 'nvidia.com/gpu': 2 },
+      limits: { cpu: 2 },
+    };
+    const role = readJob(sts).roles[0];
+    assert.deepEqual(role?.requests, { cpuMillis: 1500, memoryBytes: 0, gpus: 2 });
+    assert.deepEqual(role?.limits, { cpuMillis: 2000, memoryBytes: 0, gpus: 0 });
+    container.resources = { limits: { memory: { amount: 1 } } };
+    assert.throws(
+      () => readJob(sts),
+      invalid('/spec/template/spec/containers/0/resources/limits/memory', /expected a quantity/),
+    );
+  });
+
+  it('the training container: by annotation, else the conventional name, else the first; refused without', () => {
+    const job = pytorchJob();
+    const containers = spec(job).pytorchReplicaSpecs.Worker.template.spec.containers;
+    assert.equal(readJob(job).roles[0]?.containerName, 'pytorch');
+    job.metadata.annotations = {
+      ...job.metadata.annotations,
+      'trainscaler.io/container': containers[1].name,
+    };
+    assert.deepEqual(
+      [readJob(job).roles[0]?.containerName, readJob(job).roles[0]?.containerIndex],
+      [containers[1].name, 1],
+    );
+    job.metadata.annotations['trainscaler.io/container'] = 'nope';
+    assert.equal(readJob(job).roles[0]?.containerIndex, 0);
+    delete containers[0].name;
+    assert.throws(
+      () => readJob(job),
+      invalid('/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/name', /container has no name/),
+    );
+    spec(job).pytorchReplicaSpecs.Worker.template.spec.containers = [];
+    assert.throws(
+      () => readJob(job),
+      invalid(
+        '/spec/pytorchReplicaSpecs/Worker/template/spec/containers',
+        /the pod template has no containers/,
+      ),
+    );
+    const sts = statefulSet();
+    spec(sts).template.spec.containers.unshift({ name: 'sidecar', image: 'side:1' });
+    assert.equal(readJob(sts).roles[0]?.containerName, 'sidecar', 'no conventional name: the first');
+  });
+
+  it('the state annotation: typed fields kept, wrong types defaulted, non-JSON refused', () => {
+    const state = (raw: string) =>
+      readJob(pytorchJob({ annotations: { 'trainscaler.io/state': raw } })).state;
+    assert.deepEqual(
+      state('{"oomCount":1,"paused":true,"lastActionAt":5,"lastDecisionId":"d","pauseReason":"why"}'),
+      { oomCount: 1, paused: true, lastActionAt: 5, lastDecisionId: 'd', pauseReason: 'why' },
+    );
+    assert.deepEqual(
+      state('{"oomCount":"1","paused":"yes","lastActionAt":"5","lastDecisionId":7,"pauseReason":1}'),
+      { oomCount: 0, paused: false },
+    );
+    assert.deepEqual(state('5'), { oomCount: 0, paused: false });
+    assert.deepEqual(state(''), { oomCount: 0, paused: false });
+    assert.throws(() => state('{'), invalid('/metadata/annotations/trainscaler.io~1state', /not valid JSON/));
+  });
+
+  it('batch sizes, target and creation time when given; signature by annotation, else kind and image or name', () => {
+    const view = readJob(
+      pytorchJob({
+        annotations: {
+          'trainscaler.io/local-batch-size': '32',
+          'trainscaler.io/target-samples': '1000',
+          'trainscaler.io/signature': 'bert',
+        },
+      }),
+    );
+    assert.deepEqual(
+      [view.localBatchSize, view.globalBatchSize, view.targetSamples, view.signature],
+      [32, 384, 1000, 'bert'],
+    );
+    assert.equal(view.creationTimestamp, Date.parse('2026-11-29T10:00:00Z') / 1000);
+    const none = pytorchJob({ annotations: { 'trainscaler.io/global-batch-size': '0' } });
+    none.metadata.creationTimestamp = 'not a date';
+    const v2 = readJob(none);
+    assert.deepEqual(
+      [v2.localBatchSize, v2.globalBatchSize, v2.targetSamples, v2.creationTimestamp],
+      [undefined, undefined, undefined, undefined],
+    );
+    assert.equal('creationTimestamp' in v2, false);
+    none.metadata.creationTimestamp = new Date(1_700_000_000_500);
+    assert.equal(readJob(none).creationTimestamp, 1_700_000_000);
+    delete spec(none).pytorchReplicaSpecs.Worker.template.spec.containers[0].image;
+    assert.equal(readJob(none).signature, 'PyTorchJob:bert-finetune');
+  });
+
+  it('kinds, API versions, refs and roles', () => {
+    assert.deepEqual(SUPPORTED_KINDS, ['PyTorchJob', 'TFJob', 'StatefulSet']);
+    assert.equal(isSupportedKind('TFJob'), true);
+    assert.equal(isSupportedKind('MPIJob'), false);
+    assert.deepEqual(SUPPORTED_KINDS.map(apiVersionOf), ['kubeflow.org/v1', 'kubeflow.org/v1', 'apps/v1']);
+    const sts = statefulSet();
+    delete sts.metadata.namespace;
+    assert.deepEqual(refOf(sts), { kind: 'StatefulSet', namespace: 'default', name: 'ddp-trainer' });
+    assert.throws(() => refOf({ ...sts, kind: 'Deployment' }), UnsupportedJobKindError);
+    const view = readJob(tfJob());
+    assert.equal(roleOf(view, 'PS')?.replicas, 2);
+    assert.equal(roleOf(view, 'Master'), undefined);
+  });
+});
+
+describe('buildJobPatch: edge cases', () => {
+  it('no resourceVersion: no pin; an absent replicas is added; pauses and evictions add no job field', () => {
+    const job = pytorchJob();
+    delete job.metadata.resourceVersion;
+    delete spec(job).pytorchReplicaSpecs.Worker.replicas;
+    const ops = buildJobPatch(
+      job,
+      [
+        { kind: 'replicas', role: 'Worker', from: 1, to: 3 },
+        { kind: 'pause', reason: 'x' },
+        { kind: 'evict-pod', pod: 'p' },
+      ],
+      {},
+    );
+    assert.deepEqual(ops, [{ op: 'add', path: '/spec/pytorchReplicaSpecs/Worker/replicas', value: 3 }]);
+  });
+
+  it('refuses a change to a role the job does not have, naming it', () => {
+    for (const change of [
+      { kind: 'replicas', role: 'PS', from: 1, to: 2 },
+      { kind: 'resources', role: 'PS', resource: 'cpu', field: 'limits', from: 1, to: 2 },
+    ] as const) {
+      assert.throws(() => buildJobPatch(pytorchJob(), [change], {}), invalid('/spec', /job has no PS role/));
+    }
+  });
+
+  it('writes quantities the API server keeps: memory in Gi/Mi, CPU in millicores', () => {
+    const job = pytorchJob();
+    const ops = buildJobPatch(
+      job,
+      [
+        {
+          kind: 'resources',
+          role: 'Worker',
+          resource: 'memory',
+          field: 'requests',
+          from: 0,
+          to: 1536 * 1024 ** 2,
+        },
+        { kind: 'resources', role: 'Worker', resource: 'cpu', field: 'requests', from: 0, to: 3000 },
+      ],
+      {},
+    );
+    const after = readJob(apply(job, ops)).roles[0];
+    assert.equal(after?.requests.memoryBytes, 1536 * 1024 ** 2);
+    assert.equal(after?.requests.cpuMillis, 3000);
+    assert.equal(
+      ops.filter((o) => o.op === 'add' && o.path.endsWith('/resources/requests')).length,
+      0,
+      'parent exists',
     );
   });
 });
