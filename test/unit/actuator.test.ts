@@ -16,6 +16,7 @@ import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { ClusterClient, KubeObject } from '../../lib/cluster/cluster-client.js';
 import { ApiError, ConflictError, TrainscalerError } from '../../lib/errors.js';
+import { placedReplicasOf } from '../../lib/guardrails.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
 import type { Change, JobAutoscalerState, JobRef, Plan } from '../../lib/types.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
@@ -32,7 +33,7 @@ function recordingLogger() {
   const lines: { level: string; msg: string; obj: Record<string, unknown> }[] = [];
   const at = (level: string) => (obj: object, msg?: string) =>
     lines.push({ level, msg: msg ?? '', obj: obj as Record<string, unknown> });
-  return { logger: { info: at('info'), warn: at('warn'), error: at('error') }, lines };
+  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, lines };
 }
 
 /** The simulated API server, with calls counted and faults injected where a test asks. */
@@ -437,6 +438,7 @@ describe('actOnJob: conflicts, errors and dry runs', () => {
     assert.equal((await job(sim)).view.roles[0]?.replicas, 2);
     const logged = lines.find((l) => l.msg === 'dry run: decision not written');
     assert.deepEqual(Object.keys(logged?.obj ?? {}), ['job', 'decisionId', 'patch', 'reason']);
+    assert.equal(logged?.level, 'debug', 'the decision log, not the actuator, reports dry runs at info');
   });
 });
 
@@ -701,7 +703,7 @@ describe('actOnJob: when the GPU allocation is read', () => {
     assert.ok(calls.length > 0);
   });
 
-  it('a job partly placed is not queued: it may not shrink in the cool-down', async () => {
+  it('a job partly placed is not queued: in the cool-down it may drop only replicas never placed', async () => {
     const { sim, deps } = setup({ job: managed(toyJob({ workers: 40, minReplicas: 1, maxReplicas: 64 })) });
     sim.step(60);
     const pods = await sim.listPods('team-a');
@@ -709,10 +711,15 @@ describe('actOnJob: when the GPU allocation is read', () => {
       pods.some((p) => p.spec?.nodeName) && pods.some((p) => !p.spec?.nodeName),
       'some placed, some not',
     );
+    const placed = placedReplicasOf((await loadSnapshot(deps.cluster, TOY)).pods).Worker ?? 0;
+    assert.ok(placed > 1 && placed < 39, `placed ${placed}`);
     await actOnJob(TOY, workersTo(39, 'fault'), deps);
-    const held = await actOnJob(TOY, workersTo(38), deps);
+    const held = await actOnJob(TOY, workersTo(placed - 1), deps);
     assert.equal(held.skipped, 'no-change');
     assert.match(held.plan.reason, /cool-down/);
+    const dropped = await actOnJob(TOY, workersTo(placed), deps);
+    assert.equal(dropped.applied, true, 'removing only pods that never started restarts nothing');
+    assert.equal((await job(sim)).view.roles[0]?.replicas, placed);
   });
 });
 
