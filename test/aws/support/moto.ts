@@ -2,7 +2,7 @@
 // APIs, started here on a free 127.0.0.1 port and stopped after the tests. It stands in for AWS, which
 // cannot be reached from here; EventBridge rules deliver to SQS inside it as they do in AWS.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from '../../metrics/support/processes.js';
 
 export interface Moto {
   endpoint: string;
@@ -10,18 +10,6 @@ export interface Moto {
   credentials: { accessKeyId: string; secretAccessKey: string };
   region: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startMoto(timeoutMs = 30_000): Promise<Moto> {
