@@ -143,8 +143,9 @@ export class PrometheusMetricsSource implements MetricsSource {
         end,
       ),
     ]);
+    // JSON: an absent label (null) and any label value stay apart, whatever characters the values hold.
     const key = (m: MatrixResult['metric'], at: number) =>
-      `${m.replicas ?? ''}|${m.local_batch_size ?? ''}|${at}`;
+      JSON.stringify([m.replicas, m.local_batch_size, at]);
     const pointsOf = (series: MatrixResult[]) => {
       const map = new Map<string, number>();
       for (const s of series) for (const [at, v] of s.values) map.set(key(s.metric, at), Number(v));
@@ -201,7 +202,7 @@ export class PrometheusMetricsSource implements MetricsSource {
     const byWorker = new Map<string, WorkerStepTimes>();
     for (const s of series) {
       const worker = Number(s.metric.worker ?? 0);
-      const key = `${s.metric.pod ?? ''}|${worker}`;
+      const key = JSON.stringify([s.metric.pod, worker]);
       const entry = byWorker.get(key) ?? { worker, samples: [] };
       if (s.metric.pod) entry.pod = s.metric.pod;
       for (const [at, v] of s.values) {
@@ -275,7 +276,7 @@ export class PrometheusMetricsSource implements MetricsSource {
     what: string,
   ): Promise<T[]> {
     const label = `Prometheus ${what}`;
-    let body: PrometheusResponse;
+    let body: PrometheusResponse | null;
     let status: number;
     try {
       const response = await this.http.get<PrometheusResponse>(path, { params });
@@ -291,7 +292,8 @@ export class PrometheusMetricsSource implements MetricsSource {
         },
       );
     }
-    if (typeof body !== 'object' || body === null || body.status !== 'success')
+    // A body that is not JSON arrives as a string: it has no status either.
+    if (body?.status !== 'success')
       throw new ApiError(label, status, body?.error ?? `unexpected response from ${this.baseURL}${path}`);
     const data = body.data;
     if (data?.resultType !== resultType || !Array.isArray(data.result))
