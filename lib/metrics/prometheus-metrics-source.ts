@@ -83,8 +83,8 @@ function selector(ref: JobRef): string {
   return `namespace=${literal(ref.namespace)},job_kind=${literal(ref.kind)},job_name=${literal(ref.name)}`;
 }
 
+/** A count from a label; an absent or empty label (Number gives NaN or 0) is no count. */
 function positiveCount(label: string | undefined): number | undefined {
-  if (label === undefined || label === '') return undefined;
   const n = Number(label);
   return Number.isInteger(n) && n > 0 ? n : undefined;
 }
@@ -109,7 +109,12 @@ export class PrometheusMetricsSource implements MetricsSource {
     this.stepSeconds = options.stepSeconds ?? 60;
     this.maxPoints = options.maxPointsPerSeries ?? 1000;
     this.rateWindow = options.rateWindowSeconds ?? 60;
-    this.http = axios.create({ baseURL, timeout: this.timeoutMs });
+    // clarifyTimeoutError: a timeout is ETIMEDOUT, not ECONNABORTED (shared with aborted requests).
+    this.http = axios.create({
+      baseURL,
+      timeout: this.timeoutMs,
+      transitional: { clarifyTimeoutError: true },
+    });
   }
 
   async stepSamples(ref: JobRef, windowSeconds: number): Promise<StepSample[]> {
@@ -138,8 +143,9 @@ export class PrometheusMetricsSource implements MetricsSource {
         end,
       ),
     ]);
+    // JSON: an absent label (null) and any label value stay apart, whatever characters the values hold.
     const key = (m: MatrixResult['metric'], at: number) =>
-      `${m.replicas ?? ''}|${m.local_batch_size ?? ''}|${at}`;
+      JSON.stringify([m.replicas, m.local_batch_size, at]);
     const pointsOf = (series: MatrixResult[]) => {
       const map = new Map<string, number>();
       for (const s of series) for (const [at, v] of s.values) map.set(key(s.metric, at), Number(v));
@@ -148,7 +154,7 @@ export class PrometheusMetricsSource implements MetricsSource {
     const nodesAt = pointsOf(nodeCounts);
     const workersAt = pointsOf(workerCounts);
 
-    const samples: StepSample[] = [];
+    const samples: (StepSample & { at: number })[] = [];
     for (const s of means) {
       const localBatchSize = positiveCount(s.metric.local_batch_size);
       if (localBatchSize === undefined) continue; // a step time at an unknown batch size cannot be modelled
@@ -164,7 +170,7 @@ export class PrometheusMetricsSource implements MetricsSource {
       throw new MissingMetricsError(
         `no ${SIDECAR_SERIES.stepTime} series with a known scale for ${job(ref)} in the last ${windowSeconds} s`,
       );
-    return samples.sort((a, b) => (a.at ?? 0) - (b.at ?? 0));
+    return samples.sort((a, b) => a.at - b.at);
   }
 
   async containerUsage(ref: JobRef, windowSeconds: number): Promise<ContainerUsage[]> {
@@ -196,7 +202,7 @@ export class PrometheusMetricsSource implements MetricsSource {
     const byWorker = new Map<string, WorkerStepTimes>();
     for (const s of series) {
       const worker = Number(s.metric.worker ?? 0);
-      const key = `${s.metric.pod ?? ''}|${worker}`;
+      const key = JSON.stringify([s.metric.pod, worker]);
       const entry = byWorker.get(key) ?? { worker, samples: [] };
       if (s.metric.pod) entry.pod = s.metric.pod;
       for (const [at, v] of s.values) {
@@ -216,8 +222,8 @@ export class PrometheusMetricsSource implements MetricsSource {
     // The trainer's own counts first (they survive pod restarts), else what the sidecars counted.
     for (const series of [SIDECAR_SERIES.trainerSamples, SIDECAR_SERIES.samples]) {
       const result = await this.instant(`sum(${series}{${selector(ref)}})`, 'progress query');
-      const value = Number(result[0]?.value[1]);
-      if (result.length > 0 && Number.isFinite(value)) return value;
+      const value = Number(result[0]?.value[1]); // NaN when there is no series
+      if (Number.isFinite(value)) return value;
     }
     return undefined;
   }
@@ -270,10 +276,10 @@ export class PrometheusMetricsSource implements MetricsSource {
     what: string,
   ): Promise<T[]> {
     const label = `Prometheus ${what}`;
-    let body: PrometheusResponse;
+    let body: PrometheusResponse | null;
     let status: number;
     try {
-      const response = await this.http.get<PrometheusResponse>(path, { params, responseType: 'json' });
+      const response = await this.http.get<PrometheusResponse>(path, { params });
       body = response.data;
       status = response.status;
     } catch (error) {
@@ -286,7 +292,8 @@ export class PrometheusMetricsSource implements MetricsSource {
         },
       );
     }
-    if (typeof body !== 'object' || body === null || body.status !== 'success')
+    // A body that is not JSON arrives as a string: it has no status either.
+    if (body?.status !== 'success')
       throw new ApiError(label, status, body?.error ?? `unexpected response from ${this.baseURL}${path}`);
     const data = body.data;
     if (data?.resultType !== resultType || !Array.isArray(data.result))
@@ -299,14 +306,13 @@ export class PrometheusMetricsSource implements MetricsSource {
     if (!isAxiosError(error)) return String(error);
     const body = error.response?.data as PrometheusResponse | undefined;
     if (error.response) return body?.error ? `${body.errorType ?? 'error'}: ${body.error}` : error.message;
-    if (error.code === 'ECONNABORTED' || error.code === 'ETIMEDOUT')
-      return `no answer from ${this.baseURL} within ${this.timeoutMs} ms`;
+    if (error.code === 'ETIMEDOUT') return `no answer from ${this.baseURL} within ${this.timeoutMs} ms`;
     return `${this.baseURL} unreachable (${error.code ?? error.message})`;
   }
 }
 
-function finiteOr0(value: number | undefined): number {
-  return value !== undefined && Number.isFinite(value) && value > 0 ? value : 0;
+function finiteOr0(value = 0): number {
+  return Number.isFinite(value) ? Math.max(value, 0) : 0;
 }
 
 function roleName(label: string | undefined): RoleName {
