@@ -41,9 +41,15 @@ function door(sim: SimulatedCluster) {
   const calls: string[] = [];
   const faults = { patch: [] as Error[], event: [] as unknown[] };
   const client: ClusterClient = {
-    getJob: (ref) => (calls.push('getJob'), sim.getJob(ref)),
+    getJob: (ref) => {
+      calls.push('getJob');
+      return sim.getJob(ref);
+    },
     listJobs: (kind, ns) => sim.listJobs(kind, ns),
-    listPods: (ns, selector) => (calls.push(`listPods ${ns ?? '*'}`), sim.listPods(ns, selector)),
+    listPods: (ns, selector) => {
+      calls.push(`listPods ${ns ?? '*'}`);
+      return sim.listPods(ns, selector);
+    },
     listNodes: () => sim.listNodes(),
     getConfigMap: (ns, name) => sim.getConfigMap(ns, name),
     patchJob: async (ref, patch, options) => {
@@ -52,9 +58,10 @@ function door(sim: SimulatedCluster) {
       if (fault) throw fault;
       return sim.patchJob(ref, patch, options);
     },
-    evictPod: (ns, name, options) => (
-      calls.push(`evict ${name} dryRun=${options.dryRun}`), sim.evictPod(ns, name, options)
-    ),
+    evictPod: (ns, name, options) => {
+      calls.push(`evict ${name} dryRun=${options.dryRun}`);
+      return sim.evictPod(ns, name, options);
+    },
     createEvent: async (event, options) => {
       calls.push(`event dryRun=${options.dryRun}`);
       if (faults.event.length > 0) throw faults.event.shift();
