@@ -132,14 +132,13 @@ export function alertmanagerRequestListener(options: AlertmanagerHttpOptions): R
       res.end(answerBody(status, requestId));
       options.onAnswer?.({ status, handled, seconds: (performance.now() - started) / 1000 });
     };
-    // An answer given without reading the whole body: close the connection afterwards, so the unread rest
-    // is neither read nor taken for the next request.
-    const refuse = (status: number, headers: Record<string, string> = {}) => {
-      res.once('finish', () => req.destroy());
+    // An answer given without reading the whole body: with `connection: close` node:http destroys the socket
+    // once the answer is sent, so the unread rest is neither read nor taken for the next request.
+    const refuse = (status: number, headers: Record<string, string> = {}) =>
       send(status, { connection: 'close', ...headers });
-    };
 
-    const path = (req.url ?? '/').split('?')[0];
+    // A server's request always has a url (only a client's IncomingMessage has none).
+    const path = String(req.url).split('?')[0];
     if (path !== ALERTMANAGER_PATH) return refuse(404);
     if (req.method !== 'POST') return refuse(405, { allow: 'POST' });
 

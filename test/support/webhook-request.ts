@@ -1,5 +1,6 @@
 // The one place tests build a request to an /alertmanager route, so the credential header is added once.
 import { request } from 'node:http';
+import { connect } from 'node:net';
 
 export const TEST_WEBHOOK_TOKEN = 'test-webhook-token-0123456789abcdef';
 
@@ -106,5 +107,56 @@ export function streamWebhook(
     };
     req.flushHeaders();
     pump();
+  });
+}
+
+/**
+ * Over a raw socket: declares a body of `declaredBytes`, sends only `sentBytes` of it, then either waits
+ * (up to `timeoutMs`) for the server to answer and close the connection, or (`abort`) drops the connection
+ * itself, as a client that goes away mid-body does. Resolves with what the server sent and whether it closed.
+ */
+export function sendPartialWebhook(
+  url: string,
+  options: {
+    token?: string | null;
+    declaredBytes: number;
+    sentBytes: number;
+    abort?: boolean;
+    timeoutMs?: number;
+  },
+): Promise<{ response: string; closedByServer: boolean }> {
+  const { token = TEST_WEBHOOK_TOKEN, declaredBytes, sentBytes, abort = false, timeoutMs = 3_000 } = options;
+  const { hostname, port, pathname } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    const received: Buffer[] = [];
+    let settled = false;
+    const finish = (closedByServer: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ response: Buffer.concat(received).toString('utf8'), closedByServer });
+    };
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.on('end', () => finish(true));
+    socket.on('error', () => finish(true));
+    socket.on('connect', () => {
+      socket.write(
+        [
+          `POST ${pathname} HTTP/1.1`,
+          `Host: ${hostname}:${port}`,
+          'Content-Type: application/json',
+          `Content-Length: ${declaredBytes}`,
+          ...(token === null ? [] : [`Authorization: Bearer ${token}`]),
+          '',
+          '',
+        ].join('\r\n'),
+      );
+      socket.write(Buffer.alloc(sentBytes, 0x20), () => {
+        if (abort) finish(false);
+      });
+    });
   });
 }

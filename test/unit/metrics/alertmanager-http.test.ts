@@ -20,9 +20,11 @@ import { alertmanagerWebhook } from '../../fixtures/payloads.js';
 import {
   postWebhook,
   postWebhookWithAuthorization,
+  sendPartialWebhook,
   streamWebhook,
   TEST_WEBHOOK_TOKEN,
 } from '../../support/webhook-request.js';
+import { harness, TOY, toyJob } from '../functions/handler-harness.js';
 
 const GiB = 1024 ** 3;
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -124,6 +126,13 @@ function assertBareAnswer(answer: { status: number; headers: Headers; json: Reco
   assert.equal(answer.json.status, answer.status);
   assert.match(String(answer.json.requestId), /^[0-9a-f-]{36}$/);
   assert.equal(answer.headers.get('x-request-id'), answer.json.requestId);
+  assert.equal(answer.headers.get('content-type'), 'application/json');
+}
+
+/** Polls (bounded) until `found` holds: for what the server does after the client is gone. */
+async function eventually(found: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 100 && !found(); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(found(), what);
 }
 
 describe('alertmanager-http', () => {
@@ -149,9 +158,13 @@ describe('alertmanager-http', () => {
     assertBareAnswer(answer);
     const logged = lines.find((l) => l.requestId === answer.json.requestId);
     assert.equal(logged?.field, '/alerts/0/labels/job_kind');
+    assert.equal(logged?.msg, 'alertmanager webhook rejected');
+    assert.equal(logged?.level, 'warn');
     const notJson = await postWebhook(url, '{"alerts": ');
     assert.equal(notJson.status, 400);
-    assert.equal(lines.find((l) => l.requestId === notJson.json.requestId)?.field, '');
+    const notJsonLogged = lines.find((l) => l.requestId === notJson.json.requestId);
+    assert.equal(notJsonLogged?.field, '');
+    assert.equal(notJsonLogged?.error, 'invalid input at /: request body is not JSON');
     assert.equal(results.length, 0);
     assert.deepEqual(counted.calls, []);
   });
@@ -166,6 +179,7 @@ describe('alertmanager-http', () => {
     assert.equal(result.errors[0]?.code, 'MISSING_METRICS');
     assert.deepEqual(result.errors[0]?.ref, { kind: 'PyTorchJob', namespace: 'team-a', name: 'bert' });
     const logged = lines.find((l) => l.requestId === answer.json.requestId);
+    assert.equal(logged?.msg, 'alertmanager webhook handled');
     assert.equal((logged?.errors as { code: string }[] | undefined)?.[0]?.code, 'MISSING_METRICS');
     assert.ok(!counted.cluster.writeLog().some((w) => w.verb === 'patch' || w.verb === 'evict'));
     assert.equal(results.length, 1);
@@ -207,6 +221,11 @@ describe('alertmanager-http credential', () => {
       assert.equal(missing.status, 401);
       assert.equal(missing.headers.get('www-authenticate'), 'Bearer');
       assertBareAnswer(missing);
+      // The refusal is logged under the request id, with why and from where (the token is not).
+      const logged = lines.find((l) => l.requestId === missing.json.requestId);
+      assert.equal(logged?.msg, 'webhook unauthorized');
+      assert.equal(logged?.reason, 'missing');
+      assert.equal(logged?.remote, '127.0.0.1');
       assert.equal((await postWebhook(url, firing, `${TEST_WEBHOOK_TOKEN}x`)).status, 401);
       assert.equal((await postWebhook(url, firing, TEST_WEBHOOK_TOKEN.slice(0, -1))).status, 401);
       assert.equal((await postWebhook(url, firing, '')).status, 401);
@@ -272,7 +291,7 @@ describe('alertmanager-http credential', () => {
 
   it('answers 503 (retried by Alertmanager) when the token cannot be read, and reads nothing', async () => {
     let depsBuilt = 0;
-    const { server, url } = await serve({
+    const { server, url, lines } = await serve({
       token: () => Promise.reject(new Error('AccessDeniedException')),
       deps: async () => {
         depsBuilt++;
@@ -283,6 +302,10 @@ describe('alertmanager-http credential', () => {
       const answer = await postWebhook(url, firing);
       assert.equal(answer.status, 503);
       assertBareAnswer(answer);
+      assert.equal(answer.headers.get('retry-after'), '10');
+      const logged = lines.find((l) => l.requestId === answer.json.requestId);
+      assert.equal(logged?.msg, 'webhook token unavailable');
+      assert.equal(logged?.error, 'Error: AccessDeniedException');
       assert.equal(depsBuilt, 0);
     } finally {
       await close(server);
@@ -318,7 +341,7 @@ describe('alertmanager-http limits', () => {
     });
     let started = 0;
     const deps = depsWith(clusterWithJob(), noMetrics);
-    const { server, url } = await serve({
+    const { server, url, lines } = await serve({
       maxConcurrent: 2,
       deps: async () => {
         started++;
@@ -341,6 +364,9 @@ describe('alertmanager-http limits', () => {
       assert.equal(third.status, 429);
       assert.equal(third.headers.get('retry-after'), '5');
       assert.equal(started, 2, 'the third request did no work');
+      const busy = lines.find((l) => l.requestId === third.json.requestId);
+      assert.equal(busy?.msg, 'webhook busy');
+      assert.equal(busy?.active, 2);
       release();
       assert.deepEqual(
         (await Promise.all(held)).map((a) => a.status),
@@ -350,6 +376,82 @@ describe('alertmanager-http limits', () => {
       assert.equal((await postWebhook(url, firing)).status, 200);
     } finally {
       release();
+      await close(server);
+    }
+  });
+
+  it('reads a body of exactly the limit and refuses one byte more', async () => {
+    const bytes = Buffer.byteLength(firing);
+    const results: HandlerResult[] = [];
+    const exact = await serve({
+      maxBodyBytes: bytes,
+      deps: depsWith(clusterWithJob(), noMetrics),
+      onResult: (_p, r) => results.push(r),
+    });
+    const under = await serve({ maxBodyBytes: bytes - 1, deps: depsWith(clusterWithJob(), noMetrics) });
+    try {
+      assert.equal((await postWebhook(exact.url, firing)).status, 200);
+      assert.equal(results.length, 1);
+      const refused = await postWebhook(under.url, firing);
+      assert.equal(refused.status, 413);
+      assertBareAnswer(refused);
+      const logged = under.lines.find((l) => l.requestId === refused.json.requestId);
+      assert.equal(logged?.error, `request body over ${bytes - 1} bytes`);
+    } finally {
+      await close(exact.server);
+      await close(under.server);
+    }
+  });
+
+  it('closes the connection after a refusal, so the unread rest of the body is never taken in', async () => {
+    const { server, url } = await serve({ deps: depsWith(clusterWithJob(), noMetrics) });
+    try {
+      // 1 MiB declared, 64 KiB sent: a server that kept the connection would wait for the rest.
+      for (const token of [null, TEST_WEBHOOK_TOKEN]) {
+        const { response, closedByServer } = await sendPartialWebhook(
+          token === null ? url : url.replace('/alertmanager', '/other'),
+          { token, declaredBytes: 1024 * 1024, sentBytes: 64 * 1024 },
+        );
+        assert.match(response, token === null ? /^HTTP\/1\.1 401 / : /^HTTP\/1\.1 404 /);
+        assert.match(response, /\r\nconnection: close\r\n/i);
+        assert.ok(closedByServer, 'the server closed the connection');
+      }
+      const over = await serve({ maxBodyBytes: 1024, deps: depsWith(clusterWithJob(), noMetrics) });
+      try {
+        const { response, closedByServer } = await sendPartialWebhook(over.url, {
+          declaredBytes: 1024 * 1024,
+          sentBytes: 64 * 1024,
+        });
+        assert.match(response, /^HTTP\/1\.1 413 /);
+        assert.ok(closedByServer, 'the server closed the connection');
+      } finally {
+        await close(over.server);
+      }
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('a client gone mid-body frees its slot, is logged, and gets no answer', async () => {
+    const answers: number[] = [];
+    const { server, url, lines } = await serve({
+      maxConcurrent: 1,
+      deps: depsWith(clusterWithJob(), noMetrics),
+      onAnswer: ({ status }) => answers.push(status),
+    });
+    try {
+      await sendPartialWebhook(url, { declaredBytes: 1024 * 1024, sentBytes: 64 * 1024, abort: true });
+      await eventually(
+        () => lines.some((l) => l.msg === 'alertmanager webhook request failed'),
+        'the failed request is logged',
+      );
+      const failed = lines.find((l) => l.msg === 'alertmanager webhook request failed');
+      assert.match(String(failed?.requestId), /^[0-9a-f-]{36}$/);
+      assert.match(String(failed?.error), /aborted/);
+      assert.deepEqual(answers, [], 'nothing was answered on the closed connection');
+      // The one slot was given back.
+      assert.equal((await postWebhook(url, firing)).status, 200);
+    } finally {
       await close(server);
     }
   });
@@ -367,7 +469,9 @@ describe('alertmanager-http failures Alertmanager should retry', () => {
       assert.equal(answer.status, 500);
       assertBareAnswer(answer);
       const logged = lines.find((l) => l.requestId === answer.json.requestId);
-      assert.match(String(logged?.error), /PROMETHEUS_URL/);
+      assert.equal(logged?.msg, 'alertmanager webhook failed');
+      assert.equal(logged?.level, 'error');
+      assert.equal(logged?.error, 'ConfigError: configuration error: PROMETHEUS_URL is not set');
     } finally {
       await close(server);
     }
@@ -394,6 +498,135 @@ describe('alertmanager-http failures Alertmanager should retry', () => {
       assert.ok(!cluster.writeLog().some((w) => w.verb === 'patch' || w.verb === 'evict'));
     } finally {
       await close(server);
+    }
+  });
+
+  it('answers 503 on a follower (retry-after 5) and builds nothing, then serves once it leads', async () => {
+    let leader = false;
+    let depsBuilt = 0;
+    const { server, url } = await serve({
+      available: () => leader,
+      deps: async () => {
+        depsBuilt++;
+        return depsWith(clusterWithJob(), noMetrics);
+      },
+    });
+    try {
+      const follower = await postWebhook(url, firing);
+      assert.equal(follower.status, 503);
+      assertBareAnswer(follower);
+      assert.equal(follower.headers.get('retry-after'), '5');
+      assert.equal(follower.headers.get('connection'), 'close');
+      assert.equal(depsBuilt, 0);
+      leader = true;
+      assert.equal((await postWebhook(url, firing)).status, 200);
+      assert.equal(depsBuilt, 1);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('answers 500 when something fails before the body is read, instead of leaving the request hanging', async () => {
+    const { server, url, lines } = await serve({
+      available: () => {
+        throw new Error('lease state unreadable');
+      },
+      deps: depsWith(clusterWithJob(), noMetrics),
+    });
+    try {
+      const answer = await postWebhook(url, firing);
+      assert.equal(answer.status, 500);
+      assertBareAnswer(answer);
+      const logged = lines.find((l) => l.requestId === answer.json.requestId);
+      assert.equal(logged?.msg, 'alertmanager webhook request failed');
+      assert.equal(logged?.error, 'Error: lease state unreadable');
+    } finally {
+      await close(server);
+    }
+  });
+});
+
+describe('alertmanager-http answers and logs', () => {
+  it('reports each answer with whether it reached the handler and how long the handler took', async () => {
+    const answers: { status: number; handled: boolean; seconds: number }[] = [];
+    let started = 0;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const deps = depsWith(clusterWithJob(), noMetrics);
+    const { server, url, base } = await serve({
+      maxBodyBytes: 64 * 1024,
+      maxConcurrent: 1,
+      deps: async () => {
+        started++;
+        await gate;
+        return deps;
+      },
+      onAnswer: (answer) => answers.push(answer),
+    });
+    try {
+      const sent = performance.now();
+      const held = postWebhook(url, firing);
+      while (started === 0) await new Promise((r) => setTimeout(r, 10));
+      // Refused at once while the first holds the only slot.
+      assert.equal((await postWebhook(url, firing)).status, 429);
+      setTimeout(release, 200);
+      assert.equal((await held).status, 200);
+      const elapsed = (performance.now() - sent) / 1000;
+      const handledAnswer = answers.find((a) => a.status === 200);
+      assert.equal(handledAnswer?.handled, true);
+      assert.ok((handledAnswer?.seconds ?? 0) >= 0.15, `${handledAnswer?.seconds} s`);
+      assert.ok(
+        (handledAnswer?.seconds ?? Infinity) <= elapsed,
+        `${handledAnswer?.seconds} s > ${elapsed} s`,
+      );
+      assert.equal(answers.find((a) => a.status === 429)?.handled, false);
+
+      answers.length = 0;
+      await postWebhook(url, '{');
+      await streamWebhook(url, { maxBytes: 1024 * 1024 });
+      await postWebhook(url, firing, null);
+      await postWebhook(`${base}/other`, firing);
+      assert.deepEqual(
+        answers.map(({ status, handled }) => ({ status, handled })),
+        [
+          { status: 400, handled: true },
+          { status: 413, handled: true },
+          { status: 401, handled: false },
+          { status: 404, handled: false },
+        ],
+      );
+    } finally {
+      release();
+      await close(server);
+    }
+  });
+
+  it("logs each job's outcome under the request id, and the caller gets none of it", async () => {
+    for (const dryRun of [true, false]) {
+      const { sim, deps } = harness({ dryRun });
+      sim.submitJob(toyJob());
+      sim.step(900);
+      const { server, url, lines } = await serve({ deps });
+      try {
+        const body = JSON.stringify(alertmanagerWebhook([TOY]));
+        const answer = await postWebhook(url, body);
+        assert.equal(answer.status, 200);
+        assertBareAnswer(answer);
+        const logged = lines.find((l) => l.requestId === answer.json.requestId);
+        const outcomes = logged?.outcomes as Record<string, unknown>[];
+        assert.equal(outcomes.length, 1);
+        assert.deepEqual(outcomes[0]?.job, TOY);
+        assert.equal(outcomes[0]?.applied, !dryRun);
+        assert.equal(outcomes[0]?.skipped, dryRun ? 'dry-run' : undefined);
+        assert.ok(dryRun || !('skipped' in (outcomes[0] ?? {})));
+        assert.equal(typeof outcomes[0]?.reason, 'string');
+        assert.ok(String(outcomes[0]?.reason).length > 0);
+        assert.ok(!('ignored' in (logged ?? {})), 'a firing alert is not ignored');
+      } finally {
+        await close(server);
+      }
     }
   });
 });
