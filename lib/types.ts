@@ -41,6 +41,23 @@ export interface JobAutoscalerState {
   /** Restart counts seen at the last fault decision, per pod, to detect crash loops. */
   paused: boolean;
   pauseReason?: string;
+  /**
+   * Replica reductions trainscaler applied to a torchelastic job that restarted its running workers: each
+   * spends one of the job's `elasticPolicy.maxRestarts` (measured; growth spends none).
+   */
+  scaleDowns?: number;
+}
+
+/**
+ * What torchelastic needs trainscaler to know about an elastic PyTorchJob (from its elasticPolicy).
+ * `c10dStore`: the rendezvous store lives in worker-0 (backend c10d, the operator's default when unset), so
+ * removing worker-0 kills the whole job.
+ */
+export interface TorchElasticView {
+  c10dStore: boolean;
+  maxRestarts?: number;
+  /** elasticPolicy.rdzvConf as key -> value. */
+  rdzvConf: Record<string, string>;
 }
 
 /** One view of a training job whatever its kind. Adapters build it; policies read only this. */
@@ -67,6 +84,8 @@ export interface JobView {
   unmanagedReason?: string;
   state: JobAutoscalerState;
   creationTimestamp?: number;
+  /** Only for a PyTorchJob with an elasticPolicy (torchrun). */
+  torchElastic?: TorchElasticView;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';

@@ -10,6 +10,7 @@ import type {
   Resources,
   RoleName,
   RoleView,
+  TorchElasticView,
 } from '../types.js';
 import { ANNOTATION, jsonPointer } from './annotations.js';
 import { cpuToMillis, formatCpuMillis, formatMemoryBytes, parseQuantity } from './quantity.js';
@@ -230,7 +231,26 @@ export function parseState(obj: KubeObject): JobAutoscalerState {
   if (typeof parsed.lastActionAt === 'number') state.lastActionAt = parsed.lastActionAt;
   if (typeof parsed.lastDecisionId === 'string') state.lastDecisionId = parsed.lastDecisionId;
   if (typeof parsed.pauseReason === 'string') state.pauseReason = parsed.pauseReason;
+  if (typeof parsed.scaleDowns === 'number') state.scaleDowns = parsed.scaleDowns;
   return state;
+}
+
+/** The torchelastic facts of an elastic PyTorchJob; undefined for anything else. */
+export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
+  if (obj.kind !== 'PyTorchJob') return undefined;
+  const policy = getObject(obj, ['spec', 'elasticPolicy']);
+  if (!policy) return undefined;
+  const backend = getString(policy, ['rdzvBackend']);
+  const rdzvConf: Record<string, string> = {};
+  for (const entry of getArray(policy, ['rdzvConf']) ?? []) {
+    const key = getString(entry, ['key']);
+    const value = getString(entry, ['value']);
+    if (key !== undefined && value !== undefined) rdzvConf[key] = value;
+  }
+  const view: TorchElasticView = { c10dStore: backend === undefined || backend === 'c10d', rdzvConf };
+  const maxRestarts = getNumber(policy, ['maxRestarts']);
+  if (maxRestarts !== undefined) view.maxRestarts = maxRestarts;
+  return view;
 }
 
 function toEpochSeconds(value: string | Date | undefined): number | undefined {
@@ -293,6 +313,8 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
   if (target) view.targetSamples = target;
   const created = toEpochSeconds(obj.metadata.creationTimestamp);
   if (created !== undefined) view.creationTimestamp = created;
+  const torchElastic = torchElasticOf(obj);
+  if (torchElastic) view.torchElastic = torchElastic;
   return view;
 }
 
