@@ -46,7 +46,9 @@ export function protectedPodsOf(job: JobView, pods: readonly PodView[]): Map<str
   const protectedPods = new Map<string, string>();
   if (!job.torchElastic?.c10dStore) return protectedPods;
   for (const pod of pods) {
-    if (pod.role === 'Worker' && pod.index === 0)
+    // An OOM-killed worker-0 already took the store down with it, and only a pod recreated at the raised
+    // memory stops the job from being killed again: the fault policy may replace it.
+    if (pod.role === 'Worker' && pod.index === 0 && pod.lastTermination?.reason !== 'OOMKilled')
       protectedPods.set(pod.name, `${pod.name} is worker-0, the host of the job's c10d rendezvous store`);
   }
   return protectedPods;
@@ -229,6 +231,7 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
     guardedChanges = withinGpuBudget(guardedChanges, ctx, violations);
   guardedChanges = withinRestartBudget(guardedChanges, ctx, violations);
   guardedChanges = sparingProtectedPods(guardedChanges, ctx, violations);
+  guardedChanges = rendezvousOnlyWhereAllowed(guardedChanges, ctx, violations);
   const guarded: Plan = { ...plan, changes: guardedChanges.map((l) => l.change) };
   if (violations.length > 0) guarded.reason = `${plan.reason} [guardrail: ${violations.join('; ')}]`;
   return { plan: guarded, violations };
@@ -300,4 +303,18 @@ function sparingProtectedPods(changes: Located[], ctx: GuardrailContext, violati
     kept.push(located);
   }
   return refused ? kept.filter(({ change }) => change.kind !== 'avoid-node') : kept;
+}
+
+/** Rendezvous settings are the user's: written only to a job that allows it (trainscaler.io/tune-rendezvous). */
+function rendezvousOnlyWhereAllowed(
+  changes: Located[],
+  ctx: GuardrailContext,
+  violations: string[],
+): Located[] {
+  if (ctx.job.torchElastic?.tuneRendezvous === true) return changes;
+  return changes.filter(({ change }) => {
+    if (change.kind !== 'rendezvous') return true;
+    violations.push(`${change.setting} not set: the job does not allow trainscaler.io/tune-rendezvous`);
+    return false;
+  });
 }

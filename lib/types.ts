@@ -58,6 +58,10 @@ export interface TorchElasticView {
   maxRestarts?: number;
   /** elasticPolicy.rdzvConf as key -> value. */
   rdzvConf: Record<string, string>;
+  /** PET_MONITOR_INTERVAL in the Worker's training container env, when set there. */
+  monitorInterval?: string;
+  /** The user lets trainscaler set the rendezvous settings it recommends (trainscaler.io/tune-rendezvous). */
+  tuneRendezvous: boolean;
 }
 
 /** One view of a training job whatever its kind. Adapters build it; policies read only this. */
@@ -178,7 +182,13 @@ export type Change =
    * straggler, so that its replacement lands elsewhere when another node fits; running pods are untouched.
    */
   | { kind: 'avoid-node'; role: RoleName; node: string }
-  | { kind: 'pause'; reason: string };
+  | { kind: 'pause'; reason: string }
+  /**
+   * A torchelastic rendezvous setting of an elastic PyTorchJob, set only where the user allows it
+   * (trainscaler.io/tune-rendezvous): `last_call_timeout` in elasticPolicy.rdzvConf, or PET_MONITOR_INTERVAL
+   * in the Worker's training container env.
+   */
+  | { kind: 'rendezvous'; setting: 'last_call_timeout' | 'PET_MONITOR_INTERVAL'; value: string };
 
 /** A policy's answer: what to change and why, in words a person can read. Empty changes = leave the job alone. */
 export interface Plan {

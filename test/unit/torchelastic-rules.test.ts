@@ -3,9 +3,10 @@
 // scale-down spends one of elasticPolicy.maxRestarts, so shrinking stops while one restart is left.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { handleSubmit } from '../../functions/submit.js';
 import { actOnJob } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
-import { readJob, torchElasticOf } from '../../lib/adapters/job-adapter.js';
+import { buildJobPatch, readJob, torchElasticOf } from '../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../lib/cluster/cluster-client.js';
 import {
   applyGuardrails,
@@ -13,6 +14,7 @@ import {
   type GuardrailContext,
   protectedPodsOf,
 } from '../../lib/guardrails.js';
+import { rendezvousAdvice } from '../../lib/policies/initial-config.js';
 import type { Change, JobView, Plan, PodView } from '../../lib/types.js';
 import { jobView, workerRole } from '../support/job-views.js';
 import { GiB, harness, TOY, toyJob } from './functions/handler-harness.js';
@@ -71,7 +73,7 @@ function guard(
   );
 }
 
-const C10D = { c10dStore: true, rdzvConf: {} };
+const C10D = { c10dStore: true, rdzvConf: {}, tuneRendezvous: false };
 
 describe('torchelastic facts read from the PyTorchJob', () => {
   const withPolicy = (elasticPolicy: Record<string, unknown> | undefined): KubeObject => {
@@ -120,7 +122,10 @@ describe('rule 1: worker-0 of an elastic c10d PyTorchJob is never evicted or rep
     const one: Change[] = [{ kind: 'evict-pod', pod: 'bert-worker-1' }];
     assert.deepEqual(guard(elasticJob(C10D), one).plan.changes, one);
     const zero: Change[] = [{ kind: 'evict-pod', pod: 'bert-worker-0' }];
-    assert.deepEqual(guard(elasticJob({ c10dStore: false, rdzvConf: {} }), zero).plan.changes, zero);
+    assert.deepEqual(
+      guard(elasticJob({ c10dStore: false, rdzvConf: {}, tuneRendezvous: false }), zero).plan.changes,
+      zero,
+    );
     assert.deepEqual(guard(elasticJob(undefined), zero).plan.changes, zero);
   });
   it('a scale to zero keeps worker-0; a scale to one (highest indices removed) passes', () => {
@@ -242,5 +247,136 @@ describe('rule 2: scale-downs stop while one of maxRestarts is left', () => {
       (await sim.getJob(TOY)).spec && (await readJob(await sim.getJob(TOY))).roles[0]?.replicas,
       3,
     );
+  });
+});
+
+describe('rule 1: an OOM-killed worker-0 may be replaced (it already took the store down)', () => {
+  it('worker-0 killed by OOM is not protected; worker-0 that exited otherwise, or runs, is', () => {
+    const job = elasticJob(C10D);
+    const pods = runningPods(2);
+    const oom = pods.map((p) => (p.index === 0 ? { ...p, lastTermination: { reason: 'OOMKilled' } } : p));
+    const error = pods.map((p) => (p.index === 0 ? { ...p, lastTermination: { reason: 'Error' } } : p));
+    assert.deepEqual([...protectedPodsOf(job, oom).keys()], []);
+    assert.deepEqual([...protectedPodsOf(job, error).keys()], ['bert-worker-0']);
+    assert.deepEqual([...protectedPodsOf(job, pods).keys()], ['bert-worker-0']);
+  });
+});
+
+describe('rule 3: rendezvous settings that make rescales cheap, recommended on submit', () => {
+  const tuned = (annotations: Record<string, string>, rdzvConf?: unknown[], env?: unknown[]): KubeObject => {
+    const obj = toyJob();
+    obj.metadata.annotations = { ...obj.metadata.annotations, ...annotations };
+    const spec = obj.spec as {
+      elasticPolicy: Record<string, unknown>;
+      pytorchReplicaSpecs: { Worker: { template: { spec: { containers: Record<string, unknown>[] } } } };
+    };
+    if (rdzvConf) spec.elasticPolicy.rdzvConf = rdzvConf;
+    const container = spec.pytorchReplicaSpecs.Worker.template.spec.containers[0];
+    if (env && container) container.env = env;
+    return obj;
+  };
+  const ALLOW = { [ANNOTATION.tuneRendezvous]: 'true' };
+
+  it('recommends both with torchrun defaults, says what and why, and sets nothing without the annotation', () => {
+    const advice = rendezvousAdvice(readJob(tuned({})));
+    assert.deepEqual(advice?.changes, []);
+    assert.match(
+      advice?.note ?? '',
+      /recommend PET_MONITOR_INTERVAL=1 in the Worker's env \(torchrun's default\)/,
+    );
+    assert.match(advice?.note ?? '', /last_call_timeout=2 in elasticPolicy.rdzvConf/);
+    assert.match(advice?.note ?? '', /8\.6 s up \/ 19\.1 s down .* 36\.9 s \/ 45\.9 s/);
+    assert.match(advice?.note ?? '', /trainscaler\.io\/tune-rendezvous: "true"/);
+  });
+
+  it('says nothing at or below the recommended values; recommends again just above them', () => {
+    const at = readJob(
+      tuned({}, [{ key: 'last_call_timeout', value: '2' }], [{ name: 'PET_MONITOR_INTERVAL', value: '1' }]),
+    );
+    assert.equal(rendezvousAdvice(at), undefined);
+    const above = readJob(
+      tuned({}, [{ key: 'last_call_timeout', value: '3' }], [{ name: 'PET_MONITOR_INTERVAL', value: '1' }]),
+    );
+    assert.match(
+      rendezvousAdvice(above)?.note ?? '',
+      /recommend last_call_timeout=2 in elasticPolicy.rdzvConf \(now 3\)/,
+    );
+    assert.doesNotMatch(rendezvousAdvice(above)?.note ?? '', /PET_MONITOR_INTERVAL/);
+  });
+
+  it('with the annotation: a minimal patch of only those fields, pinned to the resourceVersion', () => {
+    const obj = tuned(
+      ALLOW,
+      [
+        { key: 'join_timeout', value: '60' },
+        { key: 'last_call_timeout', value: '30' },
+      ],
+      [{ name: 'A', value: 'b' }],
+    );
+    obj.metadata.resourceVersion = '42';
+    const advice = rendezvousAdvice(readJob(obj));
+    assert.deepEqual(advice?.changes, [
+      { kind: 'rendezvous', setting: 'PET_MONITOR_INTERVAL', value: '1' },
+      { kind: 'rendezvous', setting: 'last_call_timeout', value: '2' },
+    ]);
+    assert.deepEqual(buildJobPatch(obj, advice?.changes ?? [], {}), [
+      { op: 'replace', path: '/metadata/resourceVersion', value: '42' },
+      {
+        op: 'add',
+        path: '/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/env/-',
+        value: { name: 'PET_MONITOR_INTERVAL', value: '1' },
+      },
+      { op: 'replace', path: '/spec/elasticPolicy/rdzvConf/1/value', value: '2' },
+    ]);
+    const bare = tuned(ALLOW);
+    assert.deepEqual(buildJobPatch(bare, rendezvousAdvice(readJob(bare))?.changes ?? [], {}), [
+      {
+        op: 'add',
+        path: '/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/env',
+        value: [{ name: 'PET_MONITOR_INTERVAL', value: '1' }],
+      },
+      { op: 'add', path: '/spec/elasticPolicy/rdzvConf', value: [{ key: 'last_call_timeout', value: '2' }] },
+    ]);
+  });
+
+  it('the guardrails drop rendezvous changes on a job that does not allow them, whatever policy made them', () => {
+    const change: Change = { kind: 'rendezvous', setting: 'last_call_timeout', value: '2' };
+    const denied = guard(elasticJob(C10D), [change], {}, 'initial');
+    assert.deepEqual(denied.plan.changes, []);
+    assert.match(denied.plan.reason, /does not allow trainscaler.io\/tune-rendezvous/);
+    const allowed = guard(elasticJob({ ...C10D, tuneRendezvous: true }), [change], {}, 'initial');
+    assert.deepEqual(allowed.plan.changes, [change]);
+  });
+
+  it('on submit: an Event carries the advice when nothing is written; with the annotation the job is set', async () => {
+    const advised = harness();
+    advised.sim.submitJob(tuned({}));
+    const mark = advised.sim.writeLog().length;
+    const out = (await handleSubmit(TOY, advised.deps)).outcomes[0];
+    assert.equal(out?.applied, false);
+    assert.match(out?.plan.reason ?? '', /rendezvous: recommend/);
+    assert.ok(
+      advised.sim
+        .recordedEvents()
+        .some(
+          (e) => e.reason === 'TrainscalerInitial' && e.message?.includes('recommend PET_MONITOR_INTERVAL=1'),
+        ),
+    );
+    assert.ok(
+      advised.sim
+        .writeLog()
+        .slice(mark)
+        .every((w) => w.verb !== 'patch'),
+      'the job is not written',
+    );
+
+    const allowed = harness();
+    allowed.sim.submitJob(tuned(ALLOW));
+    const set = (await handleSubmit(TOY, allowed.deps)).outcomes[0];
+    assert.equal(set?.applied, true, set?.plan.reason);
+    const te = readJob(await allowed.sim.getJob(TOY)).torchElastic;
+    assert.equal(te?.monitorInterval, '1');
+    assert.equal(te?.rdzvConf.last_call_timeout, '2');
+    assert.ok(allowed.sim.recordedEvents().some((e) => e.message?.includes('rendezvous: setting')));
   });
 });
