@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { handleAlarm } from '../../../functions/alarm.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
+import { handleSubmit } from '../../../functions/submit.js';
 import { type ActuatorDeps, actOnJob } from '../../../lib/actuator.js';
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
 import { readJob } from '../../../lib/adapters/job-adapter.js';
@@ -166,5 +167,40 @@ describe('torchelastic rules on the real cluster', () => {
       /1 of the job's maxRestarts 2 already spent on scale-downs.*reserve for a real failure/,
     );
     assert.equal(readJob(await sa.getJob(ref)).roles[0]?.replicas, 2);
+  });
+
+  it('on submit, sets the recommended rendezvous settings where the job allows it; the API server takes them', async () => {
+    const body = elasticPyTorchJob({
+      name: 'tuned',
+      namespace: ns,
+      workers: 1,
+      min: 1,
+      max: 2,
+      annotations: { [ANNOTATION.tuneRendezvous]: 'true' },
+    });
+    await cluster.admin.custom.createNamespacedCustomObject({
+      group: 'kubeflow.org',
+      version: 'v1',
+      namespace: ns,
+      plural: 'pytorchjobs',
+      body,
+    });
+    const ref: JobRef = { kind: 'PyTorchJob', namespace: ns, name: 'tuned' };
+    const deps: HandlerDeps = {
+      cluster: sa,
+      metrics: new RecordedMetricsSource(new Map(), new Map(), new Map()),
+      clock: () => Math.floor(Date.now() / 1000),
+      config: DEFAULT_POLICY_CONFIG,
+      dryRun: false,
+      logger: quiet,
+      profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
+    };
+    const outcome = (await handleSubmit(ref, deps)).outcomes[0];
+    assert.equal(outcome?.applied, true, outcome?.plan.reason);
+    const job = await sa.getJob(ref);
+    const te = readJob(job).torchElastic;
+    assert.equal(te?.rdzvConf.last_call_timeout, '2');
+    assert.equal(te?.monitorInterval, '1');
+    assert.match(job.metadata.annotations?.[ANNOTATION.lastDecision] ?? '', /rendezvous/);
   });
 });
