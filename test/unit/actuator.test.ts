@@ -101,6 +101,16 @@ const workersTo =
   (s) =>
     plan([{ kind: 'replicas', role: 'Worker', from: s.view.roles[0]?.replicas ?? 0, to }], policy);
 
+/** The Worker's memory limit to `to` bytes (from the live limit). */
+const workerMemoryLimit = (s: JobSnapshot, to: number): Change => ({
+  kind: 'resources',
+  role: 'Worker',
+  resource: 'memory',
+  field: 'limits',
+  from: s.view.roles[0]?.limits.memoryBytes ?? 0,
+  to,
+});
+
 async function job(sim: SimulatedCluster) {
   const obj = await sim.getJob(TOY);
   const a = obj.metadata.annotations ?? {};
@@ -165,14 +175,7 @@ describe('actOnJob: what it skips', () => {
       (s) =>
         plan([
           { kind: 'replicas', role: 'Worker', from: 2, to: 2 },
-          {
-            kind: 'resources',
-            role: 'Worker',
-            resource: 'memory',
-            field: 'limits',
-            from: s.view.roles[0]?.limits.memoryBytes ?? 0,
-            to: s.view.roles[0]?.limits.memoryBytes ?? 0,
-          },
+          workerMemoryLimit(s, s.view.roles[0]?.limits.memoryBytes ?? 0),
         ]),
       deps,
     );
@@ -299,21 +302,7 @@ describe('actOnJob: the write and its audit trail', () => {
 
   it('a fault answered with memory counts one more OOM kill; a fault without memory does not', async () => {
     const { sim, deps } = setup();
-    const memory = (s: JobSnapshot): Plan =>
-      plan(
-        [
-          {
-            kind: 'resources',
-            role: 'Worker',
-            resource: 'memory',
-            field: 'limits',
-            from: s.view.roles[0]?.limits.memoryBytes ?? 0,
-            to: 12 * GiB,
-          },
-        ],
-        'fault',
-        'OOM killed',
-      );
+    const memory = (s: JobSnapshot): Plan => plan([workerMemoryLimit(s, 12 * GiB)], 'fault', 'OOM killed');
     await actOnJob(TOY, memory, deps);
     assert.equal((await job(sim)).state.oomCount, 1);
     const events = sim.recordedEvents();
@@ -469,21 +458,10 @@ describe('actOnJob: the guardrail context', () => {
       guardrails: { cooldownSeconds: 0, maxReplicaStep: 1 },
     });
     assert.deepEqual(tuned.plan.changes, [{ kind: 'replicas', role: 'Worker', from: 6, to: 7 }]);
-    const capped = await actOnJob(
-      TOY,
-      (s) =>
-        plan([
-          {
-            kind: 'resources',
-            role: 'Worker',
-            resource: 'memory',
-            field: 'limits',
-            from: s.view.roles[0]?.limits.memoryBytes ?? 0,
-            to: 64 * GiB,
-          },
-        ]),
-      { ...deps, guardrails: { cooldownSeconds: 0, maxMemoryBytes: 32 * GiB } },
-    );
+    const capped = await actOnJob(TOY, (s) => plan([workerMemoryLimit(s, 64 * GiB)]), {
+      ...deps,
+      guardrails: { cooldownSeconds: 0, maxMemoryBytes: 32 * GiB },
+    });
     assert.equal((capped.plan.changes[0] as { to: number }).to, 32 * GiB);
     const elsewhere = await actOnJob(TOY, workersTo(8), {
       ...deps,
@@ -570,21 +548,7 @@ describe('loadSnapshot and decision ids', () => {
 describe('actOnJob: more of the guardrail context', () => {
   it('the production memory cap (256 GiB) applies when none is given', async () => {
     const { deps } = setup();
-    const outcome = await actOnJob(
-      TOY,
-      (s) =>
-        plan([
-          {
-            kind: 'resources',
-            role: 'Worker',
-            resource: 'memory',
-            field: 'limits',
-            from: s.view.roles[0]?.limits.memoryBytes ?? 0,
-            to: 300 * GiB,
-          },
-        ]),
-      deps,
-    );
+    const outcome = await actOnJob(TOY, (s) => plan([workerMemoryLimit(s, 300 * GiB)]), deps);
     assert.equal((outcome.plan.changes[0] as { to: number }).to, 256 * GiB);
   });
 
@@ -669,17 +633,7 @@ describe('actOnJob: when the GPU allocation is read', () => {
 
   it('not for a memory change, a no-op, or a role the job does not have', async () => {
     const { deps, calls } = setup({ deps: budget });
-    const memory: Decide = (s) =>
-      plan([
-        {
-          kind: 'resources',
-          role: 'Worker',
-          resource: 'memory',
-          field: 'limits',
-          from: s.view.roles[0]?.limits.memoryBytes ?? 0,
-          to: 64 * GiB,
-        },
-      ]);
+    const memory: Decide = (s) => plan([workerMemoryLimit(s, 64 * GiB)]);
     assert.equal((await actOnJob(TOY, memory, deps)).applied, true);
     assert.equal((await actOnJob(TOY, workersTo(2), deps)).skipped, 'no-change');
     const ps = await actOnJob(TOY, () => plan([{ kind: 'replicas', role: 'PS', from: 0, to: 3 }]), deps);

@@ -1,7 +1,7 @@
 // moto's server mode (PyPI `moto[server]`, installed by `npm run setup`): a maintained emulator of the AWS
 // APIs, started here on a free 127.0.0.1 port and stopped after the tests. It stands in for AWS, which
 // cannot be reached from here; EventBridge rules deliver to SQS inside it as they do in AWS.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { freePort } from '../../metrics/support/processes.js';
 
 export interface Moto {
@@ -11,6 +11,20 @@ export interface Moto {
   region: string;
   stop(): Promise<void>;
 }
+
+function motoAvailable(): boolean {
+  try {
+    execFileSync('moto_server', ['--help'], { stdio: 'ignore', timeout: 20_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A node:test `skip` value for unit tests that need the emulator: false when moto_server is installed. */
+export const skipWithoutMoto: false | string = motoAvailable()
+  ? false
+  : 'moto_server is not installed (npm run setup installs moto[server])';
 
 export async function startMoto(timeoutMs = 30_000): Promise<Moto> {
   const port = await freePort();

@@ -1,28 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { load, loadAll } from 'js-yaml';
+import { load } from 'js-yaml';
 import { ALERTMANAGER_PATH } from '../../../functions/alertmanager-http.js';
 import { getArray, getPath, getString, isObject } from '../../../lib/adapters/unstructured.js';
 import { LEADER_LABEL } from '../../../lib/runner/leader-pod-label.js';
+import { renderKustomization, skipWithoutKubectl } from '../../support/kustomize.js';
 
-function kubectlAvailable(): boolean {
-  try {
-    execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore', timeout: 10_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const skip = kubectlAvailable() ? false : 'kubectl is not installed (needed for `kubectl kustomize`)';
-
-function render(): unknown[] {
-  const yaml = execFileSync('kubectl', ['kustomize', 'infra/k8s'], { encoding: 'utf8', timeout: 30_000 });
-  // Plain YAML, not client-node's loadAllYaml: its typed models rename fields (NetworkPolicy `from`).
-  return loadAll(yaml);
-}
+const skip = skipWithoutKubectl;
+// Plain YAML (js-yaml), not client-node's loadAllYaml: its typed models rename fields (NetworkPolicy `from`).
+const render = (): unknown[] => renderKustomization('infra/k8s');
 
 function find(docs: unknown[], kind: string, name?: string): unknown {
   const found = docs.find(

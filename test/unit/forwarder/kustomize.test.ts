@@ -1,19 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { loadAll } from 'js-yaml';
 import { getArray, getPath, getString, isObject } from '../../../lib/adapters/unstructured.js';
+import { renderKustomization, skipWithoutKubectl } from '../../support/kustomize.js';
 
-function kubectlAvailable(): boolean {
-  try {
-    execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore', timeout: 10_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const skip = kubectlAvailable() ? false : 'kubectl is not installed (needed for `kubectl kustomize`)';
+const skip = skipWithoutKubectl;
 
 function find(docs: unknown[], kind: string): Record<string, unknown> {
   const found = docs.find((d) => isObject(d) && d.kind === kind);
@@ -22,11 +12,7 @@ function find(docs: unknown[], kind: string): Record<string, unknown> {
 }
 
 describe('infra/k8s/forwarder kustomization', { skip }, () => {
-  const docs = skip
-    ? []
-    : loadAll(
-        execFileSync('kubectl', ['kustomize', 'infra/k8s/forwarder'], { encoding: 'utf8', timeout: 30_000 }),
-      );
+  const docs = skip ? [] : renderKustomization('infra/k8s/forwarder');
 
   it('grants list and watch of exactly the kinds it forwards, and nothing else cluster-wide', () => {
     const rules = (getArray(find(docs, 'ClusterRole'), ['rules']) ?? []).filter(isObject);

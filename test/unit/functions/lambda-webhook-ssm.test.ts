@@ -2,59 +2,30 @@
 // Lambda) reading its token from SSM Parameter Store. No AWS is reachable here: the SSM API is moto's server
 // mode (an AWS API EMULATOR, from PyPI), addressed with the SDK's standard AWS_ENDPOINT_URL_SSM.
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { type Moto, skipWithoutMoto, startMoto } from '../../aws/support/moto.js';
 import { httpApiEvent } from '../../fixtures/http-api-event.js';
 import { alertmanagerWebhook as payload } from '../../fixtures/payloads.js';
 
 const PARAMETER = '/trainscaler/webhook-token';
 const TOKEN = 'ssm-webhook-token-9f8e7d6c5b4a';
 
-function motoAvailable(): boolean {
-  try {
-    execFileSync('moto_server', ['--help'], { stdio: 'ignore', timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const skip = motoAvailable() ? false : 'moto_server is not installed (pip install "moto[server]")';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+const skip = skipWithoutMoto;
 
 describe('Lambda alertmanagerWebhook with its token in SSM (moto server EMULATOR)', { skip }, () => {
-  let moto: ChildProcess | undefined;
+  let moto: Moto | undefined;
   let dir: string;
   const resolved = JSON.stringify(
     payload([{ namespace: 'team-a', kind: 'PyTorchJob', name: 'toy', status: 'resolved' }]),
   );
 
   before(async () => {
-    const port = await freePort();
-    moto = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-    const endpoint = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-      if (
-        await fetch(`${endpoint}/moto-api/`).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    moto = await startMoto();
+    const endpoint = moto.endpoint;
     // As the function would be configured (serverless.yml), with a kubeconfig instead of EKS so that no
     // network is needed for a notification that asks for nothing (a resolved alert).
     dir = await mkdtemp(join(tmpdir(), 'trainscaler-ssm-'));
@@ -86,7 +57,7 @@ describe('Lambda alertmanagerWebhook with its token in SSM (moto server EMULATOR
   });
 
   after(async () => {
-    moto?.kill();
+    await moto?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
