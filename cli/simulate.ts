@@ -12,7 +12,7 @@
 //                from its checkpoint at the same size;
 //   threshold    a BASELINE, not trainscaler: admitted like manual, then a Kubernetes HPA (or KEDA ScaledObject)
 //                emulation on each running job's Worker replicas with a GPU-utilisation target
-//                (lib/sim/threshold-baseline.ts), patching the job every decision interval like any client.
+//                (lib/sim/baselines/threshold.ts), patching the job every decision interval like any client.
 // Jobs progress at the throughput fitted on the Pollux measurements (lib/sim/app-profiles.ts), keep their
 // global batch and end at their application's target (lib/sim/workload.ts).
 import { writeFile } from 'node:fs/promises';
@@ -27,6 +27,14 @@ import { backfillAdmissions } from '../lib/sim/baselines/backfill.js';
 import { fcfsAdmissions } from '../lib/sim/baselines/manual.js';
 import type { QueuedJob } from '../lib/sim/baselines/queue.js';
 import {
+  defaultHpaSpec,
+  EMPTY_HPA_STATE,
+  GPU_UTILISATION_TARGET,
+  type HpaSpec,
+  type HpaState,
+  thresholdBaselineInterval,
+} from '../lib/sim/baselines/threshold.js';
+import {
   TIRESIAS_DEFAULTS,
   type TiresiasJobState,
   type TiresiasParams,
@@ -35,14 +43,6 @@ import {
 import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
 import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
 import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
-import {
-  defaultHpaSpec,
-  EMPTY_HPA_STATE,
-  GPU_UTILISATION_TARGET,
-  type HpaSpec,
-  type HpaState,
-  thresholdBaselineInterval,
-} from '../lib/sim/threshold-baseline.js';
 import {
   loadWorkloads,
   type TenantTraits,

@@ -1,6 +1,6 @@
 // `npm run bench:cluster`: the Pollux workloads replayed on the SIMULATED 16 x 4-GPU cluster, manual vs
 // trainscaler (cli/simulate.ts runs the production handlers) vs the threshold baseline (an HPA-style
-// GPU-utilisation autoscaler, lib/sim/threshold-baseline.ts), the multi-tenant extension, and the decision
+// GPU-utilisation autoscaler, lib/sim/baselines/threshold.ts), the multi-tenant extension, and the decision
 // latency of the pure policies at scale. Prints figures and wall-clock times; it is not a timed test.
 //
 //   npx tsx test/bench/cluster.bench.ts                 reduced form (CI): workload-1 of each load (0.5x, 1.0x, 1.5x)
@@ -28,7 +28,7 @@ import { fitThroughputModel, type Placement } from '../../lib/model/throughput-m
 import { decideRebalance, type RebalanceJob } from '../../lib/policies/rebalance.js';
 import { decideTuning } from '../../lib/policies/tuning.js';
 import { groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
-import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/sim/threshold-baseline.js';
+import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/sim/baselines/threshold.js';
 import {
   loadWorkloads,
   TARGET_SAMPLES_BY_BATCH,
@@ -252,7 +252,7 @@ function latency(): void {
   const rebalance = time(10, () =>
     decideRebalance({ jobs, capacity: cap, config: DEFAULT_POLICY_CONFIG, now: 1e9 }),
   );
-  // The threshold baseline's decision: one emulated HPA sync per job (lib/sim/threshold-baseline.ts).
+  // The threshold baseline's decision: one emulated HPA sync per job (lib/sim/baselines/threshold.ts).
   const hpa = defaultHpaSpec(1, 64);
   const utilisation = jobs.map((_, i) => (i % 10) / 10);
   const baseline = time(50, () =>
