@@ -539,8 +539,23 @@ test('an elastic PyTorchJob grows 1 -> 2 on a real alert and shrinks 2 -> 1 for 
     60_000,
   );
 
-  // The schedule handler, ticking every 2 s from the end of the cool-down as the runner's cron would.
+  // Inside the cool-down the schedule leaves the job alone, higher-priority demand or not: nothing written.
   const cooldownEnds = grownAt + COOLDOWN_SECONDS + 1;
+  let early = 'skipped: the cool-down was over before the urgent job waited (a slow machine)';
+  if (now() < cooldownEnds - 3) {
+    // (The operator writes the job's status meanwhile, so the resourceVersion moves; trainscaler's record must not.)
+    const decisionOf = async () =>
+      (await deps.cluster.getJob(ref)).metadata?.annotations?.[ANNOTATION.lastDecision];
+    const decisionBefore = await decisionOf();
+    const result = await handleSchedule({}, deps);
+    const kept = result.outcomes.find((o) => o.ref.name === JOB);
+    assert.equal(kept?.applied, false, JSON.stringify(kept));
+    assert.match(kept?.plan.reason ?? '', /cool-down/);
+    assert.equal(await decisionOf(), decisionBefore);
+    assert.equal((await workerPods(cluster, namespace, JOB)).length, 2);
+    early = kept?.plan.reason ?? '';
+  }
+  // The schedule handler, ticking every 2 s from the end of the cool-down as the runner's cron would.
   await sleep(Math.max(0, cooldownEnds - now()) * 1000);
   const twoWorkerThroughput = throughputAt(steps(), 2, grownAt, 10, now());
   let shrink: Outcome | undefined;
@@ -640,6 +655,7 @@ test('an elastic PyTorchJob grows 1 -> 2 on a real alert and shrinks 2 -> 1 for 
   );
   console.log(`  grow (alarm function): ${grow.outcome.plan.reason}`);
   console.log(`  shrink (schedule, ${ticks.length} tick(s)): ${shrink.plan.reason}`);
+  console.log(`  schedule tick inside the cool-down: ${early}`);
   console.log(`  ${upJudged}`);
   console.log(`  ${downJudged}`);
   console.log(
