@@ -3,7 +3,7 @@
 // Alertmanager with infra/prometheus/alertmanager.yml's routing to the alarm function's webhook. Only
 // durations change, through time-compression.ts (a test cannot wait ten minutes for `for: 10m`); the rule
 // expressions, thresholds and routes are the production files' own.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { dump, load } from 'js-yaml';
@@ -97,7 +97,6 @@ export async function startMonitoring(options: {
     // Written whole and renamed: Prometheus never reads a half-written file.
     const file = join(dir, 'targets/sidecars.json');
     await writeFile(`${file}.tmp`, JSON.stringify(groups));
-    const { rename } = await import('node:fs/promises');
     await rename(`${file}.tmp`, file);
   };
   await setTargets([]);
