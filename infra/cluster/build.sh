@@ -79,19 +79,21 @@ now() { date +%s; }
 # "<date> <label> <seconds>s maxrss=<MiB>MiB" to the timings log.
 run_timed() {
   local label="$1"; shift
-  local t0 t1 tf rss=""
+  local t0 t1 tf rss="" cpu=""
   tf="$(mktemp)"
   t0=$(now)
   if [[ -x /usr/bin/time ]]; then
     /usr/bin/time -v -o "$tf" "$@" || { cat "$tf" >&2; rm -f "$tf"; die "$label failed"; }
     rss=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); printf "%d", $2/1024}' "$tf")
+    # CPU seconds (user + system) do not depend on how loaded the machine is, unlike the wall time.
+    cpu=$(awk -F: '/User time|System time/ {gsub(/ /,"",$2); t += $2} END {printf "%.0f", t}' "$tf")
   else
     "$@" || die "$label failed"
   fi
   t1=$(now)
   rm -f "$tf"
-  printf '%s %-40s %5ss maxrss=%sMiB go=%s\n' "$(date -u +%FT%TZ)" "$label" "$((t1 - t0))" "${rss:-?}" "$(go env GOVERSION)" >>"$TIMES"
-  log "$label: $((t1 - t0))s${rss:+ (peak RSS ${rss} MiB)}"
+  printf '%s %-40s %5ss maxrss=%sMiB cpu=%ss go=%s\n' "$(date -u +%FT%TZ)" "$label" "$((t1 - t0))" "${rss:-?}" "${cpu:-?}" "$(go env GOVERSION)" >>"$TIMES"
+  log "$label: $((t1 - t0))s${rss:+ (peak RSS ${rss} MiB, ${cpu} CPU-s)}"
 }
 
 install_bin() { # component built-file
