@@ -5,9 +5,14 @@
 //   trainscaler  the production handlers, driven as cli/demo.ts drives them: submit on arrival, every pod and
 //                job watch event from drainEvents(), an Alertmanager alert per running job every few decision
 //                intervals and the EventBridge schedule every decision interval;
+//   backfill     a BASELINE: the user's GPU count, fixed, FIFO with backfilling (Kueue BestEffortFIFO):
+//                a later job starts when it fits now (lib/sim/baselines/backfill.ts);
+//   tiresias     a BASELINE: the user's GPU count, Tiresias's discretized 2D-LAS with preemption
+//                (lib/sim/baselines/tiresias.ts); a preempted job is stopped (Worker replicas 0) and resumed
+//                from its checkpoint at the same size;
 //   threshold    a BASELINE, not trainscaler: admitted like manual, then a Kubernetes HPA (or KEDA ScaledObject)
 //                emulation on each running job's Worker replicas with a GPU-utilisation target
-//                (lib/sim/threshold-baseline.ts), patching the job every decision interval like any client.
+//                (lib/sim/baselines/threshold.ts), patching the job every decision interval like any client.
 // Jobs progress at the throughput fitted on the Pollux measurements (lib/sim/app-profiles.ts), keep their
 // global batch and end at their application's target (lib/sim/workload.ts).
 import { writeFile } from 'node:fs/promises';
@@ -18,9 +23,9 @@ import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
-import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
-import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
-import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
+import { backfillAdmissions } from '../lib/sim/baselines/backfill.js';
+import { fcfsAdmissions } from '../lib/sim/baselines/manual.js';
+import type { QueuedJob } from '../lib/sim/baselines/queue.js';
 import {
   defaultHpaSpec,
   EMPTY_HPA_STATE,
@@ -28,7 +33,16 @@ import {
   type HpaSpec,
   type HpaState,
   thresholdBaselineInterval,
-} from '../lib/sim/threshold-baseline.js';
+} from '../lib/sim/baselines/threshold.js';
+import {
+  TIRESIAS_DEFAULTS,
+  type TiresiasJobState,
+  type TiresiasParams,
+  tiresiasPass,
+} from '../lib/sim/baselines/tiresias.js';
+import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
+import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
+import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
 import {
   loadWorkloads,
   type TenantTraits,
@@ -49,17 +63,29 @@ import type { JobRef } from '../lib/types.js';
 import { median } from './demo.js';
 import { simulatedHandlerDeps } from './simulated-handler-deps.js';
 
-export const SIMULATION_POLICIES = ['manual', 'trainscaler', 'threshold'] as const;
+export const SIMULATION_POLICIES = ['manual', 'backfill', 'tiresias', 'threshold', 'trainscaler'] as const;
 export type SimulationPolicy = (typeof SIMULATION_POLICIES)[number];
 
 const GiB = 1024 ** 3;
 
-/** The Pollux artifact's mean of average JCT over its 8 workloads at 1.0x load (OSDI'21, Table/Fig. of JCT). */
+/** The workload manifests are PyTorchJobs of workers only. */
+const WORKER_REPLICAS_PATH = '/spec/pytorchReplicaSpecs/Worker/replicas';
+
+/**
+ * Mean of average JCT over the Pollux artifact's 8 workloads at 1.0x load, measured in THAT artifact's
+ * simulator (measured throughput tables, 30 s restart penalty), not in ours: Pollux, Optimus+Oracle and
+ * Tiresias as published (OSDI'21), and manual with backfill as run in that simulator (issue 13).
+ */
 export const PUBLISHED_MEAN_AVG_JCT_SECONDS: Record<string, number> = {
   Pollux: 2751,
-  'Optimus+Oracle': 5682,
   Tiresias: 4038,
+  'Optimus+Oracle': 5682,
+  'manual with backfill': 7783,
 };
+
+/** Where the peer figures come from, printed beside them. */
+export const PUBLISHED_SOURCE =
+  "the Pollux artifact's own simulator (another simulator), 8 workloads at 1.0x";
 
 export interface SimulationOptions {
   workloads: Workload[];
@@ -76,6 +102,8 @@ export interface SimulationOptions {
   timeCapSeconds?: number;
   /** Seeded tenant behaviour (priorities, OOM, over-requests, node failures); off when undefined. */
   multiTenant?: MultiTenantOptions;
+  /** The tiresias baseline's queues and promotion knob (TIRESIAS_DEFAULTS when undefined). */
+  tiresias?: TiresiasParams;
   onProgress?: (line: string) => void;
   /** Every applied trainscaler decision, as it happens (simulated seconds since the start). */
   onDecision?: (decision: { job: string; at: number; policy: string; reason: string }) => void;
@@ -94,6 +122,8 @@ export interface JobOutcome {
   rescales: number;
   workersAsked: number;
   workersFinal: number;
+  /** Times the tiresias baseline preempted the job (each resume costs a checkpoint-restart). */
+  preemptions?: number;
   /** trainscaler's (or the threshold baseline's) last reason about this job, so that a size can be explained. */
   lastReason?: string;
   /** The simulator's reason for a failed job, e.g. 'BackoffLimitExceeded: ...' or 'PendingTimeout: ...'. */
@@ -154,6 +184,7 @@ export interface SimulationResult {
   runs: WorkloadRun[];
   policies: Partial<Record<SimulationPolicy, PolicyAggregate>>;
   published: Record<string, number>;
+  publishedSource: string;
 }
 
 export const SIMULATION_ASSUMPTIONS: readonly string[] = [
@@ -163,6 +194,8 @@ export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   'every re-formed world (rescale, restarted or replaced pod) costs 30 s without progress; the first start costs the 20 s pod start',
   'decision interval 60 s: the schedule trigger (rebalance) every interval; an alarm per running job every few intervals (--alarm-every)',
   "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
+  "backfill (a baseline): the user's num_replicas, fixed; FIFO with backfilling like a Kueue BestEffortFIFO queue: at every arrival and decision interval the waiting jobs are tried in arrival order and each one that fits in the GPUs then free starts; no reservation for the head (it can be delayed by later small jobs); no preemption",
+  `tiresias (a baseline): the user's num_replicas, fixed; discretized 2D-LAS with preemption (Tiresias, NSDI'19): attained service = GPUs x seconds held since the last promotion; ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.length + 1} queues, demotion at ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.map((t) => `${t / 3600} GPU-h`).join(', ')} (the Pollux artifact's Tiresias); FIFO by queue entry within a queue; GPUs given in priority order, a job that does not fit is skipped; promotion to the top queue after waiting ${TIRESIAS_DEFAULTS.promoteKnob}x its service (PROMOTEKNOB, our choice; the artifact disables it); passes at every arrival and decision interval; a preemption sets Worker replicas to 0 (pods deleted, progress kept at the checkpoint) and a resume costs the 20 s pod start plus the 30 s restart from checkpoint without progress`,
   'trainscaler: each job submitted on arrival with elastic bounds 1..64 workers; the handlers decide its size',
   `threshold (a baseline, not trainscaler): admitted like manual; then every decision interval a Kubernetes HPA emulation per running job scales its Worker replicas to ceil(workers x utilisation / ${GPU_UTILISATION_TARGET}), utilisation = 1 - syncTime/stepTime of its current world's step samples; HPA defaults: tolerance 0.1, highest recommendation of the last 300 s for scale-down, scale-up at most max(+4, x2) per 15 s period; bounds = the job's elastic bounds (1..64); never grown beyond the GPUs free at that moment (no cluster-autoscaler: unplaceable pods would stay Pending and fail the rendezvous), and blind to the FCFS queue (it may take GPUs the head of the queue waits for); jobs without a step sample of their current world size are skipped; jobs handled in admission order`,
   'JCT = completion - arrival; averages and medians are over completed jobs; makespan = last completion (or the time cap)',
@@ -187,6 +220,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
           alarmEvery,
           cap: options.timeCapSeconds ?? 14 * 86_400,
           multiTenant: options.multiTenant,
+          tiresias: options.tiresias ?? TIRESIAS_DEFAULTS,
           report: options.onProgress ?? (() => {}),
           onDecision: options.onDecision,
         }),
@@ -207,6 +241,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     runs,
     policies,
     published: { ...PUBLISHED_MEAN_AVG_JCT_SECONDS },
+    publishedSource: PUBLISHED_SOURCE,
   };
 }
 
@@ -218,6 +253,7 @@ interface RunSettings {
   alarmEvery: number;
   cap: number;
   multiTenant: MultiTenantOptions | undefined;
+  tiresias: TiresiasParams;
   report: (line: string) => void;
   onDecision: SimulationOptions['onDecision'];
 }
@@ -236,6 +272,8 @@ interface Tracked {
   ref: JobRef;
   workers: number;
   rescales: number;
+  /** tiresias: preemptions so far. */
+  preemptions: number;
   lastReason?: string;
   /** The emulated HPA of the threshold baseline. */
   hpa?: { spec: HpaSpec; state: HpaState };
@@ -300,6 +338,8 @@ async function runWorkload(
     .map((job, i) => ({ job, traits: traits?.[i] }))
     .sort((a, b) => a.job.time - b.job.time);
   const fcfs: typeof arrivals = [];
+  /** High-priority tenants' jobs: submitted on arrival, outside every queue. */
+  const bypass: Record<string, true> = {};
   const submit = async (entry: (typeof arrivals)[number]) => {
     const stored = sim.submitJob(workloadJobManifest(entry.job, clusterGpus, entry.traits));
     const ref: JobRef = { kind: 'PyTorchJob', namespace: WORKLOAD_NAMESPACE, name: stored.metadata.name };
@@ -308,6 +348,7 @@ async function runWorkload(
       ref,
       workers: Math.min(entry.job.replicas, clusterGpus),
       rescales: 0,
+      preemptions: 0,
     };
     if (policy === 'threshold') {
       // The user's HPA spans the job's elastic bounds (1..clusterGpus in the workload manifests).
@@ -325,14 +366,68 @@ async function runWorkload(
       const phase = sim.jobStatus(t.ref).phase;
       return phase !== 'Succeeded' && phase !== 'Failed';
     });
-  // FCFS by GPUs: the head of the queue waits until its GPUs are free; nothing overtakes it.
+  const queued = (entry: (typeof arrivals)[number]): QueuedJob => ({
+    name: entry.job.name,
+    gpus: Math.min(entry.job.replicas, clusterGpus),
+    arrival: entry.job.time,
+  });
+  const startQueued = async (names: readonly string[]) => {
+    for (const name of names) {
+      const index = fcfs.findIndex((e) => e.job.name === name);
+      const [next] = index >= 0 ? fcfs.splice(index, 1) : [];
+      if (next) await submit(next);
+    }
+  };
+  // The queue baselines (lib/sim/baselines/): manual (strict FCFS; also threshold's admission), backfill,
+  // tiresias. GPUs held = the sizes of the unfinished jobs (a preempted tiresias job holds none).
   const admit = async () => {
-    let free = clusterGpus - unfinished().reduce((sum, t) => sum + t.workers, 0);
-    while (fcfs[0] && Math.min(fcfs[0].job.replicas, clusterGpus) <= free) {
-      const next = fcfs.shift();
-      if (!next) break;
-      free -= Math.min(next.job.replicas, clusterGpus);
-      await submit(next);
+    if (policy === 'tiresias') return tiresiasAdmit();
+    const free = clusterGpus - unfinished().reduce((sum, t) => sum + t.workers, 0);
+    const queue = fcfs.map(queued);
+    await startQueued(policy === 'backfill' ? backfillAdmissions(queue, free) : fcfsAdmissions(queue, free));
+  };
+  let tiresiasState: ReadonlyMap<string, TiresiasJobState> = new Map();
+  const tiresiasAdmit = async () => {
+    // High-priority tenants bypass the queue (as for manual); their GPUs are outside Tiresias's reach.
+    const managed = unfinished().filter((t) => !(t.job.name in bypass));
+    const outside = unfinished()
+      .filter((t) => t.job.name in bypass)
+      .reduce((sum, t) => sum + t.workers, 0);
+    const jobs = [
+      ...managed.map((t) => ({
+        name: t.job.name,
+        gpus: Math.min(t.job.replicas, clusterGpus),
+        arrival: t.job.time,
+      })),
+      ...fcfs.map(queued),
+    ];
+    const pass = tiresiasPass(jobs, tiresiasState, {
+      now: elapsed,
+      capacityGpus: clusterGpus - outside,
+      params: settings.tiresias,
+    });
+    tiresiasState = pass.state;
+    // Preempt first: the resumed and started jobs need the GPUs the preempted ones release.
+    for (const name of pass.preempt) {
+      const t = tracked.get(name);
+      if (!t) continue;
+      await sim.patchJob(t.ref, [{ op: 'replace', path: WORKER_REPLICAS_PATH, value: 0 }], { dryRun: false });
+      t.workers = 0;
+      t.preemptions += 1;
+      t.lastReason = `tiresias: preempted in queue ${pass.state.get(name)?.queue ?? 0}`;
+    }
+    for (const name of pass.start) {
+      const t = tracked.get(name);
+      if (!t) {
+        await startQueued([name]);
+        continue;
+      }
+      const gpus = Math.min(t.job.replicas, clusterGpus);
+      await sim.patchJob(t.ref, [{ op: 'replace', path: WORKER_REPLICAS_PATH, value: gpus }], {
+        dryRun: false,
+      });
+      t.workers = gpus;
+      t.lastReason = `tiresias: resumed in queue ${pass.state.get(name)?.queue ?? 0}`;
     }
   };
 
@@ -374,6 +469,7 @@ async function runWorkload(
     while (arrivals[nextArrival] && (arrivals[nextArrival]?.job.time ?? 0) <= elapsed) {
       const entry = arrivals[nextArrival++];
       if (!entry) break;
+      if (entry.traits?.highPriority) bypass[entry.job.name] = true;
       if (policy === 'trainscaler' || entry.traits?.highPriority) await submit(entry);
       else fcfs.push(entry);
     }
@@ -436,6 +532,7 @@ async function runWorkload(
       rescales: t.rescales,
       workersAsked: t.job.replicas,
       workersFinal: t.workers,
+      ...(policy === 'tiresias' ? { preemptions: t.preemptions } : {}),
       ...(t.lastReason ? { lastReason: t.lastReason } : {}),
       ...(status.failureReason ? { failureReason: status.failureReason } : {}),
     };
@@ -620,7 +717,7 @@ export function registerSimulateCommand(program: Command): Command {
     .requiredOption('--workload <path>', 'a workload CSV file, or a folder of workload-N.csv files')
     .option(
       '--policy <list>',
-      'comma-separated policies: manual,trainscaler,threshold (threshold: a Kubernetes HPA-style GPU-utilisation autoscaler baseline, not trainscaler)',
+      `comma-separated policies: ${SIMULATION_POLICIES.join(',')} (manual: strict FCFS; backfill: FIFO with backfilling, like Kueue BestEffortFIFO; tiresias: 2D-LAS with preemption; threshold: an HPA-style GPU-utilisation autoscaler; all four are baselines at the user's sizes, not trainscaler)`,
       parsePolicies,
       [...SIMULATION_POLICIES],
     )

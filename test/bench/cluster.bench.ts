@@ -1,18 +1,26 @@
 // `npm run bench:cluster`: the Pollux workloads replayed on the SIMULATED 16 x 4-GPU cluster, manual vs
 // trainscaler (cli/simulate.ts runs the production handlers) vs the threshold baseline (an HPA-style
-// GPU-utilisation autoscaler, lib/sim/threshold-baseline.ts), the multi-tenant extension, and the decision
+// GPU-utilisation autoscaler, lib/sim/baselines/threshold.ts), the multi-tenant extension, and the decision
 // latency of the pure policies at scale. Prints figures and wall-clock times; it is not a timed test.
 //
-//   npx tsx test/bench/cluster.bench.ts                 reduced form (CI): workloads-1.0/workload-1 only
+//   npx tsx test/bench/cluster.bench.ts                 reduced form (CI): workload-1 of each load (0.5x, 1.0x, 1.5x)
 //   npx tsx test/bench/cluster.bench.ts --full          workloads-0.5, -1.0, -1.5, all 8 workloads each
 //   npx tsx test/bench/cluster.bench.ts --loads 1.0 --limit 8     one load, the first 8 workloads
 //                                                   (--offset N skips the first N, to resume a stopped run)
+//   --policies manual,backfill,tiresias   only these policies (default: all five, side by side)
 //   ... --no-replay --no-multi-tenant --no-latency --check-targets (re-derive the target table from validation-B.csv)
 //   --multi-tenant-workload PATH   (default workloads-0.5/workload-1: the trainscaler run of a 1.0x workload
 //                                  with tenants takes about 9 minutes on 2 shared cores, too long for CI)
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { aggregate, runSimulation, SIMULATION_POLICIES, type SimulationResult } from '../../cli/simulate.js';
+import {
+  aggregate,
+  parsePolicies,
+  runSimulation,
+  SIMULATION_POLICIES,
+  type SimulationPolicy,
+  type SimulationResult,
+} from '../../cli/simulate.js';
 import { renderSimulationTables } from '../../cli/simulate-report.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
@@ -20,7 +28,7 @@ import { fitThroughputModel, type Placement } from '../../lib/model/throughput-m
 import { decideRebalance, type RebalanceJob } from '../../lib/policies/rebalance.js';
 import { decideTuning } from '../../lib/policies/tuning.js';
 import { groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
-import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/sim/threshold-baseline.js';
+import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/sim/baselines/threshold.js';
 import {
   loadWorkloads,
   TARGET_SAMPLES_BY_BATCH,
@@ -38,6 +46,10 @@ const value = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 
+const POLICIES: SimulationPolicy[] = value('--policies')
+  ? parsePolicies(value('--policies') ?? '')
+  : [...SIMULATION_POLICIES];
+
 function workloadsFor(): Workload[] {
   if (flag('--full'))
     return ['0.5', '1.0', '1.5'].flatMap((l) => loadWorkloads(join(POLLUX_DIR, `workloads-${l}`)));
@@ -49,11 +61,18 @@ function workloadsFor(): Workload[] {
       loadWorkloads(join(POLLUX_DIR, `workloads-${l}`)).slice(offset, offset + limit),
     );
   }
-  return loadWorkloads(join(POLLUX_DIR, 'workloads-1.0', 'workload-1.csv'));
+  // Reduced form: workload-1 of each load, so that every load's figures are printed side by side.
+  return ['0.5', '1.0', '1.5'].flatMap((l) =>
+    loadWorkloads(join(POLLUX_DIR, `workloads-${l}`, 'workload-1.csv')).map((w) => ({
+      ...w,
+      name: `workloads-${l}/${w.name}`,
+    })),
+  );
 }
 
 async function replay(workloads: Workload[]): Promise<void> {
   const sets = [...new Set(workloads.map((w) => w.name.split('/')[0] ?? w.name))];
+  const perLoad: SimulationResult[] = [];
   for (const set of sets) {
     const chosen = workloads.filter((w) => (w.name.split('/')[0] ?? w.name) === set);
     const started = performance.now();
@@ -62,7 +81,7 @@ async function replay(workloads: Workload[]): Promise<void> {
     for (const workload of chosen) {
       const part = await runSimulation({
         workloads: [workload],
-        policies: [...SIMULATION_POLICIES],
+        policies: POLICIES,
         seed: 1,
       });
       for (const run of part.runs)
@@ -79,9 +98,10 @@ async function replay(workloads: Workload[]): Promise<void> {
       ...first,
       runs,
       policies: Object.fromEntries(
-        SIMULATION_POLICIES.map((policy) => [policy, aggregate(runs.filter((r) => r.policy === policy))]),
+        POLICIES.map((policy) => [policy, aggregate(runs.filter((r) => r.policy === policy))]),
       ),
     };
+    perLoad.push(result);
     console.log(`\n== ${set}: ${chosen.length} workload(s) ==`);
     console.log(renderSimulationTables(result).split('\nAssumptions:')[0]);
     for (const run of result.runs)
@@ -90,6 +110,25 @@ async function replay(workloads: Workload[]): Promise<void> {
       );
     console.log(`wall-clock ${set} total: ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
+  if (perLoad.length < 2) return;
+  // Every load on one table: the mean of average JCT over each load's workloads, per policy.
+  console.log('\n== every load: mean of average JCT (s) over the workloads of each load, seed 1 ==');
+  const cell = (text: string) => text.padStart(12);
+  console.log(['load'.padEnd(16), ...POLICIES.map(cell)].join(''));
+  for (const r of perLoad) {
+    const set = r.runs[0]?.workload.split('/')[0] ?? '';
+    const means = POLICIES.map((p) => r.policies[p]?.meanAvgJctSeconds);
+    console.log(
+      [
+        `${set} (${new Set(r.runs.map((x) => x.workload)).size})`.padEnd(16),
+        ...means.map((m) => cell(m === null || m === undefined ? '-' : String(Math.round(m)))),
+      ].join(''),
+    );
+  }
+  const peers = Object.entries(perLoad[0]?.published ?? {})
+    .map(([name, v]) => `${name} ${v.toLocaleString('en-US')} s`)
+    .join(', ');
+  console.log(`Peer figures (1.0x only) from ${perLoad[0]?.publishedSource}: ${peers}`);
 }
 
 /** Where a run's JCT goes: per application, jobs, mean JCT and mean wait, and its share of all JCT. */
@@ -102,7 +141,8 @@ function byApplication(run: SimulationResult['runs'][number]): string {
       const jobs = done.filter((j) => j.application === app);
       const jct = jobs.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
       const wait = jobs.reduce((s, j) => s + (j.queuedSeconds ?? 0), 0);
-      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT`;
+      const preempted = jobs.reduce((s, j) => s + (j.preemptions ?? 0), 0);
+      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT${run.policy === 'tiresias' ? `, ${preempted} preemptions` : ''}`;
     })
     .join('; ');
 }
@@ -111,7 +151,7 @@ async function multiTenant(workload: Workload): Promise<void> {
   const started = performance.now();
   const result = await runSimulation({
     workloads: [workload],
-    policies: [...SIMULATION_POLICIES],
+    policies: POLICIES,
     seed: 1,
     multiTenant: DEFAULT_MULTI_TENANT,
   });
@@ -212,7 +252,7 @@ function latency(): void {
   const rebalance = time(10, () =>
     decideRebalance({ jobs, capacity: cap, config: DEFAULT_POLICY_CONFIG, now: 1e9 }),
   );
-  // The threshold baseline's decision: one emulated HPA sync per job (lib/sim/threshold-baseline.ts).
+  // The threshold baseline's decision: one emulated HPA sync per job (lib/sim/baselines/threshold.ts).
   const hpa = defaultHpaSpec(1, 64);
   const utilisation = jobs.map((_, i) => (i % 10) / 10);
   const baseline = time(50, () =>

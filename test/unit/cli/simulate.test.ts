@@ -59,8 +59,65 @@ describe('runSimulation', () => {
     const json = simulationJson(first) as { policies: Record<string, { meanAvgJctSeconds: number | null }> };
     assert.equal(typeof json.policies.trainscaler?.meanAvgJctSeconds, 'number');
     const text = renderSimulationTables(first);
-    assert.match(text, /Pollux \(published\)\s+2751/);
+    assert.match(
+      text,
+      /Peer figures from the Pollux artifact's own simulator \(another simulator\)[^\n]*Pollux 2,751 s/,
+    );
     assert.match(renderSimulationHtml(first), /^<!doctype html>[\s\S]*<svg[\s\S]*<\/html>\n$/);
+  });
+
+  it('backfill starts a later job that fits while the head waits; manual makes it wait', async () => {
+    const queue: Workload = {
+      name: 'queue',
+      path: 'queue.csv',
+      jobs: [
+        { name: 'cifar10-first', time: 0, application: 'cifar10', replicas: 6, batchSize: 1024 },
+        { name: 'cifar10-head', time: 10, application: 'cifar10', replicas: 4, batchSize: 512 },
+        { name: 'cifar10-small', time: 20, application: 'cifar10', replicas: 1, batchSize: 128 },
+      ],
+    };
+    const result = await runSimulation({ workloads: [queue], policies: ['manual', 'backfill'], ...SMALL });
+    const wait = (policy: string, name: string) =>
+      result.runs.find((r) => r.policy === policy)?.jobs.find((j) => j.name === name)?.queuedSeconds;
+    // 6 of 8 GPUs busy: the 4-GPU head waits; the 1-GPU job fits in the 2 free GPUs and only pays the pod start.
+    assert.ok((wait('backfill', 'cifar10-small') ?? Infinity) < 60, `${wait('backfill', 'cifar10-small')}`);
+    assert.ok((wait('manual', 'cifar10-small') ?? 0) > 300, `${wait('manual', 'cifar10-small')}`);
+    assert.equal(result.runs.find((r) => r.policy === 'backfill')?.summary.completed, 3);
+    assert.equal(typeof result.policies.backfill?.meanAvgJctSeconds, 'number');
+  });
+
+  it('tiresias preempts a demoted job for a new arrival, resumes it from its checkpoint, and both finish', async () => {
+    const lasWorkload: Workload = {
+      name: 'las',
+      path: 'las.csv',
+      jobs: [
+        { name: 'imagenet-long', time: 0, application: 'imagenet', replicas: 8, batchSize: 1024 },
+        { name: 'cifar10-short', time: 1200, application: 'cifar10', replicas: 4, batchSize: 512 },
+      ],
+    };
+    // A low threshold (2 GPU-hours) demotes the 8-GPU job after 15 minutes; the 4-GPU job ends below it.
+    const tiresias = { queueThresholdsGpuSeconds: [7200], promoteKnob: 0 };
+    const result = await runSimulation({
+      workloads: [lasWorkload],
+      policies: ['tiresias', 'manual'],
+      ...SMALL,
+      tiresias,
+      timeCapSeconds: 3 * 86_400,
+    });
+    const run = (policy: string) => result.runs.find((r) => r.policy === policy);
+    const long = run('tiresias')?.jobs.find((j) => j.name === 'imagenet-long');
+    const short = run('tiresias')?.jobs.find((j) => j.name === 'cifar10-short');
+    assert.equal(long?.state, 'completed');
+    assert.equal(short?.state, 'completed');
+    assert.equal(long?.preemptions, 1);
+    assert.equal(short?.preemptions, 0);
+    // The short job does not wait for the long one, as it does under manual.
+    const manualShort = run('manual')?.jobs.find((j) => j.name === 'cifar10-short');
+    assert.ok((short?.queuedSeconds ?? Infinity) < 60, `${short?.queuedSeconds}`);
+    assert.ok((manualShort?.queuedSeconds ?? 0) > 600, `${manualShort?.queuedSeconds}`);
+    // The preemption and resume cost the long job time: it ends later than alone under manual.
+    const manualLong = run('manual')?.jobs.find((j) => j.name === 'imagenet-long');
+    assert.ok((long?.jctSeconds ?? 0) > (manualLong?.jctSeconds ?? Infinity));
   });
 
   it('multi-tenant runs report requested above used CPU and memory', async () => {
@@ -118,5 +175,6 @@ describe('trainscaler simulate command', () => {
 
   it('parses policy lists', () => {
     assert.deepEqual(parsePolicies('trainscaler, manual,manual'), ['trainscaler', 'manual']);
+    assert.deepEqual(parsePolicies('backfill,tiresias,threshold'), ['backfill', 'tiresias', 'threshold']);
   });
 });

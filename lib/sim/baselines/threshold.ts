@@ -24,11 +24,11 @@
 // utilisation of at most 1 and a 0.8 target the metric itself asks for at most ceil(1.25c) <= max(c + 4, 2c),
 // so the default rate policy never binds here: growth is limited by the metric and by the free GPUs.
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import type { ClusterClient } from '../cluster/cluster-client.js';
-import { MissingMetricsError } from '../errors.js';
-import type { MetricsSource } from '../metrics/metrics-source.js';
-import type { JobRef, StepSample } from '../types.js';
-import { GPU_RESOURCE } from './training-job-manifests.js';
+import type { ClusterClient } from '../../cluster/cluster-client.js';
+import { MissingMetricsError } from '../../errors.js';
+import type { MetricsSource } from '../../metrics/metrics-source.js';
+import type { JobRef, StepSample } from '../../types.js';
+import { GPU_RESOURCE } from '../training-job-manifests.js';
 
 /**
  * Target GPU utilisation of the emulated HPA: 80 %, the HPA's own default utilisation target (80 % average

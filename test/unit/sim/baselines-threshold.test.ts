@@ -9,7 +9,7 @@ import {
   type HpaState,
   hpaRecommendation,
   recordScaleEvent,
-} from '../../../lib/sim/threshold-baseline.js';
+} from '../../../lib/sim/baselines/threshold.js';
 
 const SPEC = defaultHpaSpec(1, 64);
 
