@@ -554,6 +554,26 @@ function workerPodSpecPath(obj: KubeObject, shape: KindShape): Path {
   return (locs.find((l) => l.role === 'Worker') ?? locs[0])?.podSpecPath ?? [];
 }
 
+const COMPLETION_INDEX_LABEL = 'batch.kubernetes.io/job-completion-index';
+
+/**
+ * A JobSet pod's index as the guardrails need it, when its replicated job runs several child Jobs: each child
+ * Job drops its highest completion indices on a shrink, so a shrink to `to` pods (to / groups per Job) starts
+ * no placed pod anew exactly when every placed pod's completion index c is below to / groups, i.e. when `to`
+ * >= groups * (c + 1): the value returned is that bound minus one (placedReplicasOf takes index + 1). Undefined
+ * for every other kind and for a single child Job, where the completion index is the pod's index already.
+ */
+export function guardrailPodIndex(
+  obj: KubeObject,
+  labels: Record<string, string> | undefined,
+): number | undefined {
+  if (obj.kind !== 'JobSet') return undefined;
+  const groups = JOB_SET.roles(obj)[0]?.groups ?? 1;
+  const completion = Number(labels?.[COMPLETION_INDEX_LABEL]);
+  if (groups === 1 || !Number.isInteger(completion)) return undefined;
+  return groups * (completion + 1) - 1;
+}
+
 export function podSelectorFor(obj: KubeObject): string {
   return shapeFor(obj.kind).podSelector(obj);
 }

@@ -16,6 +16,7 @@ import type {
 } from '../../lib/cluster/cluster-client.js';
 import { childJobsOf } from '../../lib/cluster/owner-chain.js';
 import { ConflictError, NotFoundError, UnsupportedChangeError } from '../../lib/errors.js';
+import { placedReplicasOf } from '../../lib/guardrails.js';
 import type { Change, JobRef, Plan } from '../../lib/types.js';
 import { childJob, indexedJob, jobSet, podOfJob, trainJob, trainJobSet } from '../fixtures/batch-jobs.js';
 
@@ -163,6 +164,44 @@ describe('pods of a JobSet or TrainJob: through child Jobs read back to the job'
     const job = indexedJob();
     await childJobsOf({ ref: ref(job), uid: 'job-uid-1' }, [podOfJob(job, 0)], (r) => store.getJob(r));
     assert.deepEqual(store.gets, []);
+  });
+});
+
+describe('which JobSet pods a shrink would restart (the guardrails’ placed replicas)', () => {
+  it('counts per child Job: a shrink keeps every placed pod only above groups x (highest placed index + 1)', async () => {
+    const store = new ObjectStore();
+    const js = jobSet({ replicas: 2, parallelism: 3 });
+    store.put(js);
+    for (const [i, uid] of ['c0', 'c1'].entries()) {
+      const child = childJob(js, 'workers', i, uid);
+      store.put(child);
+      store.pods.push(podOfJob(child, 0), podOfJob(child, 1));
+    }
+    const unplaced = podOfJob(childJob(js, 'workers', 1, 'c1'), 2);
+    delete unplaced.spec?.nodeName;
+    store.pods.push(unplaced);
+    let snapshot = await loadSnapshot(store, ref(js));
+    // Placed: completion indices 0 and 1 in both child Jobs -> 2 per Job, 4 in all: 6 -> 4 restarts nothing.
+    assert.deepEqual(placedReplicasOf(snapshot.pods), { Worker: 4 });
+    const placed = podOfJob(childJob(js, 'workers', 0, 'c0'), 2);
+    store.pods.push(placed);
+    snapshot = await loadSnapshot(store, ref(js));
+    // Index 2 placed in child Job 0: only 3 per Job (6) keeps it.
+    assert.deepEqual(placedReplicasOf(snapshot.pods), { Worker: 6 });
+  });
+
+  it('one child Job: the completion index', async () => {
+    const store = new ObjectStore();
+    const js = jobSet({ parallelism: 3 });
+    store.put(js);
+    const child = childJob(js, 'workers', 0, 'c0');
+    store.put(child);
+    store.pods.push(podOfJob(child, 0), podOfJob(child, 2));
+    const snapshot = await loadSnapshot(store, ref(js));
+    assert.deepEqual(
+      snapshot.pods.map((p) => p.index),
+      [0, 2],
+    );
   });
 });
 
