@@ -79,19 +79,21 @@ now() { date +%s; }
 # "<date> <label> <seconds>s maxrss=<MiB>MiB" to the timings log.
 run_timed() {
   local label="$1"; shift
-  local t0 t1 tf rss=""
+  local t0 t1 tf rss="" cpu=""
   tf="$(mktemp)"
   t0=$(now)
   if [[ -x /usr/bin/time ]]; then
     /usr/bin/time -v -o "$tf" "$@" || { cat "$tf" >&2; rm -f "$tf"; die "$label failed"; }
     rss=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); printf "%d", $2/1024}' "$tf")
+    # CPU seconds (user + system) do not depend on how loaded the machine is, unlike the wall time.
+    cpu=$(awk -F: '/User time|System time/ {gsub(/ /,"",$2); t += $2} END {printf "%.0f", t}' "$tf")
   else
     "$@" || die "$label failed"
   fi
   t1=$(now)
   rm -f "$tf"
-  printf '%s %-40s %5ss maxrss=%sMiB go=%s\n' "$(date -u +%FT%TZ)" "$label" "$((t1 - t0))" "${rss:-?}" "$(go env GOVERSION)" >>"$TIMES"
-  log "$label: $((t1 - t0))s${rss:+ (peak RSS ${rss} MiB)}"
+  printf '%s %-40s %5ss maxrss=%sMiB cpu=%ss go=%s\n' "$(date -u +%FT%TZ)" "$label" "$((t1 - t0))" "${rss:-?}" "${cpu:-?}" "$(go env GOVERSION)" >>"$TIMES"
+  log "$label: $((t1 - t0))s${rss:+ (peak RSS ${rss} MiB, ${cpu} CPU-s)}"
 }
 
 install_bin() { # component built-file
@@ -211,14 +213,18 @@ build_training_operator() {
 # are built unmodified from a wrapper module that requires the pinned module.  The wrapper's
 # go.sum starts as the pinned hashes of the module itself plus upstream's own go.sum (read from
 # the module cache), so the build list and every checksum are exactly upstream's.
-controller_module() { # component -> sets MOD VER SUMS PKG LD
+controller_module() { # component -> sets MOD VER SUMS PKG LD, and UPGRADE ("" or "component ...")
+  UPGRADE=""
   case "$1" in
     jobset) MOD=sigs.k8s.io/jobset VER="$JOBSET_VERSION" SUMS="$JOBSET_SUMS" PKG=sigs.k8s.io/jobset
       LD="-X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION" ;;
     trainer) MOD=github.com/kubeflow/trainer/v2 VER="$TRAINER_VERSION" SUMS="$TRAINER_SUMS"
       PKG=github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager LD="" ;;
+    # kueue v0.18.1's go.mod requires a Trainer pre-release (v2.2.1-0.20260515134202-448c432a7073) that the
+    # module proxy here refuses (403); the wrapper requires the released Trainer we run, so minimal version
+    # selection builds Kueue's TrainJob integration against v2.3.0 (and whatever v2.3.0 itself requires).
     kueue) MOD=sigs.k8s.io/kueue VER="$KUEUE_VERSION" SUMS="$KUEUE_SUMS" PKG=sigs.k8s.io/kueue/cmd/kueue
-      LD="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" ;;
+      LD="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" UPGRADE="trainer" ;;
     *) die "unknown controller $1" ;;
   esac
 }
@@ -227,14 +233,28 @@ controller_module() { # component -> sets MOD VER SUMS PKG LD
 # (verified against the pinned hashes, no checksum-database lookup); prints its source dir in the
 # module cache.
 controller_source() { # component dir
-  local dir="$2" zipsum modsum moddir
-  controller_module "$1"
-  read -r zipsum modsum <<<"$SUMS"
-  new_module "$dir" "trainscaler.local/$1-build" "$MOD $VER"
-  printf '%s %s %s\n%s %s/go.mod %s\n' "$MOD" "$VER" "$zipsum" "$MOD" "$VER" "$modsum" >"$dir/go.sum"
+  local dir="$2" zipsum modsum moddir u requires=() sums=""
+  for u in $(controller_module "$1"; echo "$UPGRADE") "$1"; do
+    controller_module "$u"
+    read -r zipsum modsum <<<"$SUMS"
+    requires+=("$MOD $VER")
+    sums+="$(printf '%s %s %s\n%s %s/go.mod %s' "$MOD" "$VER" "$zipsum" "$MOD" "$VER" "$modsum")"$'\n'
+  done
+  new_module "$dir" "trainscaler.local/$1-build" "${requires[@]}"
+  printf '%s' "$sums" >"$dir/go.sum"
   moddir="$(cd "$dir" && go mod download -json "$MOD@$VER" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [[ -f "$moddir/go.sum" ]] || die "could not download $MOD@$VER (or its content differs from the pinned hash)"
   printf '%s\n' "$moddir"
+}
+
+# The source dir of a controller's module (downloads it if needed), through a private wrapper module so
+# that concurrent callers (several clusters starting at once) never share one.
+module_dir_of() { # component
+  local tmp dir
+  tmp="$(mktemp -d "$SRC/.module-dir.XXXXXX")"
+  dir="$(controller_module "$1"; controller_source "$1" "$tmp")" || { rm -rf "$tmp"; return 1; }
+  rm -rf "$tmp"
+  printf '%s\n' "$dir"
 }
 
 build_controller() { # component
@@ -245,6 +265,7 @@ build_controller() { # component
   log "building $c $VER"
   moddir="$(controller_source "$c" "$dir")"
   cat "$moddir/go.sum" >>"$dir/go.sum"
+  local u; for u in $UPGRADE; do cat "$(module_dir_of "$u")/go.sum" >>"$dir/go.sum"; done
   (cd "$dir" && run_timed "$c $VER: resolve+download deps" go list -mod=mod -deps "$PKG" >/dev/null)
   (cd "$dir" && run_timed "$c $VER: compile+link" \
     go build -mod=mod -p "$JOBS" -ldflags "-s -w $LD" -o "$dir/$c.new" "$PKG")
@@ -266,8 +287,7 @@ build_one() {
 #   build.sh --module-dir jobset|trainer|kueue   prints that directory (downloading it if needed).
 if [[ "${1:-}" == --module-dir ]]; then
   [[ $# -eq 2 ]] || die "usage: build.sh --module-dir jobset|trainer|kueue"
-  controller_module "$2"
-  controller_source "$2" "$SRC/$2-$VER-source"
+  module_dir_of "$2"
   exit 0
 fi
 
