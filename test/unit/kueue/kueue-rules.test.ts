@@ -16,7 +16,8 @@ import { ConflictError, NotFoundError } from '../../../lib/errors.js';
 import { applyKueueRules, type KueueJob } from '../../../lib/kueue/kueue-guard.js';
 import { readClusterQueue, readWorkload } from '../../../lib/kueue/kueue-objects.js';
 import type { Change, JobRef, Plan } from '../../../lib/types.js';
-import { indexedJob, podOfJob } from '../../fixtures/batch-jobs.js';
+import { indexedJob, jobSet, podOfJob, trainJob } from '../../fixtures/batch-jobs.js';
+import { pytorchJob, statefulSet } from '../../fixtures/jobs.js';
 import { clusterQueue, kueueJob, localQueue, workloadOf } from '../../fixtures/kueue.js';
 
 const GiB = 2 ** 30;
@@ -142,6 +143,32 @@ describe('Kueue objects', () => {
       nominal: 256 * GiB,
       reserved: 48 * GiB,
     });
+  });
+});
+
+describe('what each kind tells Kueue’s rules', () => {
+  it('its suspend flag and the pod set its workers are counted in, as Kueue’s integration names them', () => {
+    const pt = pytorchJob();
+    assert.deepEqual(kueueFactsOf(pt).podSetOf, { Worker: 'worker' });
+    assert.equal(kueueFactsOf(pt).suspended, false);
+    (pt.spec as { runPolicy?: { suspend?: boolean } }).runPolicy = { suspend: true };
+    assert.equal(kueueFactsOf(pt).suspended, true);
+    assert.deepEqual(kueueFactsOf(jobSet()).podSetOf, { Worker: 'workers' });
+    assert.deepEqual(kueueFactsOf(trainJob()).podSetOf, { Worker: 'node' });
+    assert.equal(kueueFactsOf(statefulSet()).suspended, false);
+    // Kueue's stopping annotation: a Job it is still stopping is not suspended yet.
+    const stopping = kueueJob(indexedJob(), { suspend: true });
+    assert.equal(kueueFactsOf(stopping).suspended, true);
+    stopping.metadata.annotations = { ...stopping.metadata.annotations, 'kueue.x-k8s.io/stopping': 'true' };
+    assert.equal(kueueFactsOf(stopping).suspended, false);
+  });
+
+  it('workload slices only for a batch/v1 Job annotated elastic-job "true"', () => {
+    assert.equal(kueueFactsOf(kueueJob(indexedJob(), { elastic: true })).elasticSlices, true);
+    assert.equal(kueueFactsOf(kueueJob(indexedJob())).elasticSlices, false);
+    const js = jobSet();
+    js.metadata.annotations = { ...js.metadata.annotations, 'kueue.x-k8s.io/elastic-job': 'true' };
+    assert.equal(kueueFactsOf(js).elasticSlices, false);
   });
 });
 
