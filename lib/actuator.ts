@@ -1,9 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from './adapters/annotations.js';
-import { buildJobPatch, guardrailPodIndex, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
+import {
+  buildJobPatch,
+  guardrailPodIndex,
+  kueueFactsOf,
+  podSelectorFor,
+  readJob,
+  roleOf,
+} from './adapters/job-adapter.js';
 import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
+import { clusterQueueQuotaOf, kueueJobOf } from './cluster/kueue-state.js';
 import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
@@ -14,6 +22,7 @@ import {
   gpusPerReplica,
   placedReplicasOf,
 } from './guardrails.js';
+import { applyKueueRules, type KueueJob, touchesPodSets } from './kueue/kueue-guard.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
@@ -44,6 +53,8 @@ export interface JobSnapshot {
   view: JobView;
   pods: PodView[];
   rawPods: V1Pod[];
+  /** Set when Kueue manages the job: its Workloads and what Kueue's rules need (lib/kueue/kueue-guard.ts). */
+  kueue?: KueueJob;
 }
 
 export interface Outcome {
@@ -53,7 +64,8 @@ export interface Outcome {
   applied: boolean;
   decisionId?: string;
   patch?: JsonPatchOp[];
-  skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed';
+  /** `kueue`: Kueue's rules held the plan's changes back (its reason says which and why). */
+  skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed' | 'kueue';
   /** Conflicts met and retried before the outcome. */
   conflicts?: number;
 }
@@ -113,7 +125,13 @@ export async function loadSnapshot(
   const podPriority = Math.max(...rawPods.map((p) => p.spec?.priority ?? Number.NEGATIVE_INFINITY));
   const classPriority = view.priorityClassName ? priorityClasses?.[view.priorityClassName] : undefined;
   view.priority = Number.isFinite(podPriority) ? podPriority : (classPriority ?? 0);
-  return { obj, view, pods, rawPods };
+  const snapshot: JobSnapshot = { obj, view, pods, rawPods };
+  const kueue = await kueueJobOf(cluster, obj, view);
+  if (kueue) {
+    view.kueue = kueue.managedBy;
+    snapshot.kueue = kueue;
+  }
+  return snapshot;
 }
 
 function readHistory(obj: KubeObject): DecisionRecord[] {
@@ -227,8 +245,29 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     const guarded = applyGuardrails(decided, context);
     if (guarded.violations.length > 0)
       deps.logger.warn({ job: ref, policy: decided.policy, violations: guarded.violations }, 'plan clamped');
-    const plan: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
-    if (plan.changes.length === 0) return { ref, plan, applied: false, skipped: 'no-change', conflicts };
+    let plan: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
+    // Then Kueue's rules, for a job Kueue manages: nothing Kueue would answer with a suspension, no growth
+    // beyond the ClusterQueue's free quota.
+    let heldByKueue = false;
+    if (snapshot.kueue && plan.changes.some(touchesPodSets)) {
+      const quota = await clusterQueueQuotaOf(
+        deps.cluster,
+        ref.namespace,
+        snapshot.kueue,
+        kueueFactsOf(obj).queueName,
+      );
+      const ruled = applyKueueRules({ plan, job: view, kueue: snapshot.kueue, quota });
+      if (ruled.notes.length > 0) {
+        heldByKueue = true;
+        deps.logger.info(
+          { job: ref, policy: plan.policy, kueue: ruled.notes },
+          'plan held back by Kueue rules',
+        );
+      }
+      plan = ruled.plan;
+    }
+    if (plan.changes.length === 0)
+      return { ref, plan, applied: false, skipped: heldByKueue ? 'kueue' : 'no-change', conflicts };
     // No duplicate check here: the id covers the resourceVersion read, which every write bumps, so a
     // decision already written can never be found again under the same id. Duplicate triggers are stopped by
     // the resourceVersion pin (all but one patch conflict and re-read) and then by what the winner wrote

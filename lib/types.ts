@@ -67,6 +67,12 @@ export interface JobView {
   unmanagedReason?: string;
   state: JobAutoscalerState;
   creationTimestamp?: number;
+  /**
+   * Set when Kueue manages the job, saying how that was seen (its kueue.x-k8s.io/queue-name label, or a
+   * Workload it controls): its size then follows Kueue's rules (lib/kueue/kueue-guard.ts), and the cluster-wide
+   * rebalance leaves it to Kueue's priorities and preemption.
+   */
+  kueue?: string;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -92,6 +98,8 @@ export interface PodView {
   reason?: string;
   requests: Resources;
   limits: Resources;
+  /** The pod waits behind scheduling gates (e.g. Kueue's, until its workload slice is admitted): not unplaceable. */
+  schedulingGated?: boolean;
 }
 
 export interface NodeView {

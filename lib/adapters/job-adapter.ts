@@ -1,5 +1,6 @@
 import type { JsonPatchOp, KubeObject } from '../cluster/cluster-client.js';
 import { UnsupportedChangeError, UnsupportedJobKindError, ValidationError } from '../errors.js';
+import { ELASTIC_JOB_ANNOTATION, QUEUE_NAME_LABEL } from '../kueue/kueue-objects.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope, managementOf } from '../management.js';
 import type {
   Change,
@@ -58,6 +59,10 @@ interface KindShape {
    * change: their owner re-applies its own spec over them.
    */
   ownerActsForIt?: boolean;
+  /** The job's suspend flag, where the kind has one (Kueue keeps a job it manages suspended until admitted). */
+  suspended(obj: KubeObject): boolean;
+  /** The Kueue Workload pod set a role's pods are counted in (Kueue's integration for the kind names it). */
+  kueuePodSet(obj: KubeObject, role: RoleName): string;
 }
 
 const ROLE_NAMES: readonly RoleName[] = ['Master', 'Chief', 'PS', 'Worker', 'Evaluator'];
@@ -121,6 +126,8 @@ const PYTORCH_JOB: KindShape = {
     getString(obj, ['spec', 'runPolicy', 'schedulingPolicy', 'priorityClass']) ??
     getString(obj, ['spec', 'pytorchReplicaSpecs', 'Worker', 'template', 'spec', 'priorityClassName']),
   podSelector: (obj) => `training.kubeflow.org/job-name=${obj.metadata.name}`,
+  suspended: (obj) => getPath(obj, ['spec', 'runPolicy', 'suspend']) === true,
+  kueuePodSet: (_obj, role) => role.toLowerCase(),
 };
 
 const TF_JOB: KindShape = {
@@ -145,6 +152,8 @@ const TF_JOB: KindShape = {
     getString(obj, ['spec', 'runPolicy', 'schedulingPolicy', 'priorityClass']) ??
     getString(obj, ['spec', 'tfReplicaSpecs', 'Worker', 'template', 'spec', 'priorityClassName']),
   podSelector: (obj) => `training.kubeflow.org/job-name=${obj.metadata.name}`,
+  suspended: (obj) => getPath(obj, ['spec', 'runPolicy', 'suspend']) === true,
+  kueuePodSet: (_obj, role) => role.toLowerCase(),
 };
 
 const STATEFUL_SET: KindShape = {
@@ -175,6 +184,9 @@ const STATEFUL_SET: KindShape = {
       .map(([k, v]) => `${k}=${String(v)}`)
       .join(',');
   },
+  // No suspend field: Kueue gates a StatefulSet's pods and lets it scale only to or from zero.
+  suspended: () => false,
+  kueuePodSet: () => 'main',
 };
 
 const INDEXED = 'Indexed';
@@ -259,6 +271,12 @@ const BATCH_JOB: KindShape = {
     return refusesIndexedResize(obj, ['spec'], change, 1, conditionTrue(obj, ['Complete', 'Failed']));
   },
   ownerActsForIt: true,
+  // Kueue sets kueue.x-k8s.io/stopping while it suspends a Job and restores its pod sets; until that is
+  // removed the Job does not count as suspended (pkg/controller/jobs/job IsSuspended).
+  suspended: (obj) =>
+    getPath(obj, ['spec', 'suspend']) === true &&
+    obj.metadata.annotations?.['kueue.x-k8s.io/stopping'] !== 'true',
+  kueuePodSet: () => 'main',
 };
 
 const JOBSET_NAME_LABEL = 'jobset.sigs.k8s.io/jobset-name';
@@ -338,6 +356,9 @@ const JOB_SET: KindShape = {
     );
   },
   ownerActsForIt: true,
+  suspended: (obj) => getPath(obj, ['spec', 'suspend']) === true,
+  // Kueue's JobSet integration: one pod set per replicated job, named after it (lower-cased).
+  kueuePodSet: (obj) => workerReplicatedJob(obj).name.toLowerCase(),
 };
 
 /**
@@ -383,6 +404,8 @@ const TRAIN_JOB: KindShape = {
     };
   },
   image: (obj) => getString(obj, ['spec', 'trainer', 'image']),
+  suspended: (obj) => getPath(obj, ['spec', 'suspend']) === true,
+  kueuePodSet: () => 'node',
 };
 
 const SHAPES: Record<JobKind, KindShape> = {
@@ -536,6 +559,8 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
     view.managed = false;
     view.unmanagedReason = `controlled by ${controller.kind} ${controller.name}, which re-applies its own spec over it (manage the ${controller.kind})`;
   }
+  const queueName = obj.metadata.labels?.[QUEUE_NAME_LABEL];
+  if (queueName) view.kueue = `label ${QUEUE_NAME_LABEL}=${queueName}`;
   const priorityClassName = shape.priorityClassName(obj);
   if (priorityClassName) view.priorityClassName = priorityClassName;
   const local = annotationInt(obj, ANNOTATION.localBatchSize);
@@ -707,4 +732,30 @@ export function refOf(obj: KubeObject): JobRef {
     namespace: obj.metadata.namespace ?? 'default',
     name: obj.metadata.name,
   };
+}
+
+/** What Kueue's rules need to know of a job from the job itself (lib/kueue/kueue-guard.ts). */
+export interface KueueJobFacts {
+  /** The LocalQueue its `kueue.x-k8s.io/queue-name` label names, when it has one. */
+  queueName?: string;
+  /** A batch/v1 Job annotated `kueue.x-k8s.io/elastic-job: "true"`: Kueue resizes it through workload slices. */
+  elasticSlices: boolean;
+  suspended: boolean;
+  podSetOf: Partial<Record<RoleName, string>>;
+}
+
+export function kueueFactsOf(obj: KubeObject): KueueJobFacts {
+  const shape = shapeFor(obj.kind);
+  const podSetOf: Partial<Record<RoleName, string>> = {};
+  for (const loc of shape.roles(obj)) podSetOf[loc.role] = shape.kueuePodSet(obj, loc.role);
+  const facts: KueueJobFacts = {
+    // Kueue supports workload slices for batch/v1 Job (and Ray kinds) only; its webhook refuses the
+    // annotation elsewhere (jobframework.ValidateElasticJobAnnotation).
+    elasticSlices: shape.kind === 'Job' && obj.metadata.annotations?.[ELASTIC_JOB_ANNOTATION] === 'true',
+    suspended: shape.suspended(obj),
+    podSetOf,
+  };
+  const queueName = obj.metadata.labels?.[QUEUE_NAME_LABEL];
+  if (queueName) facts.queueName = queueName;
+  return facts;
 }

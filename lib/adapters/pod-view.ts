@@ -64,6 +64,7 @@ export function readPod(pod: V1Pod, containerName?: string): PodView {
     limits: resourcesOf(container?.resources?.limits as Record<string, string> | undefined),
   };
   if (pod.spec?.nodeName) view.nodeName = pod.spec.nodeName;
+  if ((pod.spec?.schedulingGates?.length ?? 0) > 0) view.schedulingGated = true;
   const termination = terminationOf(status);
   if (termination) view.lastTermination = termination;
   if (pod.status?.reason) view.reason = pod.status.reason;

@@ -19,6 +19,7 @@ export const LEADER_LEASE = 'trainscaler-leader';
 
 const CLUSTER: AccessScope = { where: 'cluster' };
 const KUBEFLOW = 'kubeflow.org';
+const KUEUE = 'kueue.x-k8s.io';
 
 /** The kinds the runner's informers watch (lib/runner/informers.ts). */
 const WATCHED_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
@@ -61,6 +62,11 @@ export const CLUSTER_CLIENT_ACCESS = {
   // Through the Eviction API: PodDisruptionBudgets are honoured and pods are never deleted directly.
   evictPod: [{ group: '', resource: 'pods/eviction', verb: 'create', scope: CLUSTER }],
   createEvent: [{ group: '', resource: 'events', verb: 'create', scope: CLUSTER }],
+  // Kueue (lib/cluster/kueue-state.ts): whether Kueue manages a job (its Workloads) and the quota left in its
+  // ClusterQueue. Read only: trainscaler never writes a Kueue object.
+  listWorkloads: [{ group: KUEUE, resource: 'workloads', verb: 'list', scope: CLUSTER }],
+  getLocalQueue: [{ group: KUEUE, resource: 'localqueues', verb: 'get', scope: CLUSTER }],
+  getClusterQueue: [{ group: KUEUE, resource: 'clusterqueues', verb: 'get', scope: CLUSTER }],
   getConfigMap: [
     {
       group: '',

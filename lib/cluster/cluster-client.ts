@@ -72,6 +72,15 @@ export interface ClusterClient {
   /** Through the Eviction API, so PodDisruptionBudgets are honoured. */
   evictPod(namespace: string, name: string, options: WriteOptions): Promise<void>;
   createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined>;
+  /**
+   * Kueue Workloads (kueue.x-k8s.io/v1beta2) in a namespace matching a label selector; none when the cluster
+   * does not serve them (Kueue not installed).
+   */
+  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]>;
+  /** A Kueue LocalQueue; NotFoundError when absent. */
+  getLocalQueue(namespace: string, name: string): Promise<KubeObject>;
+  /** A Kueue ClusterQueue (cluster-scoped); NotFoundError when absent. */
+  getClusterQueue(name: string): Promise<KubeObject>;
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
   /** Create, or replace guarded by resourceVersion when `resourceVersion` is given. */
   putConfigMap(

@@ -39,6 +39,9 @@ function asKubeObject(typed: object, apiVersion: string, kind: string): KubeObje
 }
 
 const FIELD_MANAGER = 'trainscaler';
+/** Kueue v0.18 stores and serves v1beta2 (v1beta1 only through its conversion webhook). */
+const KUEUE = { group: 'kueue.x-k8s.io', version: 'v1beta2' };
+const KUEUE_API_VERSION = `${KUEUE.group}/${KUEUE.version}`;
 
 /** Loads credentials the way kubectl does: KUBECONFIG / ~/.kube/config, or the in-cluster ServiceAccount. */
 export function loadKubeConfig(options: { kubeconfig?: string; inCluster?: boolean } = {}): KubeConfig {
@@ -271,6 +274,35 @@ export class KubernetesClusterClient implements ClusterClient {
       if (error instanceof ConflictError && event.decisionId) return undefined;
       throw error;
     }
+  }
+
+  async listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
+    try {
+      const list: { items?: KubeObject[] } = await call(
+        `list workloads in ${namespace} (${labelSelector})`,
+        () =>
+          this.custom.listNamespacedCustomObject({ ...KUEUE, plural: 'workloads', namespace, labelSelector }),
+      );
+      return (list.items ?? []).map((item) => ({ ...item, apiVersion: KUEUE_API_VERSION, kind: 'Workload' }));
+    } catch (error) {
+      // The resource is not served: Kueue is not installed, so no job is Kueue's.
+      if (error instanceof NotFoundError) return [];
+      throw error;
+    }
+  }
+
+  async getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+    const queue: KubeObject = await call(`get localqueue ${namespace}/${name}`, () =>
+      this.custom.getNamespacedCustomObject({ ...KUEUE, plural: 'localqueues', namespace, name }),
+    );
+    return { ...queue, apiVersion: KUEUE_API_VERSION, kind: 'LocalQueue' };
+  }
+
+  async getClusterQueue(name: string): Promise<KubeObject> {
+    const queue: KubeObject = await call(`get clusterqueue ${name}`, () =>
+      this.custom.getClusterCustomObject({ ...KUEUE, plural: 'clusterqueues', name }),
+    );
+    return { ...queue, apiVersion: KUEUE_API_VERSION, kind: 'ClusterQueue' };
   }
 
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

@@ -200,6 +200,18 @@ export class RetryingClusterClient implements ClusterClient {
     return this.read('list nodes', () => this.inner.listNodes());
   }
 
+  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
+    return this.read('list workloads', () => this.inner.listWorkloads(namespace, labelSelector));
+  }
+
+  getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+    return this.read('get localqueue', () => this.inner.getLocalQueue(namespace, name));
+  }
+
+  getClusterQueue(name: string): Promise<KubeObject> {
+    return this.read('get clusterqueue', () => this.inner.getClusterQueue(name));
+  }
+
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.read('get configmap', () => this.inner.getConfigMap(namespace, name));
   }

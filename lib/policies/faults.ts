@@ -165,7 +165,8 @@ function lostPodCause(pod: PodView, capacity: ClusterCapacity): string | undefin
   if (isEvictedOrPreempted(pod)) return pod.reason;
   if (isOomKilled(pod)) return undefined;
   if (pod.phase === 'Failed') return `Failed (${pod.lastTermination?.reason ?? pod.reason ?? 'no reason'})`;
-  if (pod.phase === 'Pending' && !pod.nodeName && !fitsOnSomeNode(capacity, pod)) {
+  // A gated pod is held back on purpose (Kueue's workload-slice gate until its slice is admitted), not unplaceable.
+  if (pod.phase === 'Pending' && !pod.nodeName && !pod.schedulingGated && !fitsOnSomeNode(capacity, pod)) {
     return 'Pending, fits on no node';
   }
   return undefined;

@@ -99,7 +99,10 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
   const slots = buildSlots(input);
   let cap = input.capacity;
 
-  cap = admitPending(slots, input.pending ?? [], cap, config);
+  // Kueue admits, preempts and orders the jobs it manages by its own priorities and quota: their waiting pods
+  // are its to place, and they neither give nor take workers here (lib/kueue/kueue-guard.ts keeps the rest).
+  const pending = (input.pending ?? []).filter((p) => p.job.kueue === undefined);
+  cap = admitPending(slots, pending, cap, config);
   cap = growIntoIdle(slots, cap, config);
   cap = probeUnmodelled(slots, cap, config);
   reclaimLowValueWorkers(slots, cap, config);
@@ -131,6 +134,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
     const movable =
       job.managed &&
       job.elastic &&
+      job.kueue === undefined &&
       !job.state.paused &&
       cooldownRemaining(job, input.now, input.config) === 0 &&
       worker.replicas === current.replicas;

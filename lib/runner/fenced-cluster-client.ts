@@ -76,6 +76,15 @@ export class LeaderFencedClusterClient implements ClusterClient {
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.inner.getConfigMap(namespace, name);
   }
+  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
+    return this.inner.listWorkloads(namespace, labelSelector);
+  }
+  getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+    return this.inner.getLocalQueue(namespace, name);
+  }
+  getClusterQueue(name: string): Promise<KubeObject> {
+    return this.inner.getClusterQueue(name);
+  }
 
   patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
     return this.fenced(`patch ${ref.kind} ${ref.namespace}/${ref.name}`, options, (o) =>

@@ -485,6 +485,19 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     return structuredClone(created);
   }
 
+  /** The simulated cluster runs no Kueue: no Workloads, no queues. */
+  async listWorkloads(_namespace: string, _labelSelector: string): Promise<KubeObject[]> {
+    return [];
+  }
+
+  async getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+    throw new NotFoundError(`LocalQueue ${namespace}/${name}`);
+  }
+
+  async getClusterQueue(name: string): Promise<KubeObject> {
+    throw new NotFoundError(`ClusterQueue ${name}`);
+  }
+
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     const configMap = this.#configMaps.get(`${namespace}/${name}`);
     return configMap ? structuredClone(configMap) : undefined;

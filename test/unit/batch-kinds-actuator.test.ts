@@ -72,6 +72,15 @@ class ObjectStore implements ClusterClient {
   async getConfigMap() {
     return undefined;
   }
+  async listWorkloads(): Promise<KubeObject[]> {
+    return [];
+  }
+  async getLocalQueue(): Promise<never> {
+    throw new Error('not used');
+  }
+  async getClusterQueue(): Promise<never> {
+    throw new Error('not used');
+  }
   async putConfigMap(): Promise<never> {
     throw new Error('not used');
   }

@@ -158,6 +158,9 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
           },
           { dryRun: false },
         ),
+      listWorkloads: (c) => c.listWorkloads('team-a', 'kueue.x-k8s.io/job-uid=u'),
+      getLocalQueue: (c) => c.getLocalQueue('team-a', 'lq'),
+      getClusterQueue: (c) => c.getClusterQueue('cq'),
       getConfigMap: (c) => c.getConfigMap(OWN, 'trainscaler-profiles'),
       putConfigMap: (c) =>
         Promise.all([

@@ -417,3 +417,14 @@ describe('decideOnFault: a master that fits nowhere', () => {
     assert.deepEqual(decide(job({ elastic: false }, [master, workers]), pods, full).changes, []);
   });
 });
+
+describe('decideOnFault: pods behind scheduling gates', () => {
+  it('does not count a gated Pending pod (Kueue holds a scale-up slice) as lost; the same pod ungated is', () => {
+    const waiting = pod(3, { phase: 'Pending', nodeName: undefined });
+    const gated = decide(job(), [pod(0), pod(1), pod(2), { ...waiting, schedulingGated: true }], FULL);
+    assert.equal(gated.reason, 'no fault');
+    assert.deepEqual(gated.changes, []);
+    const ungated = decide(job(), [pod(0), pod(1), pod(2), waiting], FULL);
+    assert.deepEqual(ungated.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 3 }]);
+  });
+});

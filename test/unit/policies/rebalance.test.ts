@@ -594,3 +594,32 @@ describe('decideRebalance: a queued job valued from its profile', () => {
     assert.deepEqual(plan(3_600_000), []);
   });
 });
+
+describe('decideRebalance: Kueue-managed jobs are left to Kueue', () => {
+  const kueued = (r: RebalanceJob): RebalanceJob => ({ ...r, job: { ...r.job, kueue: 'label q' } });
+
+  it('gives idle GPUs to a job only when Kueue does not manage it', () => {
+    const jobs = [{ name: 'small', k: 2, table: SMALL }];
+    const input = { jobs: jobs.map(entry), capacity: capacity(2, 4), config, now: NOW };
+    assert.deepEqual(sizes(decideRebalance(input)), { small: 4 });
+    assert.deepEqual(decideRebalance({ ...input, jobs: input.jobs.map(kueued) }), []);
+  });
+
+  it('does not shrink a Kueue-managed job for pending work, nor shrink others for a Kueue job waiting', () => {
+    const low: JobSpec = { name: 'l1', k: 4, min: 2, priority: 1, table: { 2: 200, 3: 300, 4: 400 } };
+    const input = {
+      jobs: [entry(low)],
+      capacity: capacity(4, 4),
+      config,
+      now: NOW,
+      pending: [pending(101, 2)],
+    };
+    assert.deepEqual(sizes(decideRebalance(input)), { l1: 2 });
+    assert.deepEqual(decideRebalance({ ...input, jobs: input.jobs.map(kueued) }), []);
+    const waiting = pending(101, 2);
+    assert.deepEqual(
+      decideRebalance({ ...input, pending: [{ ...waiting, job: { ...waiting.job, kueue: 'label q' } }] }),
+      [],
+    );
+  });
+});
