@@ -8,18 +8,22 @@
 //   npx tsx test/bench/cluster.bench.ts --loads 1.0 --limit 8     one load, the first 8 workloads
 //                                                   (--offset N skips the first N, to resume a stopped run)
 //   ... --no-replay --no-multi-tenant --no-latency --check-targets (re-derive the target table from validation-B.csv)
+//   --world measured|fitted        where the true step times come from (default measured: the Pollux tables in
+//                                  ../shared/data/pollux/traces; fitted: lib/sim/app-profiles.ts, as the demo)
 //   --multi-tenant-workload PATH   (default workloads-0.5/workload-1: the trainscaler run of a 1.0x workload
 //                                  with tenants takes about 9 minutes on 2 shared cores, too long for CI)
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { aggregate, runSimulation, SIMULATION_POLICIES, type SimulationResult } from '../../cli/simulate.js';
 import { renderSimulationTables } from '../../cli/simulate-report.js';
+import { loadSimulationWorld } from '../../cli/simulation-world.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
 import { fitThroughputModel, type Placement } from '../../lib/model/throughput-model.js';
 import { decideRebalance, type RebalanceJob } from '../../lib/policies/rebalance.js';
 import { decideTuning } from '../../lib/policies/tuning.js';
 import { groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
+import { SIMULATION_WORLDS, type SimulationWorldName } from '../../lib/sim/simulation-world.js';
 import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/sim/threshold-baseline.js';
 import {
   loadWorkloads,
@@ -29,7 +33,7 @@ import {
 } from '../../lib/sim/workload.js';
 import { DEFAULT_MULTI_TENANT } from '../../lib/sim/workload-multitenant.js';
 import type { ClusterCapacity, StepSample } from '../../lib/types.js';
-import { POLLUX_DIR, polluxAvailable, readCsv } from '../support/pollux-data.js';
+import { POLLUX_DIR, polluxAvailable, readCsv, TRACES_DIR } from '../support/pollux-data.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(name);
@@ -52,6 +56,16 @@ function workloadsFor(): Workload[] {
   return loadWorkloads(join(POLLUX_DIR, 'workloads-1.0', 'workload-1.csv'));
 }
 
+function worldFor() {
+  const name = value('--world') ?? 'measured';
+  if (!(SIMULATION_WORLDS as readonly string[]).includes(name)) {
+    console.error(`--world ${name}: choose from ${SIMULATION_WORLDS.join(', ')}`);
+    process.exit(2);
+  }
+  return loadSimulationWorld(name as SimulationWorldName, TRACES_DIR);
+}
+const world = worldFor();
+
 async function replay(workloads: Workload[]): Promise<void> {
   const sets = [...new Set(workloads.map((w) => w.name.split('/')[0] ?? w.name))];
   for (const set of sets) {
@@ -63,6 +77,7 @@ async function replay(workloads: Workload[]): Promise<void> {
       const part = await runSimulation({
         workloads: [workload],
         policies: [...SIMULATION_POLICIES],
+        world,
         seed: 1,
       });
       for (const run of part.runs)
@@ -102,7 +117,8 @@ function byApplication(run: SimulationResult['runs'][number]): string {
       const jobs = done.filter((j) => j.application === app);
       const jct = jobs.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
       const wait = jobs.reduce((s, j) => s + (j.queuedSeconds ?? 0), 0);
-      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT`;
+      const rescales = jobs.reduce((s, j) => s + j.rescales, 0);
+      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, mean run ${Math.round((jct - wait) / jobs.length)} s, rescales/job ${(rescales / jobs.length).toFixed(1)}, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT`;
     })
     .join('; ');
 }
@@ -112,6 +128,7 @@ async function multiTenant(workload: Workload): Promise<void> {
   const result = await runSimulation({
     workloads: [workload],
     policies: [...SIMULATION_POLICIES],
+    world,
     seed: 1,
     multiTenant: DEFAULT_MULTI_TENANT,
   });
@@ -257,6 +274,8 @@ if (!polluxAvailable() || !existsSync(join(POLLUX_DIR, 'workloads-1.0'))) {
   process.exit(1);
 }
 const wallStart = performance.now();
+console.log(`world ${world.name.toUpperCase()}:`);
+for (const line of world.assumptions) console.log(`  - ${line}`);
 if (flag('--check-targets')) checkTargets();
 const workloads = workloadsFor();
 if (!flag('--no-replay')) await replay(workloads);
