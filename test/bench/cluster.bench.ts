@@ -22,7 +22,7 @@ import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
 import { fitThroughputModel, type Placement } from '../../lib/model/throughput-model.js';
 import { decideRebalance, type RebalanceJob } from '../../lib/policies/rebalance.js';
 import { decideTuning } from '../../lib/policies/tuning.js';
-import { groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
+import { APP_NAMES, groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
 import { SIMULATION_WORLDS, type SimulationWorldName } from '../../lib/sim/simulation-world.js';
 import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/sim/threshold-baseline.js';
 import {
@@ -33,7 +33,7 @@ import {
 } from '../../lib/sim/workload.js';
 import { DEFAULT_MULTI_TENANT } from '../../lib/sim/workload-multitenant.js';
 import type { ClusterCapacity, StepSample } from '../../lib/types.js';
-import { POLLUX_DIR, polluxAvailable, readCsv, TRACES_DIR } from '../support/pollux-data.js';
+import { loadScalability, POLLUX_DIR, polluxAvailable, readCsv, TRACES_DIR } from '../support/pollux-data.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(name);
@@ -253,6 +253,21 @@ function latency(): void {
   console.log(`rebalance p50 / baseline p50: ${(rebalance.p50 / Math.max(baseline.p50, 1e-6)).toFixed(0)}x`);
 }
 
+/** How much faster the fitted world steps than the measurements, on scalability.csv (no fit saw it). */
+function compareWorlds(): void {
+  console.log(
+    '\n== fitted vs measured step time on scalability.csv: mean of measured / fitted - 1 over its rows ==',
+  );
+  for (const app of APP_NAMES) {
+    const cells = [6, 8, 12, 16].map((nodes) => {
+      const rows = loadScalability(app).filter((r) => r.nodes === nodes);
+      const excess = rows.map((r) => r.stepTime / groundTruthStepTime(app, r) - 1);
+      return `${nodes} nodes ${(100 * (excess.reduce((s, v) => s + v, 0) / Math.max(1, excess.length))).toFixed(0)}%`;
+    });
+    console.log(`${app.padEnd(12)} ${cells.join('  ')}`);
+  }
+}
+
 function checkTargets(): void {
   console.log('\n== target samples: constants vs traces/APP/validation-B.csv (last iteration x B) ==');
   for (const [app, table] of Object.entries(TARGET_SAMPLES_BY_BATCH)) {
@@ -277,6 +292,7 @@ const wallStart = performance.now();
 console.log(`world ${world.name.toUpperCase()}:`);
 for (const line of world.assumptions) console.log(`  - ${line}`);
 if (flag('--check-targets')) checkTargets();
+compareWorlds();
 const workloads = workloadsFor();
 if (!flag('--no-replay')) await replay(workloads);
 const tenants = loadWorkloads(
