@@ -8,6 +8,7 @@
 //   npx tsx test/bench/cluster.bench.ts --loads 1.0 --limit 8     one load, the first 8 workloads
 //                                                   (--offset N skips the first N, to resume a stopped run)
 //   ... --no-replay --no-multi-tenant --no-latency --check-targets (re-derive the target table from validation-B.csv)
+//   --workload PATH                a workload CSV or folder instead of the Pollux workloads
 //   --world measured|fitted        where the true step times come from (default measured: the Pollux tables in
 //                                  ../shared/data/pollux/traces; fitted: lib/sim/app-profiles.ts, as the demo)
 //   --multi-tenant-workload PATH   (default workloads-0.5/workload-1: the trainscaler run of a 1.0x workload
@@ -28,7 +29,9 @@ import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/si
 import {
   loadWorkloads,
   TARGET_SAMPLES_BY_BATCH,
+  targetSamples,
   type Workload,
+  type WorkloadJob,
   workloadJobManifest,
 } from '../../lib/sim/workload.js';
 import { DEFAULT_MULTI_TENANT } from '../../lib/sim/workload-multitenant.js';
@@ -43,6 +46,8 @@ const value = (name: string) => {
 };
 
 function workloadsFor(): Workload[] {
+  const path = value('--workload');
+  if (path) return loadWorkloads(path);
   if (flag('--full'))
     return ['0.5', '1.0', '1.5'].flatMap((l) => loadWorkloads(join(POLLUX_DIR, `workloads-${l}`)));
   const loads = value('--loads')?.split(',');
@@ -84,7 +89,8 @@ async function replay(workloads: Workload[]): Promise<void> {
         console.log(
           `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
         );
-      for (const run of part.runs) console.log(`apps ${run.workload} ${run.policy}: ${byApplication(run)}`);
+      for (const run of part.runs)
+        console.log(`apps ${run.workload} ${run.policy}: ${byApplication(run, workload)}`);
       parts.push(part);
     }
     const first = parts[0];
@@ -108,7 +114,24 @@ async function replay(workloads: Workload[]): Promise<void> {
 }
 
 /** Where a run's JCT goes: per application, jobs, mean JCT and mean wait, and its share of all JCT. */
-function byApplication(run: SimulationResult['runs'][number]): string {
+/**
+ * Seconds a job would train alone at its user's size on packed nodes (4 per node), in the benchmark's world:
+ * the yardstick for how much longer a job runs when it shares the cluster.
+ */
+function aloneAtUserSize(job: WorkloadJob): number {
+  const replicas = Math.min(job.replicas, 64);
+  const perNode = Array.from({ length: Math.ceil(replicas / 4) }, (_, i) => Math.min(4, replicas - 4 * i));
+  const step = world.apps.stepTime(job.application, {
+    replicas,
+    nodes: perNode.length,
+    perNode,
+    localBatchSize: job.batchSize / replicas,
+  });
+  return (targetSamples(job.application, job.batchSize) * step) / job.batchSize;
+}
+
+function byApplication(run: SimulationResult['runs'][number], workload: Workload): string {
+  const asked = new Map(workload.jobs.map((j) => [j.name, j]));
   const done = run.jobs.filter((j) => j.jctSeconds !== null);
   const total = done.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
   const apps = [...new Set(done.map((j) => j.application))].sort();
@@ -118,7 +141,11 @@ function byApplication(run: SimulationResult['runs'][number]): string {
       const jct = jobs.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
       const wait = jobs.reduce((s, j) => s + (j.queuedSeconds ?? 0), 0);
       const rescales = jobs.reduce((s, j) => s + j.rescales, 0);
-      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, mean run ${Math.round((jct - wait) / jobs.length)} s, rescales/job ${(rescales / jobs.length).toFixed(1)}, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT`;
+      const alone = jobs.reduce((s, j) => {
+        const job = asked.get(j.name);
+        return s + (job ? aloneAtUserSize(job) : Number.NaN);
+      }, 0);
+      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, mean run ${Math.round((jct - wait) / jobs.length)} s (${((jct - wait) / alone).toFixed(2)}x alone at the user's size), rescales/job ${(rescales / jobs.length).toFixed(1)}, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT`;
     })
     .join('; ');
 }
