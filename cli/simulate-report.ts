@@ -89,7 +89,7 @@ export function renderSimulationTables(result: SimulationResult): string {
   const lines: string[] = [];
   const c = result.cluster;
   lines.push(
-    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, decision interval ${result.decisionIntervalSeconds} s, alarms every ${result.alarmEveryIntervals} intervals, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
+    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, world ${result.world.toUpperCase()} (step times: ${result.world === 'measured' ? 'the measured Pollux tables' : 'the fitted profiles'}), decision interval ${result.decisionIntervalSeconds} s, alarms every ${result.alarmEveryIntervals} intervals, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
     '',
   );
   const rows = [RUN_HEADER, ...result.runs.map(runRow)];

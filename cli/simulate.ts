@@ -13,8 +13,9 @@
 //   threshold    a BASELINE, not trainscaler: admitted like manual, then a Kubernetes HPA (or KEDA ScaledObject)
 //                emulation on each running job's Worker replicas with a GPU-utilisation target
 //                (lib/sim/baselines/threshold.ts), patching the job every decision interval like any client.
-// Jobs progress at the throughput fitted on the Pollux measurements (lib/sim/app-profiles.ts), keep their
-// global batch and end at their application's target (lib/sim/workload.ts).
+// Jobs progress at the step times of the chosen world (lib/sim/simulation-world.ts: the MEASURED Pollux
+// tables, or the FITTED profiles of lib/sim/app-profiles.ts), keep their global batch and end at their
+// application's target (lib/sim/workload.ts).
 import { writeFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError } from 'commander';
 import { handleAlarm } from '../functions/alarm.js';
@@ -40,9 +41,14 @@ import {
   type TiresiasParams,
   tiresiasPass,
 } from '../lib/sim/baselines/tiresias.js';
-import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
 import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
 import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
+import {
+  FITTED_WORLD,
+  SIMULATION_WORLDS,
+  type SimulationWorld,
+  type SimulationWorldName,
+} from '../lib/sim/simulation-world.js';
 import {
   loadWorkloads,
   type TenantTraits,
@@ -62,6 +68,7 @@ import {
 import type { JobRef } from '../lib/types.js';
 import { median } from './demo.js';
 import { simulatedHandlerDeps } from './simulated-handler-deps.js';
+import { defaultTracesDir, loadSimulationWorld } from './simulation-world.js';
 
 export const SIMULATION_POLICIES = ['manual', 'backfill', 'tiresias', 'threshold', 'trainscaler'] as const;
 export type SimulationPolicy = (typeof SIMULATION_POLICIES)[number];
@@ -90,6 +97,8 @@ export const PUBLISHED_SOURCE =
 export interface SimulationOptions {
   workloads: Workload[];
   policies: readonly SimulationPolicy[];
+  /** Where the true step times come from; FITTED_WORLD (needs no data) when undefined. */
+  world?: SimulationWorld;
   seed?: number;
   /** 16 nodes x 4 GPUs (the Pollux testbed); 32 cores and 128 GiB per node. */
   nodes?: number;
@@ -175,6 +184,7 @@ export interface PolicyAggregate {
 
 export interface SimulationResult {
   seed: number;
+  world: SimulationWorldName;
   cluster: { nodes: number; gpusPerNode: number; cpuMillisPerNode: number; memoryBytesPerNode: number };
   decisionIntervalSeconds: number;
   alarmEveryIntervals: number;
@@ -189,7 +199,7 @@ export interface SimulationResult {
 
 export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
-  "throughput: the simulator's step times fitted on the Pollux placements.csv (lib/sim/app-profiles.ts), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
+  "throughput: workers x local batch / the world's step time (the world lines above), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
   'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
   'every re-formed world (rescale, restarted or replaced pod) costs 30 s without progress; the first start costs the 20 s pod start',
   'decision interval 60 s: the schedule trigger (rebalance) every interval; an alarm per running job every few intervals (--alarm-every)',
@@ -208,6 +218,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const gpusPerNode = options.gpusPerNode ?? 4;
   const interval = options.decisionIntervalSeconds ?? 60;
   const alarmEvery = options.alarmEveryIntervals ?? 5;
+  const world = options.world ?? FITTED_WORLD;
   const runs: WorkloadRun[] = [];
   for (const workload of options.workloads) {
     for (const policy of options.policies) {
@@ -218,6 +229,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
           gpusPerNode,
           interval,
           alarmEvery,
+          world,
           cap: options.timeCapSeconds ?? 14 * 86_400,
           multiTenant: options.multiTenant,
           tiresias: options.tiresias ?? TIRESIAS_DEFAULTS,
@@ -232,12 +244,13 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     policies[policy] = aggregate(runs.filter((r) => r.policy === policy));
   return {
     seed,
+    world: world.name,
     cluster: { nodes, gpusPerNode, cpuMillisPerNode: 32_000, memoryBytesPerNode: 128 * GiB },
     decisionIntervalSeconds: interval,
     alarmEveryIntervals: alarmEvery,
     rescaleCostSeconds: 30,
     multiTenant: options.multiTenant ? describeMultiTenant(options.multiTenant) : null,
-    assumptions: [...SIMULATION_ASSUMPTIONS],
+    assumptions: [...world.assumptions, ...SIMULATION_ASSUMPTIONS],
     runs,
     policies,
     published: { ...PUBLISHED_MEAN_AVG_JCT_SECONDS },
@@ -251,6 +264,7 @@ interface RunSettings {
   gpusPerNode: number;
   interval: number;
   alarmEvery: number;
+  world: SimulationWorld;
   cap: number;
   multiTenant: MultiTenantOptions | undefined;
   tiresias: TiresiasParams;
@@ -289,7 +303,7 @@ async function runWorkload(
   const nodes = nodeSpecs(settings.nodes, settings.gpusPerNode);
   const sim = new SimulatedCluster({
     seed: settings.seed,
-    apps: PROFILED_APP_MODEL,
+    apps: settings.world.apps,
     nodes,
     priorityClasses: WORKLOAD_PRIORITY_CLASSES,
   });
@@ -696,9 +710,17 @@ export function parsePolicies(value: string): SimulationPolicy[] {
   return [...new Set(names)] as SimulationPolicy[];
 }
 
+export function parseWorld(value: string): SimulationWorldName {
+  if (!(SIMULATION_WORLDS as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`unknown world '${value}': choose from ${SIMULATION_WORLDS.join(', ')}`);
+  return value as SimulationWorldName;
+}
+
 export interface SimulateCommandOptions {
   workload: string;
   policy: SimulationPolicy[];
+  world: SimulationWorldName;
+  traces?: string;
   seed: number;
   limit?: number;
   alarmEvery: number;
@@ -721,6 +743,16 @@ export function registerSimulateCommand(program: Command): Command {
       parsePolicies,
       [...SIMULATION_POLICIES],
     )
+    .option(
+      '--world <name>',
+      "where the true step times come from: measured (the Pollux artifact's placements.csv and scalability.csv, played as its simulator plays them) or fitted (the parametric profiles of lib/sim/app-profiles.ts, the form trainscaler's own model fits: its model is right by construction there)",
+      parseWorld,
+      'measured',
+    )
+    .option(
+      '--traces <dir>',
+      'the Pollux traces folder for --world measured (default: the traces folder beside the workload folder)',
+    )
     .option('--seed <n>', 'random seed of the simulation', positiveInt, 1)
     .option('--limit <n>', 'only the first n workloads of a folder', positiveInt)
     .option('--alarm-every <n>', 'an alarm per running job every n decision intervals (60 s)', positiveInt, 5)
@@ -730,11 +762,13 @@ export function registerSimulateCommand(program: Command): Command {
     .option('--report <file>', 'also write an HTML page with plots')
     .action(async (options: SimulateCommandOptions) => {
       const workloads = loadWorkloads(options.workload).slice(0, options.limit);
+      const world = loadSimulationWorld(options.world, options.traces ?? defaultTracesDir(options.workload));
       const progress = (line: string) =>
         process.stderr.write(process.stderr.isTTY ? `\r${line.padEnd(100)}` : `${line}\n`);
       const simulationOptions: SimulationOptions = {
         workloads,
         policies: options.policy,
+        world,
         seed: options.seed,
         alarmEveryIntervals: options.alarmEvery,
         onProgress: progress,

@@ -62,6 +62,7 @@ import {
   advanceTraining,
   localBatchSizeFor,
   placementOf,
+  replicasPerNode,
   type TrainingWorld,
   worldStepTime,
 } from './training-progress.js';
@@ -848,6 +849,10 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     const world: TrainingWorld = {
       replicas: training.length,
       nodes: new Set(training.map((r) => r.pod.spec?.nodeName)).size,
+      perNode: replicasPerNode(
+        this.#nodes.map((n) => n.name),
+        training.map((r) => r.pod.spec?.nodeName),
+      ),
       ps: members.filter((r) => r.role === 'PS').length,
       localBatchSize: localBatchSizeFor(
         job.spec,
