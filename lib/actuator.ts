@@ -14,6 +14,13 @@ import {
   placedReplicasOf,
 } from './guardrails.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
+import {
+  type PodResizeResult,
+  planPodResizes,
+  resizeTargetsOf,
+  sendPodResizes,
+  withPodResizes,
+} from './pod-resizes.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -55,6 +62,8 @@ export interface Outcome {
   skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed';
   /** Conflicts met and retried before the outcome. */
   conflicts?: number;
+  /** The in-place resizes sent (pods/resize), one per pod, when the plan changed CPU or memory. */
+  podResizes?: PodResizeResult[];
 }
 
 export type Decide = (snapshot: JobSnapshot) => Plan | Promise<Plan>;
@@ -221,8 +230,14 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     const guarded = applyGuardrails(decided, context);
     if (guarded.violations.length > 0)
       deps.logger.warn({ job: ref, policy: decided.policy, violations: guarded.violations }, 'plan clamped');
-    const plan: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
-    if (plan.changes.length === 0) return { ref, plan, applied: false, skipped: 'no-change', conflicts };
+    const kept: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
+    if (kept.changes.length === 0)
+      return { ref, plan: kept, applied: false, skipped: 'no-change', conflicts };
+    // CPU/memory changes reach the running pods in place where the API server serves pods/resize (discovery).
+    const served =
+      resizeTargetsOf(kept.changes).size > 0 && (await deps.cluster.servesPodResize?.()) === true;
+    const podResizes = planPodResizes(snapshot, kept, served);
+    const plan = withPodResizes(kept, podResizes);
     // No duplicate check here: the id covers the resourceVersion read, which every write bumps, so a
     // decision already written can never be found again under the same id. Duplicate triggers are stopped by
     // the resourceVersion pin (all but one patch conflict and re-read) and then by what the winner wrote
@@ -261,16 +276,36 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       );
       return { ref, plan, applied: false, skipped: 'dry-run', decisionId: id, patch, conflicts };
     }
-    for (const change of plan.changes) {
-      if (change.kind === 'evict-pod')
-        await deps.cluster.evictPod(ref.namespace, change.pod, { dryRun: false });
-    }
-    await recordEvent(deps, view, obj, plan, id);
+    // After the template: a conflict on the job above leaves every pod untouched.
+    const resized = await sendPodResizes(deps.cluster, snapshot, plan, podResizes, () =>
+      loadSnapshot(deps.cluster, ref, deps.priorityClasses, management),
+    );
+    const failed = resized.filter((r) => r.result === 'failed');
+    // An OOM-killed pod whose resize the API server refused is recreated at the new size the old way.
+    const evictions = [
+      ...plan.changes.flatMap((c) => (c.kind === 'evict-pod' ? [c.pod] : [])),
+      ...kept.changes.flatMap((c) =>
+        c.kind === 'evict-pod' && c.toResize && failed.some((f) => f.pod === c.pod) ? [c.pod] : [],
+      ),
+    ];
+    for (const pod of evictions) await deps.cluster.evictPod(ref.namespace, pod, { dryRun: false });
+    if (failed.length > 0)
+      deps.logger.warn({ job: ref, decisionId: id, failed }, 'in-place resize refused; pods keep their size');
+    const told =
+      failed.length > 0
+        ? {
+            ...plan,
+            reason: `${plan.reason}; resize refused: ${failed.map((f) => `${f.pod} (${f.detail ?? 'no detail'})`).join(', ')}`,
+          }
+        : plan;
+    await recordEvent(deps, view, obj, told, id);
     deps.logger.info(
       { job: ref, decisionId: id, policy: plan.policy, reason: plan.reason },
       'decision applied',
     );
-    return { ref, plan, applied: true, decisionId: id, patch, conflicts };
+    const outcome: Outcome = { ref, plan, applied: true, decisionId: id, patch, conflicts };
+    if (resized.length > 0) outcome.podResizes = resized;
+    return outcome;
   }
 }
 

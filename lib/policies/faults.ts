@@ -125,7 +125,7 @@ function decideOnOom(job: JobView, pods: PodView[], config: PolicyConfig): Decis
 function recreate(killed: PodView[]): Change[] {
   return killed
     .filter((p) => p.phase !== 'Failed' && p.phase !== 'Succeeded')
-    .map((p): Change => ({ kind: 'evict-pod', pod: p.name }));
+    .map((p): Change => ({ kind: 'evict-pod', pod: p.name, toResize: true }));
 }
 
 /**

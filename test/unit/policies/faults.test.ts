@@ -113,7 +113,7 @@ describe('decideOnFault: OOM kills', () => {
     assert.deepEqual(plan.changes, [
       { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 8 * GiB, to: 12 * GiB },
       // Pod resources are immutable: only a recreated pod runs at the new size.
-      { kind: 'evict-pod', pod: 'worker-2' },
+      { kind: 'evict-pod', pod: 'worker-2', toResize: true },
     ]);
     assert.match(plan.reason, /worker-2 OOMKilled \(exit 137\) at 8\.0 GiB limit/);
     assert.match(plan.reason, /raising Worker memory to 12\.0 GiB \(x1\.50, cap 256\.0 GiB\)/);
@@ -156,7 +156,7 @@ describe('decideOnFault: OOM kills', () => {
     const plan = decide(job({}, [alreadyRaised]), [oomKilled(2)]); // pod still carries the old 8 GiB limit
     assert.deepEqual(
       plan.changes,
-      [{ kind: 'evict-pod', pod: 'worker-2' }],
+      [{ kind: 'evict-pod', pod: 'worker-2', toResize: true }],
       'no second raise; the pod is recreated',
     );
     assert.match(plan.reason, /already raised to 12\.0 GiB; evicting/);
@@ -174,8 +174,8 @@ describe('decideOnFault: OOM kills', () => {
     assert.deepEqual(
       plan.changes.filter((c) => c.kind === 'evict-pod'),
       [
-        { kind: 'evict-pod', pod: 'worker-0' },
-        { kind: 'evict-pod', pod: 'worker-1' },
+        { kind: 'evict-pod', pod: 'worker-0', toResize: true },
+        { kind: 'evict-pod', pod: 'worker-1', toResize: true },
       ],
     );
     assert.match(plan.reason, /worker-0, worker-1 OOMKilled/);
@@ -201,10 +201,10 @@ describe('decideOnFault: OOM kills', () => {
         from: 6 * GiB,
         to: 9 * GiB,
       },
-      { kind: 'evict-pod', pod: 'worker-0' },
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
     ]);
     const grown = worker({ limits: noLimit.limits, requests: { ...noLimit.requests, memoryBytes: 9 * GiB } });
-    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [{ kind: 'evict-pod', pod: 'worker-0' }]);
+    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [{ kind: 'evict-pod', pod: 'worker-0', toResize: true }]);
   });
 });
 
@@ -356,7 +356,7 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
     const plan = decide(job(), [oomKilled(0), pod(1), pod(2), evicted(3)], FULL);
     assert.deepEqual(plan.changes, [
       { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 8 * GiB, to: 12 * GiB },
-      { kind: 'evict-pod', pod: 'worker-0' },
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
       { kind: 'replicas', role: 'Worker', from: 4, to: 3 },
     ]);
   });
