@@ -204,7 +204,9 @@ describe('decideOnFault: OOM kills', () => {
       { kind: 'evict-pod', pod: 'worker-0', toResize: true },
     ]);
     const grown = worker({ limits: noLimit.limits, requests: { ...noLimit.requests, memoryBytes: 9 * GiB } });
-    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [{ kind: 'evict-pod', pod: 'worker-0', toResize: true }]);
+    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
+    ]);
   });
 });
 
