@@ -92,6 +92,11 @@ export interface PodView {
   reason?: string;
   requests: Resources;
   limits: Resources;
+  /**
+   * What the kubelet reports the training container runs with (status.containerStatuses[].resources, on nodes
+   * that resize in place), when it reports it: after a resize it can lag the spec (PodResizePending/InProgress).
+   */
+  actual?: { requests: Resources; limits: Resources };
 }
 
 export interface NodeView {

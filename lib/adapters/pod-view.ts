@@ -58,6 +58,12 @@ export function readPod(pod: V1Pod, containerName?: string): PodView {
     requests: resourcesOf(container?.resources?.requests as Record<string, string> | undefined),
     limits: resourcesOf(container?.resources?.limits as Record<string, string> | undefined),
   };
+  const reported = status?.resources;
+  if (reported)
+    view.actual = {
+      requests: resourcesOf(reported.requests as Record<string, string> | undefined),
+      limits: resourcesOf(reported.limits as Record<string, string> | undefined),
+    };
   if (pod.spec?.nodeName) view.nodeName = pod.spec.nodeName;
   const termination = terminationOf(status);
   if (termination) view.lastTermination = termination;

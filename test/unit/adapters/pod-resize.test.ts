@@ -170,3 +170,16 @@ describe('planPodResize', () => {
     assert.equal(plan.action, 'fallback');
   });
 });
+
+describe('readPod: what the kubelet reports the container runs with', () => {
+  it('actual comes from status.containerStatuses[].resources, and is absent when the node reports none', async () => {
+    const { readPod } = await import('../../../lib/adapters/pod-view.js');
+    const reported = pod();
+    const status = reported.status?.containerStatuses?.[0];
+    if (status) status.resources = { limits: { memory: '6Gi' }, requests: { memory: '4Gi' } };
+    const view = readPod(reported, 'pytorch');
+    assert.equal(view.limits.memoryBytes, 8 * GiB, 'the spec: what was asked for');
+    assert.equal(view.actual?.limits.memoryBytes, 6 * GiB, 'the status: what it runs with');
+    assert.equal(readPod(pod({ statusResources: false }), 'pytorch').actual, undefined);
+  });
+});

@@ -168,6 +168,19 @@ describe('decideOnFault: OOM kills', () => {
     assert.equal(memoryChange(plan.changes, 'limits')?.to, 18 * GiB);
   });
 
+  it('a pod resized in place whose kubelet still runs it at the old size: evicted, not raised again', () => {
+    const raised = worker({ limits: { cpuMillis: 8000, memoryBytes: 12 * GiB, gpus: 1 } });
+    const old = oomKilled(2);
+    // The spec says 12 GiB (the resize was written), the kubelet reports 8 GiB (resize pending).
+    const pending = { ...old, limits: raised.limits, actual: { requests: old.requests, limits: old.limits } };
+    const plan = decide(job({}, [raised]), [pending]);
+    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2', toResize: true }]);
+    assert.match(plan.reason, /OOMKilled at 8\.0 GiB, but Worker memory was already raised/);
+    // Reported at the new size: it really ran with 12 GiB, so it is raised again.
+    const reached = { ...pending, actual: { requests: old.requests, limits: raised.limits } };
+    assert.equal(memoryChange(decide(job({}, [raised]), [reached]).changes, 'limits')?.to, 18 * GiB);
+  });
+
   it('raises once per role however many of its pods were OOM-killed', () => {
     const plan = decide(job(), [oomKilled(0), oomKilled(1), pod(2), pod(3)]);
     assert.equal(plan.changes.filter((c) => c.kind === 'resources').length, 1);
