@@ -234,8 +234,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     if (kept.changes.length === 0)
       return { ref, plan: kept, applied: false, skipped: 'no-change', conflicts };
     // CPU/memory changes reach the running pods in place where the API server serves pods/resize (discovery).
-    const served =
-      resizeTargetsOf(kept.changes).size > 0 && (await deps.cluster.servesPodResize?.()) === true;
+    const served = resizeTargetsOf(kept.changes).size > 0 && (await podResizeServed(deps, ref));
     const podResizes = planPodResizes(snapshot, kept, served);
     const plan = withPodResizes(kept, podResizes);
     // No duplicate check here: the id covers the resourceVersion read, which every write bumps, so a
@@ -306,6 +305,17 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     const outcome: Outcome = { ref, plan, applied: true, decisionId: id, patch, conflicts };
     if (resized.length > 0) outcome.podResizes = resized;
     return outcome;
+  }
+}
+
+/** Discovery that fails is answered as "not served": the template-only (and eviction) path is always safe. */
+async function podResizeServed(deps: ActuatorDeps, ref: JobRef): Promise<boolean> {
+  try {
+    return (await deps.cluster.servesPodResize?.()) === true;
+  } catch (error) {
+    const detail = error instanceof TrainscalerError ? error.message : String(error);
+    deps.logger.warn({ job: ref, error: detail }, 'pods/resize discovery failed; resizing no pod in place');
+    return false;
   }
 }
 

@@ -217,6 +217,17 @@ describe('in-place right-sizing through pods/resize', () => {
     assert.ok(!calls.some((c) => c.startsWith('resize') || c === 'event'));
   });
 
+  it('a failed discovery is answered as not served: the template is still patched, no pod resized', async () => {
+    const { deps, calls } = setup({ served: true });
+    deps.cluster.servesPodResize = async () => {
+      throw new ApiError('discover the core API resources', 503, 'unavailable');
+    };
+    const outcome = await actOnJob(TOY, raiseMemory(), deps);
+    assert.equal(outcome.applied, true);
+    assert.ok(!calls.some((c) => c.startsWith('resize')));
+    assert.match(outcome.plan.reason, /does not serve pods\/resize/);
+  });
+
   it('a replicas-only plan asks no discovery and resizes nothing', async () => {
     const { deps, calls } = setup({ served: true });
     await actOnJob(
