@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from './adapters/annotations.js';
-import { buildJobPatch, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
+import { buildJobPatch, guardrailPodIndex, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
 import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
+import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
 import {
@@ -106,12 +107,17 @@ export async function loadSnapshot(
 ): Promise<JobSnapshot> {
   const obj = await cluster.getJob(ref);
   const view = readJob(obj, management);
-  // The selector is a label anyone can set: keep only the pods the job really owns (owner reference).
-  const rawPods = (await cluster.listPods(ref.namespace, podSelectorFor(obj))).filter((p) =>
-    ownedByJob(p, view),
-  );
+  // The selector is a label anyone can set: keep only the pods the job really owns (owner reference, through
+  // the child Jobs of a JobSet or TrainJob, read back to the job).
+  const selected = await cluster.listPods(ref.namespace, podSelectorFor(obj));
+  const childJobs = await childJobsOf(view, selected, (child) => cluster.getJob(child));
+  const rawPods = selected.filter((p) => ownedByJob(p, view, childJobs));
   const container = roleOf(view, 'Worker')?.containerName ?? view.roles[0]?.containerName;
-  const pods = rawPods.map((p) => readPod(p, container));
+  const pods = rawPods.map((p) => {
+    const pod = readPod(p, container);
+    const index = guardrailPodIndex(obj, p.metadata?.labels);
+    return index === undefined ? pod : { ...pod, index };
+  });
   // The API server resolves priority classes on pods, not on custom resources: take it from the pods.
   const podPriority = Math.max(...rawPods.map((p) => p.spec?.priority ?? Number.NEGATIVE_INFINITY));
   const classPriority = view.priorityClassName ? priorityClasses?.[view.priorityClassName] : undefined;

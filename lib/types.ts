@@ -1,7 +1,7 @@
 // Shared vocabulary of the pure core. Units are fixed so that no policy has to guess:
 // CPU in millicores, memory in bytes, GPUs as whole devices, time in seconds (epoch seconds for instants).
 
-export type JobKind = 'PyTorchJob' | 'TFJob' | 'StatefulSet';
+export type JobKind = 'PyTorchJob' | 'TFJob' | 'StatefulSet' | 'Job' | 'JobSet' | 'TrainJob';
 
 export interface JobRef {
   kind: JobKind;

@@ -1,6 +1,14 @@
 import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { JobKind, JobRef } from '../types.js';
 
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+}
+
 /** A Kubernetes object as the API returns it; adapters interpret spec/status per kind. */
 export interface KubeObject {
   apiVersion: string;
@@ -14,6 +22,7 @@ export interface KubeObject {
     creationTimestamp?: string | Date;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
+    ownerReferences?: OwnerReference[];
   };
   spec?: unknown;
   status?: unknown;

@@ -1,6 +1,7 @@
 import {
   ApiException,
   AppsV1Api,
+  BatchV1Api,
   type ConfigurationOptions,
   CoreV1Api,
   type CoreV1Event,
@@ -27,7 +28,15 @@ import type {
 const CUSTOM: Partial<Record<JobKind, { group: string; version: string; plural: string }>> = {
   PyTorchJob: { group: 'kubeflow.org', version: 'v1', plural: 'pytorchjobs' },
   TFJob: { group: 'kubeflow.org', version: 'v1', plural: 'tfjobs' },
+  JobSet: { group: 'jobset.x-k8s.io', version: 'v1alpha2', plural: 'jobsets' },
+  TrainJob: { group: 'trainer.kubeflow.org', version: 'v1alpha1', plural: 'trainjobs' },
 };
+
+/** A typed client-node object back to the API server's JSON (Dates as strings) with its kind. */
+function asKubeObject(typed: object, apiVersion: string, kind: string): KubeObject {
+  const plain = JSON.parse(JSON.stringify(typed)) as KubeObject;
+  return { ...plain, apiVersion, kind };
+}
 
 const FIELD_MANAGER = 'trainscaler';
 
@@ -100,11 +109,13 @@ async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
 export class KubernetesClusterClient implements ClusterClient {
   private readonly core: CoreV1Api;
   private readonly apps: AppsV1Api;
+  private readonly batch: BatchV1Api;
   private readonly custom: CustomObjectsApi;
 
   constructor(kubeConfig: KubeConfig) {
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.apps = kubeConfig.makeApiClient(AppsV1Api);
+    this.batch = kubeConfig.makeApiClient(BatchV1Api);
     this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
   }
 
@@ -115,6 +126,12 @@ export class KubernetesClusterClient implements ClusterClient {
       return call(what, () =>
         this.custom.getNamespacedCustomObject({ ...crd, namespace: ref.namespace, name: ref.name }),
       );
+    if (ref.kind === 'Job') {
+      const job = await call(what, () =>
+        this.batch.readNamespacedJob({ namespace: ref.namespace, name: ref.name }),
+      );
+      return asKubeObject(job, 'batch/v1', 'Job');
+    }
     const sts = await call(what, () =>
       this.apps.readNamespacedStatefulSet({ namespace: ref.namespace, name: ref.name }),
     );
@@ -131,6 +148,12 @@ export class KubernetesClusterClient implements ClusterClient {
           : this.custom.listClusterCustomObject(crd),
       );
       return (list.items ?? []).map((item) => ({ ...item, apiVersion: `${crd.group}/${crd.version}`, kind }));
+    }
+    if (kind === 'Job') {
+      const jobs = await call(what, () =>
+        namespace ? this.batch.listNamespacedJob({ namespace }) : this.batch.listJobForAllNamespaces(),
+      );
+      return jobs.items.map((item) => asKubeObject(item, 'batch/v1', 'Job'));
     }
     const list = await call(what, () =>
       namespace
@@ -159,6 +182,15 @@ export class KubernetesClusterClient implements ClusterClient {
           headers,
         ),
       );
+    }
+    if (ref.kind === 'Job') {
+      const job = await call(what, () =>
+        this.batch.patchNamespacedJob(
+          { namespace: ref.namespace, name: ref.name, body: patch, dryRun, fieldManager: FIELD_MANAGER },
+          headers,
+        ),
+      );
+      return asKubeObject(job, 'batch/v1', 'Job');
     }
     const sts = await call(what, () =>
       this.apps.patchNamespacedStatefulSet(

@@ -15,7 +15,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { dump, load } from 'js-yaml';
 import { createAlertmanagerServer } from '../../functions/alertmanager-http.js';
 import type { HandlerDeps, HandlerResult } from '../../functions/handler-deps.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
@@ -24,6 +23,7 @@ import { PROFILED_APP_MODEL } from '../../lib/sim/profiled-app-model.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../lib/sim/training-job-manifests.js';
 import type { JobRef } from '../../lib/types.js';
+import { discoveredTargets, testPrometheusConfig } from './support/monitoring.js';
 import {
   freePort,
   type MonitoringBinaries,
@@ -52,42 +52,6 @@ interface Received {
 }
 
 const WEBHOOK_TOKEN = 'pipeline-webhook-token-5a4b3c2d1e';
-
-/**
- * A file_sd target group carrying the metadata Kubernetes pod discovery gives a pod (the __meta_kubernetes_*
- * labels prometheus.yml relabels from), computed from the pod object the way discovery does: namespace,
- * name, phase, node, controller owner, labels (names sanitised), the container port's name. The Debian
- * Prometheus has no Kubernetes discovery, so this is how the production relabelling gets real targets here.
- */
-function discoveredTargets(target: string, pod: V1Pod) {
-  const owner = pod.metadata?.ownerReferences?.find((o) => o.controller);
-  const labels: Record<string, string> = {
-    __meta_kubernetes_namespace: pod.metadata?.namespace ?? '',
-    __meta_kubernetes_pod_name: pod.metadata?.name ?? '',
-    __meta_kubernetes_pod_phase: pod.status?.phase ?? '',
-    __meta_kubernetes_pod_node_name: pod.spec?.nodeName ?? '',
-    __meta_kubernetes_pod_container_port_name: 'trainscaler',
-    __meta_kubernetes_pod_controller_kind: owner?.kind ?? '',
-    __meta_kubernetes_pod_controller_name: owner?.name ?? '',
-  };
-  for (const [key, value] of Object.entries(pod.metadata?.labels ?? {}))
-    labels[`__meta_kubernetes_pod_label_${key.replace(/[^a-zA-Z0-9_]/g, '_')}`] = value;
-  return { targets: [target], labels };
-}
-
-/** infra/prometheus/prometheus.yml's scrape job, discovering from targets/sidecars.json; the rest as prometheus-static.yml. */
-async function testPrometheusConfig(): Promise<string> {
-  const read = async (file: string) =>
-    load(await readFile(join(REPO_ROOT, 'infra/prometheus', file), 'utf8')) as Record<string, unknown>;
-  const production = await read('prometheus.yml');
-  const local = await read('prometheus-static.yml');
-  const jobs = (production.scrape_configs ?? []) as Record<string, unknown>[];
-  const job = jobs.find((j) => j.job_name === 'trainscaler-sidecars');
-  assert.ok(job?.kubernetes_sd_configs, 'the production scrape job discovers pods');
-  delete job.kubernetes_sd_configs;
-  job.file_sd_configs = [{ files: ['targets/sidecars.json'], refresh_interval: '1s' }];
-  return dump({ ...local, scrape_configs: [job] });
-}
 
 const silentLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 

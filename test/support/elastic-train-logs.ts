@@ -95,3 +95,43 @@ export function committedSamples(
   }
   return byEpoch;
 }
+
+export interface MeasuredThroughput {
+  samplesPerSecond: number;
+  steps: number;
+  seconds: number;
+}
+
+/**
+ * Samples per second the job committed at world size `world` between `after` and `until` (epoch seconds),
+ * from its step logs: the samples of every step after the first counted one, over the time between the first
+ * and the last (a step's time is its last rank's record). The first `skip` steps at that size are left out:
+ * a new world's first steps include its warm-up. Undefined with fewer than 2 steps to count.
+ */
+export function throughputAt(
+  records: StepRecord[],
+  world: number,
+  after: number,
+  skip = 0,
+  until = Number.POSITIVE_INFINITY,
+): MeasuredThroughput | undefined {
+  const steps = new Map<string, { t: number; samples: number }>();
+  for (const r of records) {
+    if (r.world !== world || r.t < after || r.t > until) continue;
+    const key = `${r.worldId}:${r.step}`;
+    const entry = steps.get(key) ?? { t: r.t, samples: 0 };
+    entry.t = Math.max(entry.t, r.t);
+    entry.samples += r.ids.length;
+    steps.set(key, entry);
+  }
+  const ordered = [...steps.values()].sort((a, b) => a.t - b.t).slice(skip);
+  const first = ordered[0];
+  const last = ordered[ordered.length - 1];
+  if (!first || !last || ordered.length < 2 || !(last.t > first.t)) return undefined;
+  const samples = ordered.slice(1).reduce((sum, s) => sum + s.samples, 0);
+  return {
+    samplesPerSecond: samples / (last.t - first.t),
+    steps: ordered.length - 1,
+    seconds: last.t - first.t,
+  };
+}

@@ -119,6 +119,7 @@ def main():
     def snapshot():
         return {"epoch": sampler.epoch, "consumed": sampler.consumed, "step": step}
 
+    own_samples = 0
     while sampler.epoch < EPOCHS:
         for ids in sampler:
             started = time.monotonic()
@@ -131,7 +132,12 @@ def main():
             sampler.advance()
             step += 1
             log.write(json.dumps({"t": time.time(), "epoch": sampler.epoch, "step": step, "world": world, "world_id": world_id.item(), "rank": rank, "ids": ids}) + "\n")
-            report(step, samples=step * sampler.global_batch_size)
+            # The samples THIS worker processed (the sidecar's trainscaler_samples_total is per worker). Not
+            # step x the world's batch: that jumps at every rescale, and the per-worker throughput alert then
+            # fires on the resize itself. Counted from this process's start (a re-formed world restarts it),
+            # which the sidecar reads as a restart of the count, adding nothing.
+            own_samples += len(ids)
+            report(step, samples=own_samples)
             own_stop = stop_requested or should_checkpoint()
             if agreed_stop(own_stop):
                 if rank == 0:

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { interNodeShape } from '../../../lib/model/forms.js';
-import { fitThroughputModel, type Placement } from '../../../lib/model/throughput-model.js';
+import { CONTENTION_BEYOND_TWO_NODES, interNodeShape } from '../../../lib/model/forms.js';
+import { evaluateSyncTime, fitThroughputModel, type Placement } from '../../../lib/model/throughput-model.js';
 import type { StepSample } from '../../../lib/types.js';
 
 const BATCHES = [16, 32, 64]; // median 32 = the fit's reference batch, so mu = m / 32
@@ -145,6 +145,57 @@ describe('fitThroughputModel: recovery of known parameters', () => {
     assertAll(model.parameters.sync, [0.2, 0.01, 0.02], 1e-6, 'sync');
     const pred = model.predict({ replicas: 16, nodes: 4, ps: 8, localBatchSize: 32 });
     assertRel(pred.stepTime, 0.05 + 0.1 + 0.2 * 2 + 0.16 + 0.16, 1e-6, 'PS step time');
+  });
+});
+
+describe('interNodeShape: how inter-node sync extrapolates', () => {
+  it('grows with the node count at one replica per node as the ring all-reduce bandwidth term 2 (N - 1) / N', () => {
+    for (const N of [2, 3, 4, 6, 8, 12, 16, 64]) {
+      assertRel(interNodeShape(N, N), (2 * (N - 1)) / N, 1e-12, `${N} nodes`);
+    }
+    assert.ok(interNodeShape(16, 16) > interNodeShape(4, 4) && interNodeShape(4, 4) > interNodeShape(2, 2));
+    assert.ok(interNodeShape(1024, 1024) < 2, 'the bandwidth term is bounded by twice the two-node ring');
+  });
+
+  it('adds log2 of the replicas per node on two nodes (one unit per doubling)', () => {
+    assertRel(interNodeShape(4, 2), 2, 1e-12, '2+2');
+    assertRel(interNodeShape(8, 2), 3, 1e-12, '4+4');
+  });
+
+  it('adds a weaker logarithmic contention on three nodes or more', () => {
+    for (const N of [3, 4, 16]) {
+      assertRel(
+        interNodeShape(4 * N, N) - interNodeShape(N, N),
+        CONTENTION_BEYOND_TWO_NODES * Math.log(4),
+        1e-12,
+        `4 per node on ${N} nodes`,
+      );
+    }
+    assert.ok(
+      interNodeShape(12, 3) < interNodeShape(8, 2),
+      'spreading 4 per node over 3 nodes relieves sync',
+    );
+  });
+
+  it('is zero on one node (the local sync terms apply there)', () => {
+    assert.equal(interNodeShape(4, 1), 0);
+  });
+
+  it('makes a fit from one two-node placement predict more sync at 16 nodes than at 2 or 4', () => {
+    const model = fitThroughputModel(
+      synthetic([
+        [1, 1],
+        [4, 1],
+        [8, 2],
+      ]),
+    );
+    const sync = (n: number) =>
+      evaluateSyncTime(model.parameters, { replicas: n, nodes: n, localBatchSize: 32 });
+    assert.ok(
+      sync(2) < sync(4) && sync(4) < sync(16),
+      `sync at 2/4/16 nodes: ${sync(2)} ${sync(4)} ${sync(16)}`,
+    );
+    assertRel(sync(16) / sync(2), 1.875, 0.01, 'ring growth from 2 to 16 nodes');
   });
 });
 

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { committedSamples, rescalePause, type StepRecord } from '../../support/elastic-train-logs.js';
+import {
+  committedSamples,
+  rescalePause,
+  type StepRecord,
+  throughputAt,
+} from '../../support/elastic-train-logs.js';
 
 const rec = (
   t: number,
@@ -49,5 +54,25 @@ describe('elastic trainer step logs', () => {
   it('reports samples a world processed twice', () => {
     const epoch = committedSamples([rec(1, 1, 1, 1, 0, [1, 2]), rec(2, 2, 1, 1, 0, [2, 3])]).get(0);
     assert.deepEqual(epoch?.duplicates, [2]);
+  });
+
+  it('measures samples per second at one world size from the step logs, skipping warm-up steps', () => {
+    const records = [
+      rec(1, 1, 1, 1, 0, [0, 1]),
+      rec(2, 2, 1, 1, 0, [2, 3]),
+      rec(10, 3, 2, 2, 0, [4, 5]),
+      rec(10.2, 3, 2, 2, 1, [6, 7]),
+      rec(11, 4, 2, 2, 0, [8, 9]),
+      rec(11, 4, 2, 2, 1, [10, 11]),
+      rec(12, 5, 2, 2, 1, [12, 13]),
+      rec(12.2, 5, 2, 2, 0, [14, 15]),
+    ];
+    // world 2: steps end at 10.2, 11, 12.2; after the first, 8 samples in 2 s
+    assert.deepEqual(throughputAt(records, 2, 0), { samplesPerSecond: 4, steps: 2, seconds: 2 });
+    // skipping the first step leaves 11 -> 12.2: 4 samples in 1.2 s
+    assert.ok(Math.abs((throughputAt(records, 2, 0, 1)?.samplesPerSecond ?? 0) - 4 / 1.2) < 1e-9);
+    assert.equal(throughputAt(records, 2, 0, 2), undefined);
+    assert.equal(throughputAt(records, 1, 1.5), undefined);
+    assert.ok(Math.abs((throughputAt(records, 2, 0, 0, 11)?.samplesPerSecond ?? 0) - 4 / 0.8) < 1e-9);
   });
 });
