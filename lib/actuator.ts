@@ -24,6 +24,13 @@ import {
 } from './guardrails.js';
 import { applyKueueRules, type KueueJob, touchesPodSets } from './kueue/kueue-guard.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
+import {
+  type PodResizeResult,
+  planPodResizes,
+  resizeTargetsOf,
+  sendPodResizes,
+  withPodResizes,
+} from './pod-resizes.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -68,6 +75,8 @@ export interface Outcome {
   skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed' | 'kueue';
   /** Conflicts met and retried before the outcome. */
   conflicts?: number;
+  /** The in-place resizes sent (pods/resize), one per pod, when the plan changed CPU or memory. */
+  podResizes?: PodResizeResult[];
 }
 
 export type Decide = (snapshot: JobSnapshot) => Plan | Promise<Plan>;
@@ -268,6 +277,11 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     }
     if (plan.changes.length === 0)
       return { ref, plan, applied: false, skipped: heldByKueue ? 'kueue' : 'no-change', conflicts };
+    // CPU/memory changes reach the running pods in place where the API server serves pods/resize (discovery).
+    const served = resizeTargetsOf(plan.changes).size > 0 && (await podResizeServed(deps, ref));
+    const podResizes = planPodResizes(snapshot, plan, served);
+    const kept = plan; // its evictions of OOM-killed pods, should their in-place resize be refused
+    plan = withPodResizes(plan, podResizes);
     // No duplicate check here: the id covers the resourceVersion read, which every write bumps, so a
     // decision already written can never be found again under the same id. Duplicate triggers are stopped by
     // the resourceVersion pin (all but one patch conflict and re-read) and then by what the winner wrote
@@ -306,16 +320,47 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       );
       return { ref, plan, applied: false, skipped: 'dry-run', decisionId: id, patch, conflicts };
     }
-    for (const change of plan.changes) {
-      if (change.kind === 'evict-pod')
-        await deps.cluster.evictPod(ref.namespace, change.pod, { dryRun: false });
-    }
-    await recordEvent(deps, view, obj, plan, id);
+    // After the template: a conflict on the job above leaves every pod untouched.
+    const resized = await sendPodResizes(deps.cluster, snapshot, plan, podResizes, () =>
+      loadSnapshot(deps.cluster, ref, deps.priorityClasses, management),
+    );
+    const failed = resized.filter((r) => r.result === 'failed');
+    // An OOM-killed pod whose resize the API server refused is recreated at the new size the old way.
+    const evictions = [
+      ...plan.changes.flatMap((c) => (c.kind === 'evict-pod' ? [c.pod] : [])),
+      ...kept.changes.flatMap((c) =>
+        c.kind === 'evict-pod' && c.toResize && failed.some((f) => f.pod === c.pod) ? [c.pod] : [],
+      ),
+    ];
+    for (const pod of evictions) await deps.cluster.evictPod(ref.namespace, pod, { dryRun: false });
+    if (failed.length > 0)
+      deps.logger.warn({ job: ref, decisionId: id, failed }, 'in-place resize refused; pods keep their size');
+    const told =
+      failed.length > 0
+        ? {
+            ...plan,
+            reason: `${plan.reason}; resize refused: ${failed.map((f) => `${f.pod} (${f.detail ?? 'no detail'})`).join(', ')}`,
+          }
+        : plan;
+    await recordEvent(deps, view, obj, told, id);
     deps.logger.info(
       { job: ref, decisionId: id, policy: plan.policy, reason: plan.reason },
       'decision applied',
     );
-    return { ref, plan, applied: true, decisionId: id, patch, conflicts };
+    const outcome: Outcome = { ref, plan, applied: true, decisionId: id, patch, conflicts };
+    if (resized.length > 0) outcome.podResizes = resized;
+    return outcome;
+  }
+}
+
+/** Discovery that fails is answered as "not served": the template-only (and eviction) path is always safe. */
+async function podResizeServed(deps: ActuatorDeps, ref: JobRef): Promise<boolean> {
+  try {
+    return (await deps.cluster.servesPodResize?.()) === true;
+  } catch (error) {
+    const detail = error instanceof TrainscalerError ? error.message : String(error);
+    deps.logger.warn({ job: ref, error: detail }, 'pods/resize discovery failed; resizing no pod in place');
+    return false;
   }
 }
 

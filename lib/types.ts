@@ -100,6 +100,11 @@ export interface PodView {
   limits: Resources;
   /** The pod waits behind scheduling gates (e.g. Kueue's, until its workload slice is admitted): not unplaceable. */
   schedulingGated?: boolean;
+  /**
+   * What the kubelet reports the training container runs with (status.containerStatuses[].resources, on nodes
+   * that resize in place), when it reports it: after a resize it can lag the spec (PodResizePending/InProgress).
+   */
+  actual?: { requests: Resources; limits: Resources };
 }
 
 export interface NodeView {
@@ -160,7 +165,11 @@ export type Change =
       from: number;
       to: number;
     }
-  | { kind: 'evict-pod'; pod: string }
+  /**
+   * `toResize`: evicted only so that the controller recreates it at the role's new size (an OOM kill); where
+   * the pod can be resized in place (pods/resize) the actuator does that instead and does not evict it.
+   */
+  | { kind: 'evict-pod'; pod: string; toResize?: boolean }
   /**
    * Prefer other nodes for the role's pods created from now on (a preferred node anti-affinity on the pod
    * template): what the operators let one replacement pod be steered by. Written with the eviction of a
