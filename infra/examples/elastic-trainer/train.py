@@ -27,11 +27,16 @@ import sys
 import time
 from pathlib import Path
 
+# When the agent started this worker: the rescale benchmark splits the pause into process start, imports,
+# process group, checkpoint load (phases-<node>.log). Under trainscaler_hook.launch the worker is a warm fork and
+# the stub that the agent started records its own start.
+STARTED = float(os.environ.get("TRAINSCALER_PROCESS_STARTED") or time.time())
+
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from trainscaler_hook import checkpoint_done, report, should_checkpoint
+from trainscaler_hook import checkpoint_done, leaving, report, should_checkpoint
 from trainscaler_hook.elastic import ElasticSampler
 
 DATASET_SIZE = int(os.environ.get("TRAIN_DATASET_SIZE", "4096"))
@@ -86,14 +91,21 @@ def save_checkpoint(path, model, optimizer, progress):
     os.replace(tmp, path)  # atomic: a reader never sees half a checkpoint
 
 
-def agreed_stop(local_stop):
-    flag = torch.tensor([1.0 if local_stop else 0.0])
+# What a rank brings to the stop agreement (the world takes the maximum).
+GO_ON, STOP, LEAVE = 0.0, 1.0, 2.0
+
+
+def agreed_stop(own):
+    """The world's decision at this step boundary: GO_ON, STOP (an agent re-forms the world: every rank gets
+    SIGTERM) or LEAVE (a pod goes away: only its ranks get SIGTERM, the others must exit by themselves)."""
+    flag = torch.tensor([own])
     dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-    return flag.item() > 0
+    return flag.item()
 
 
 def main():
     signal.signal(signal.SIGTERM, on_sigterm)
+    imported = time.time()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     # One id per world formation, the same on every rank: a step re-done after a restart is told apart by it.
@@ -106,6 +118,8 @@ def main():
     ckpt = ckpt_dir / "latest.pt"
     node = os.environ.get("TRAIN_NODE_NAME") or socket.gethostname()
     log = open(log_dir / f"rank-{node}.jsonl", "a", buffering=1)
+    phases = open(log_dir / f"phases-{node}.log", "a", buffering=1)
+    grouped = time.time()
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, CLASSES))
@@ -114,6 +128,7 @@ def main():
     ddp = DistributedDataParallel(model)
     sampler = ElasticSampler(DATASET_SIZE, world, rank, LOCAL_BATCH, epoch=progress["epoch"], consumed=progress["consumed"])
     step = progress["step"]
+    phases.write(json.dumps({"world_id": world_id.item(), "rank": rank, "started": STARTED, "imported": imported, "grouped": grouped, "ready": time.time()}) + "\n")
     print(f"rank {rank}/{world} on {node} resumes at epoch {sampler.epoch} sample {sampler.consumed} step {step}", flush=True)
 
     def snapshot():
@@ -132,16 +147,20 @@ def main():
             step += 1
             log.write(json.dumps({"t": time.time(), "epoch": sampler.epoch, "step": step, "world": world, "world_id": world_id.item(), "rank": rank, "ids": ids}) + "\n")
             report(step, samples=step * sampler.global_batch_size)
-            own_stop = stop_requested or should_checkpoint()
-            if agreed_stop(own_stop):
+            drained = should_checkpoint()  # the sidecar's drain: this pod is being stopped
+            own = LEAVE if (stop_requested or drained) and (drained or leaving()) else STOP if stop_requested else GO_ON
+            decision = agreed_stop(own)
+            if decision != GO_ON:
+                stopping = time.time()
                 if rank == 0:
                     save_checkpoint(ckpt, model, optimizer, snapshot())
                     checkpoint_done()
                 dist.barrier()
-                if not own_stop:
+                if own == GO_ON and decision == STOP:
                     deadline = time.time() + PEER_STOP_WAIT
                     while not stop_requested and time.time() < deadline:
                         time.sleep(0.05)
+                phases.write(json.dumps({"world_id": world_id.item(), "rank": rank, "stopping": stopping, "exiting": time.time()}) + "\n")
                 sys.exit(0 if stop_requested else 1)
             if rank == 0 and step % CHECKPOINT_EVERY == 0:
                 save_checkpoint(ckpt, model, optimizer, snapshot())
