@@ -6,7 +6,8 @@
 // settings trainscaler recommends (lib/torchelastic/recommended-rendezvous.ts: its launcher
 // `python3 -m trainscaler_hook.launch` with a 1 s monitor interval and a 2 s last call) and with plain torchrun's
 // defaults, REPS times each. Each pause is also split into where it went (from the trainer's phases log).
-// Run: npm run bench:rescale [-- --reps N] [-- --json] [-- --only recommended|torchrunDefaults]
+// Run: npm run bench:rescale [-- --reps N] [-- --json]
+//      [-- --only recommended|torchrunDefaults|torchrunRecommendedFlags (the flags without the launcher)]
 // (needs Debian's python3-torch: npm run setup)
 // Everything binds 127.0.0.1; every wait is bounded.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -55,6 +56,11 @@ export const RENDEZVOUS: Record<string, Launch> = {
     args: [...RECOMMENDED_LAUNCHER.slice(1), ...recommendedTorchrunFlags()],
   },
   torchrunDefaults: { command: TORCHRUN, args: [] },
+};
+
+/** Run only when named with --only: what the recommended flags do without trainscaler's launcher. */
+const EXTRA: Record<string, Launch> = {
+  torchrunRecommendedFlags: { command: TORCHRUN, args: recommendedTorchrunFlags() },
 };
 
 interface Pauses {
@@ -174,8 +180,11 @@ const medianParts = (all: PauseBreakdown[]): PauseBreakdown | undefined =>
         BREAKDOWN_PARTS.map((k) => [k, median(all.map((p) => p[k]))]),
       ) as unknown as PauseBreakdown);
 
-const chosen = Object.entries(RENDEZVOUS).filter(([name]) => !values.only || name === values.only);
-if (chosen.length === 0) throw new Error(`--only must be one of ${Object.keys(RENDEZVOUS).join(', ')}`);
+const chosen = values.only
+  ? Object.entries({ ...RENDEZVOUS, ...EXTRA }).filter(([name]) => name === values.only)
+  : Object.entries(RENDEZVOUS);
+if (chosen.length === 0)
+  throw new Error(`--only must be one of ${Object.keys({ ...RENDEZVOUS, ...EXTRA }).join(', ')}`);
 const results: Record<string, Pauses> = {};
 for (const [name, settings] of chosen) {
   if (!values.json)

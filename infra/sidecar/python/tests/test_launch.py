@@ -75,3 +75,36 @@ def test_leaving_is_true_once_the_launcher_marked_it(tmp_path, monkeypatch):
     assert leaving() is False
     launch.mark_leaving(str(marker))
     assert leaving() is True
+
+
+def test_only_the_one_second_state_poll_is_shortened():
+    slept = []
+    delay = launch.poll_delay(slept.append, 0.1)
+    delay(1)
+    delay((0, 0.3))
+    delay(2)
+    assert slept == [0.1, (0, 0.3), 2]
+
+
+def test_the_state_cache_follows_the_poll_interval_when_torch_has_one():
+    class Holder:
+        _cache_duration = 1
+
+    class Handler:
+        _state_holder = Holder()
+
+    handler = Handler()
+    assert launch.poll_faster(handler, 0.1) is True
+    assert handler._state_holder._cache_duration == 0.1
+    assert launch.poll_faster(object(), 0.1) is False
+
+
+def test_each_rendezvous_is_timed_and_its_result_passed_through(capsys):
+    class Handler:
+        def next_rendezvous(self):
+            return ("store", 1, 2)
+
+    handler = Handler()
+    launch.timed_rendezvous(handler)
+    assert handler.next_rendezvous() == ("store", 1, 2)
+    assert "rank 1 of 2 nodes" in capsys.readouterr().err

@@ -165,6 +165,25 @@ def test_the_server_exits_and_kills_its_workers_when_its_parent_is_gone(workdir)
     assert not alive(int(server_pid))
 
 
+def test_a_sigterm_to_the_server_lets_running_workers_finish_then_it_exits(workdir):
+    path = str(workdir / "term.sock")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "trainscaler_hook.warm", "serve", path],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env_with(TRAINSCALER_WARM_PRELOAD=""),
+    )
+    assert server.stdout.readline().strip() == "ready"
+    proc = stub(workdir, "term", socket_path=path)
+    first_line(proc)
+    server.send_signal(signal.SIGTERM)  # a pod's SIGTERM to the whole process group reaches both
+    time.sleep(0.3)
+    assert server.poll() is None, "the server waits for its worker"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(20) == 7, "the worker's own exit code still reaches its stub"
+    assert server.wait(20) == 0
+
+
 def test_exit_code_is_what_subprocess_reports():
     assert warm.exit_code(3 << 8) == 3
     assert warm.exit_code(signal.SIGKILL) == -signal.SIGKILL

@@ -169,6 +169,12 @@ class WarmServer:
         self.children: Dict[int, socket.socket] = {}  # pid -> its stub's connection
         self.selector = selectors.DefaultSelector()
         self.listener: Optional[socket.socket] = None
+        self.stopping = False
+
+    def _stop(self, _signum, _frame) -> None:
+        # A pod's SIGTERM may reach the whole process group: serve no more, but let the workers finish their
+        # step-boundary stop and report their exit to their stubs first.
+        self.stopping = True
 
     def bind(self) -> None:
         # Bound before the preload: a stub connecting early waits in the backlog instead of starting cold.
@@ -184,6 +190,8 @@ class WarmServer:
             importlib.import_module(name)
 
     def serve(self, ready: Optional[io.TextIOBase] = None, max_seconds: Optional[float] = None) -> None:
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
         self.bind()
         self.warm_up()
         if ready is not None:
@@ -192,6 +200,11 @@ class WarmServer:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         try:
             while os.getppid() == self.parent and (deadline is None or time.monotonic() < deadline):
+                if self.stopping:
+                    if not self.children:
+                        return
+                    if self.listener is not None and self.listener in self.selector.get_map():
+                        self.selector.unregister(self.listener)
                 for key, _events in self.selector.select(timeout=0.05):
                     if key.fileobj is self.listener:
                         self._accept()
