@@ -61,6 +61,11 @@ export const RENDEZVOUS: Record<string, Launch> = {
 /** Run only when named with --only: what the recommended flags do without trainscaler's launcher. */
 const EXTRA: Record<string, Launch> = {
   torchrunRecommendedFlags: { command: TORCHRUN, args: recommendedTorchrunFlags() },
+  // the launcher polls every 0.1 s: does a shorter last call and monitor interval still form one world?
+  launcherShortLastCall: {
+    command: PYTHON,
+    args: [...RECOMMENDED_LAUNCHER.slice(1), '--monitor_interval=0.5', '--rdzv_conf=last_call_timeout=1'],
+  },
 };
 
 interface Pauses {

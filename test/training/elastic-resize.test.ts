@@ -1,6 +1,6 @@
 // A real elastic job, really rescaled: the example PyTorchJob (infra/examples/elastic-trainer/pytorchjob.yaml)
-// runs `torchrun train.py` on the test cluster's host node (infra/cluster/host-node-agent: its pods are real
-// processes) under the real training-operator. trainscaler's actuator, as the trainscaler ServiceAccount and
+// runs `python3 -m trainscaler_hook.launch train.py` (torchrun with cheaper rescales) on the test cluster's
+// host node (infra/cluster/host-node-agent: its pods are real processes) under the real training-operator. trainscaler's actuator, as the trainscaler ServiceAccount and
 // through the same guarded patch path the alarm function uses, grows it from 1 to 2 workers and shrinks it
 // back; the operator creates / deletes the pod, the node agent starts / stops it, torchelastic re-forms the
 // world. Asserted from the trainer's own step logs: a step at world size 2, the job Succeeded, every sample of
@@ -41,7 +41,7 @@ const JOB = 'elastic';
 const DATASET_SIZE = 6_144;
 const EPOCHS = 2;
 const CHECKPOINT_EVERY = 20;
-/** Bounds: a rescale pause is 5-20 s here; starting a pod with torch imports takes a few seconds. */
+/** Bounds: a rescale pause is 3-20 s here; starting a pod (warm server importing torch) takes a few seconds. */
 const RESCALE_TIMEOUT_MS = 120_000;
 const FINISH_TIMEOUT_MS = 240_000;
 

@@ -2,15 +2,18 @@
 
 Run under torchrun with elastic settings, e.g.
 
-    torchrun --nnodes=1:4 --nproc_per_node=1 --rdzv_backend=c10d --rdzv_endpoint=HOST:29400 \
-        --rdzv_id=JOB --max_restarts=20 --monitor_interval=1 --rdzv_conf=last_call_timeout=2 \
-        --redirects=2 --tee=1 train.py
+    python3 -m trainscaler_hook.launch --nnodes=1:4 --nproc_per_node=1 --rdzv_backend=c10d \
+        --rdzv_endpoint=HOST:29400 --rdzv_id=JOB --max_restarts=20 --monitor_interval=1 \
+        --rdzv_conf=last_call_timeout=2 --redirects=2 --tee=1 train.py
 
-(torch 1.13 takes underscored flags only; on Python 3.11 it needs --redirects/--tee.) What makes it elastic:
+(``trainscaler_hook.launch`` takes torchrun's arguments and makes rescales cheaper; plain ``torchrun`` works
+too. torch 1.13 takes underscored flags only; on Python 3.11 it needs --redirects/--tee.) What makes it elastic:
 - the data order comes from ``trainscaler_hook.elastic.ElasticSampler``: every sample of an epoch is processed
   exactly once across worlds of any size, resumed from the committed count kept in the checkpoint;
 - a stop (its own SIGTERM: the agent re-forms the world or the pod is deleted; or the sidecar's drain) is agreed
   by all ranks at a step boundary through one tiny all-reduce, then rank 0 saves, so no committed step is lost;
+  a rank whose pod goes away (the launcher's leaving marker, or the sidecar's drain) says LEAVE, and the others
+  then exit at once for their agents to re-form the world (no SIGTERM will come to them);
   a peer that vanished without that agreement (a killed pod) costs at most the steps since the last periodic
   checkpoint;
 - progress goes to the sidecar through ``trainscaler_hook.report``.
