@@ -1,7 +1,8 @@
 // A real elastic job, really rescaled: the example PyTorchJob (infra/examples/elastic-trainer/pytorchjob.yaml)
 // runs `python3 -m trainscaler_hook.launch train.py` (torchrun with cheaper rescales) on the test cluster's
-// host node (infra/cluster/host-node-agent: its pods are real processes) under the real training-operator. trainscaler's actuator, as the trainscaler ServiceAccount and
-// through the same guarded patch path the alarm function uses, grows it from 1 to 2 workers and shrinks it
+// host node (infra/cluster/host-node-agent: its pods are real processes) under the real training-operator.
+// trainscaler's actuator, as the trainscaler ServiceAccount and through the same guarded patch path the alarm
+// function uses, grows it from 1 to 2 workers and shrinks it
 // back; the operator creates / deletes the pod, the node agent starts / stops it, torchelastic re-forms the
 // world. Asserted from the trainer's own step logs: a step at world size 2, the job Succeeded, every sample of
 // the epoch processed exactly once, no step lost beyond the last checkpoint. The pause of each resize is
