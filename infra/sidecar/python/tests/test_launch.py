@@ -108,3 +108,28 @@ def test_each_rendezvous_is_timed_and_its_result_passed_through(capsys):
     launch.timed_rendezvous(handler)
     assert handler.next_rendezvous() == ("store", 1, 2)
     assert "rank 1 of 2 nodes" in capsys.readouterr().err
+
+
+@pytest.fixture
+def hook_on_pythonpath(monkeypatch):
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", root)
+
+
+def test_the_warm_server_is_started_and_ready_before_the_agent_runs(tmp_path, monkeypatch, hook_on_pythonpath):
+    monkeypatch.setenv("TRAINSCALER_WARM_PRELOAD", "json")
+    path = tmp_path / "warm.sock"
+    server = launch._start_warm_server(str(path))
+    try:
+        assert server is not None and server.poll() is None
+        assert path.exists(), "listening before the agent starts any worker"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_a_warm_server_that_cannot_warm_up_means_cold_starts_not_a_failed_pod(tmp_path, monkeypatch, hook_on_pythonpath):
+    monkeypatch.setenv("TRAINSCALER_WARM_PRELOAD", "no_such_module_anywhere")
+    assert launch._start_warm_server(str(tmp_path / "warm.sock")) is None

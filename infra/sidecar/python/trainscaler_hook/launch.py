@@ -27,6 +27,7 @@ Everything else (arguments, PET_* environment, exit codes) is torchrun's.
 """
 
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -122,7 +123,8 @@ def _start_warm_server(socket_path: str) -> Optional[subprocess.Popen]:
     )
     started = time.monotonic()
     # The joining pod warms up before it enters the rendezvous: the old world keeps training meanwhile.
-    line = server.stdout.readline() if server.stdout else ""
+    ready, _, _ = select.select([server.stdout], [], [], WARM_READY_SECONDS) if server.stdout else ([], [], [])
+    line = server.stdout.readline() if ready and server.stdout else ""
     if line.strip() != "ready":
         print(f"trainscaler: warm server did not start (exit {server.poll()}); cold worker starts", file=sys.stderr)
         server.kill()
