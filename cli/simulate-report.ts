@@ -25,6 +25,7 @@ const RUN_HEADER = [
   'makespan s',
   'GPU util',
   'rescales/job',
+  'idle GPU-h while jobs could grow',
 ];
 
 function runRow(run: WorkloadRun): string[] {
@@ -38,6 +39,7 @@ function runRow(run: WorkloadRun): string[] {
     secs(s.makespanSeconds),
     pct(s.gpuUtilisation),
     s.rescalesPerJob.toFixed(2),
+    s.idleGpuHoursWhileJobsCouldGrow.toFixed(1),
   ];
 }
 
@@ -51,6 +53,7 @@ function meanRow(policy: string, a: PolicyAggregate): string[] {
     secs(a.meanMakespanSeconds),
     pct(a.meanGpuUtilisation),
     a.meanRescalesPerJob.toFixed(2),
+    a.meanIdleGpuHoursWhileJobsCouldGrow.toFixed(1),
   ];
 }
 
@@ -58,7 +61,7 @@ export function renderSimulationTables(result: SimulationResult): string {
   const lines: string[] = [];
   const c = result.cluster;
   lines.push(
-    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, decision interval ${result.decisionIntervalSeconds} s, alarms every ${result.alarmEveryIntervals} intervals, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
+    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, decision interval ${result.decisionIntervalSeconds} s, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
     '',
   );
   const rows = [RUN_HEADER, ...result.runs.map(runRow)];

@@ -17,10 +17,18 @@ import { handleClusterEvent } from '../functions/cluster-event.js';
 import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
-import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
+import { readJob, refOf, roleOf } from '../lib/adapters/job-adapter.js';
+import {
+  describeProductionTriggers,
+  loadProductionTriggerConfig,
+  type ProductionTriggerConfig,
+  ProductionTriggers,
+  type TriggerCounts,
+} from '../lib/sim/alerting/production-triggers.js';
+import { idleGpusWhileJobsCouldGrow } from '../lib/sim/idle-capacity.js';
 import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
 import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
-import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
+import { eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
 import {
   defaultHpaSpec,
   EMPTY_HPA_STATE,
@@ -70,8 +78,6 @@ export interface SimulationOptions {
   gpusPerNode?: number;
   /** Scheduling and decision interval: the schedule trigger and the FCFS admission run this often. */
   decisionIntervalSeconds?: number;
-  /** An alarm per running job every this many decision intervals. */
-  alarmEveryIntervals?: number;
   /** Stop a run after this many simulated seconds; unfinished jobs count as not completed. */
   timeCapSeconds?: number;
   /** Seeded tenant behaviour (priorities, OOM, over-requests, node failures); off when undefined. */
@@ -111,6 +117,8 @@ export interface RunSummary {
   /** GPU-time of running training containers / (cluster GPUs x makespan). */
   gpuUtilisation: number;
   rescalesPerJob: number;
+  /** GPU-hours no pod held while a running elastic job was below its maximum (lib/sim/idle-capacity.ts). */
+  idleGpuHoursWhileJobsCouldGrow: number;
   /** Time-averaged shares of the cluster's CPU and memory: requested by bound pods, and really used. */
   cpuRequested: number;
   cpuUsed: number;
@@ -126,6 +134,8 @@ export interface WorkloadRun {
   /** Cluster-wide GPUs held by running training containers, sampled every decision interval. */
   gpusBusy: Array<[number, number]>;
   handlerErrors: number;
+  /** trainscaler only: rule evaluations, webhooks and alerts sent by alert name, schedule ticks. */
+  triggerCounts?: TriggerCounts;
   wallSeconds: number;
 }
 
@@ -136,6 +146,7 @@ export interface PolicyAggregate {
   meanMakespanSeconds: number;
   meanGpuUtilisation: number;
   meanRescalesPerJob: number;
+  meanIdleGpuHoursWhileJobsCouldGrow: number;
   meanCompletionRate: number;
   meanCpuRequested: number;
   meanCpuUsed: number;
@@ -147,7 +158,8 @@ export interface SimulationResult {
   seed: number;
   cluster: { nodes: number; gpusPerNode: number; cpuMillisPerNode: number; memoryBytesPerNode: number };
   decisionIntervalSeconds: number;
-  alarmEveryIntervals: number;
+  /** How trainscaler is triggered (production's rules, routing and cron, read from infra/). */
+  triggers: string;
   rescaleCostSeconds: number;
   multiTenant: string[] | null;
   assumptions: string[];
@@ -161,7 +173,7 @@ export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   "throughput: the simulator's step times fitted on the Pollux placements.csv (lib/sim/app-profiles.ts), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
   'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
   'every re-formed world (rescale, restarted or replaced pod) costs 30 s without progress; the first start costs the 20 s pod start',
-  'decision interval 60 s: the schedule trigger (rebalance) every interval; an alarm per running job every few intervals (--alarm-every)',
+  "decision interval 60 s: FCFS admission (manual, threshold) and the threshold baseline run every interval; trainscaler is triggered only as production triggers it (see triggers): an alarm only when the project's alert rules fire on the simulated sidecar series, the schedule on its cron",
   "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
   'trainscaler: each job submitted on arrival with elastic bounds 1..64 workers; the handlers decide its size',
   `threshold (a baseline, not trainscaler): admitted like manual; then every decision interval a Kubernetes HPA emulation per running job scales its Worker replicas to ceil(workers x utilisation / ${GPU_UTILISATION_TARGET}), utilisation = 1 - syncTime/stepTime of its current world's step samples; HPA defaults: tolerance 0.1, highest recommendation of the last 300 s for scale-down, scale-up at most max(+4, x2) per 15 s period; bounds = the job's elastic bounds (1..64); never grown beyond the GPUs free at that moment (no cluster-autoscaler: unplaceable pods would stay Pending and fail the rendezvous), and blind to the FCFS queue (it may take GPUs the head of the queue waits for); jobs without a step sample of their current world size are skipped; jobs handled in admission order`,
@@ -174,7 +186,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const nodes = options.nodes ?? 16;
   const gpusPerNode = options.gpusPerNode ?? 4;
   const interval = options.decisionIntervalSeconds ?? 60;
-  const alarmEvery = options.alarmEveryIntervals ?? 5;
+  const triggers = loadProductionTriggerConfig();
   const runs: WorkloadRun[] = [];
   for (const workload of options.workloads) {
     for (const policy of options.policies) {
@@ -184,7 +196,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
           nodes,
           gpusPerNode,
           interval,
-          alarmEvery,
+          triggers,
           cap: options.timeCapSeconds ?? 14 * 86_400,
           multiTenant: options.multiTenant,
           report: options.onProgress ?? (() => {}),
@@ -200,7 +212,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     seed,
     cluster: { nodes, gpusPerNode, cpuMillisPerNode: 32_000, memoryBytesPerNode: 128 * GiB },
     decisionIntervalSeconds: interval,
-    alarmEveryIntervals: alarmEvery,
+    triggers: describeProductionTriggers(triggers),
     rescaleCostSeconds: 30,
     multiTenant: options.multiTenant ? describeMultiTenant(options.multiTenant) : null,
     assumptions: [...SIMULATION_ASSUMPTIONS],
@@ -215,7 +227,7 @@ interface RunSettings {
   nodes: number;
   gpusPerNode: number;
   interval: number;
-  alarmEvery: number;
+  triggers: ProductionTriggerConfig;
   cap: number;
   multiTenant: MultiTenantOptions | undefined;
   report: (line: string) => void;
@@ -264,6 +276,8 @@ async function runWorkload(
     ? nodeFailureTimes(settings.seed, settings.nodes, settings.cap, settings.multiTenant)
     : [];
   const tracked = new Map<string, Tracked>();
+  const triggers =
+    policy === 'trainscaler' ? new ProductionTriggers(sim, WORKLOAD_NAMESPACE, settings.triggers) : undefined;
   let handlerErrors = 0;
   const call = async (handler: Handler, payload: unknown) => {
     let result: HandlerResult;
@@ -364,6 +378,7 @@ async function runWorkload(
   const usage = { cpuReq: 0, cpuUsed: 0, memReq: 0, memUsed: 0, samples: 0 };
   const gpusBusy: Array<[number, number]> = [];
   let gpuSeconds = 0;
+  let idleGpuSeconds = 0;
   let ticks = 0;
   let scheduleCount = 0;
   let failureIndex = 0;
@@ -380,11 +395,18 @@ async function runWorkload(
     if (policy !== 'trainscaler') await admit();
     const tickEnd = (Math.floor(elapsed / settings.interval) + 1) * settings.interval;
     const upcoming = arrivals[nextArrival]?.job.time;
-    const until = upcoming !== undefined && upcoming < tickEnd ? upcoming : tickEnd;
+    const triggerAt = triggers ? triggers.nextAfter(start + elapsed) - start : Number.POSITIVE_INFINITY;
+    const until = Math.min(upcoming ?? Number.POSITIVE_INFINITY, tickEnd, triggerAt);
     sim.step(until - elapsed);
     elapsed = until;
     const events = sim.drainEvents();
     if (policy === 'trainscaler') for (const event of events) await call(handleClusterEvent, event);
+    if (triggers) {
+      // Alerts only when the project's rules fire on the simulated series; the schedule on its cron.
+      const due = await triggers.due(start + elapsed);
+      for (const hook of due.webhooks) await call(handleAlarm, hook.payload);
+      if (due.schedule) await call(handleSchedule, eventBridgeScheduledEvent(sim.now(), scheduleCount++));
+    }
     if (elapsed !== tickEnd) continue;
 
     ticks += 1;
@@ -395,20 +417,14 @@ async function runWorkload(
     }
     const busy = await sampleCluster(sim, usage, settings.multiTenant !== undefined && ticks % 5 === 0);
     gpuSeconds += busy * settings.interval;
+    idleGpuSeconds +=
+      idleGpusWhileJobsCouldGrow(
+        clusterGpus,
+        await sim.listPods(WORKLOAD_NAMESPACE),
+        await sim.listJobs('PyTorchJob', WORKLOAD_NAMESPACE),
+        (job) => sim.jobStatus(refOf(job)).phase === 'Running',
+      ) * settings.interval;
     gpusBusy.push([elapsed, busy]);
-    if (policy === 'trainscaler') {
-      if (ticks % settings.alarmEvery === 0) {
-        for (const t of unfinished()) {
-          const phase = sim.jobStatus(t.ref).phase;
-          if (phase === 'Running' || phase === 'Restarting')
-            await call(
-              handleAlarm,
-              alertmanagerWebhook(t.ref, sim.now() - settings.alarmEvery * settings.interval),
-            );
-        }
-      }
-      await call(handleSchedule, eventBridgeScheduledEvent(sim.now(), scheduleCount++));
-    }
     if (policy === 'threshold') await thresholdInterval();
     const allIn = nextArrival >= arrivals.length && fcfs.length === 0;
     const open = unfinished().length;
@@ -469,6 +485,7 @@ async function runWorkload(
     makespanSeconds: makespan,
     gpuUtilisation: makespan > 0 ? Math.min(1, gpuSeconds / (clusterGpus * makespan)) : 0,
     rescalesPerJob: jobs.length > 0 ? jobs.reduce((s, j) => s + j.rescales, 0) / jobs.length : 0,
+    idleGpuHoursWhileJobsCouldGrow: idleGpuSeconds / 3600,
     cpuRequested: usage.cpuReq / n,
     cpuUsed: usage.cpuUsed / n,
     memoryRequested: usage.memReq / n,
@@ -478,7 +495,16 @@ async function runWorkload(
   settings.report(
     `[${workload.name} ${policy}] done: ${completed}/${jobs.length} completed, makespan ${(makespan / 3600).toFixed(1)} h, ${wallSeconds.toFixed(1)} s wall`,
   );
-  return { workload: workload.name, policy, summary, jobs, gpusBusy, handlerErrors, wallSeconds };
+  return {
+    workload: workload.name,
+    policy,
+    summary,
+    jobs,
+    gpusBusy,
+    handlerErrors,
+    ...(triggers ? { triggerCounts: triggers.counts } : {}),
+    wallSeconds,
+  };
 }
 
 /** A node reboot: every pod on it is evicted at once (its controller recreates them elsewhere or there). */
@@ -572,6 +598,7 @@ export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {
     meanMakespanSeconds: pick((s) => s.makespanSeconds),
     meanGpuUtilisation: pick((s) => s.gpuUtilisation),
     meanRescalesPerJob: pick((s) => s.rescalesPerJob),
+    meanIdleGpuHoursWhileJobsCouldGrow: pick((s) => s.idleGpuHoursWhileJobsCouldGrow),
     meanCompletionRate: pick((s) => s.completionRate),
     meanCpuRequested: pick((s) => s.cpuRequested),
     meanCpuUsed: pick((s) => s.cpuUsed),
@@ -604,7 +631,6 @@ export interface SimulateCommandOptions {
   policy: SimulationPolicy[];
   seed: number;
   limit?: number;
-  alarmEvery: number;
   multiTenant?: boolean;
   timeCapHours?: number;
   json?: boolean;
@@ -626,7 +652,6 @@ export function registerSimulateCommand(program: Command): Command {
     )
     .option('--seed <n>', 'random seed of the simulation', positiveInt, 1)
     .option('--limit <n>', 'only the first n workloads of a folder', positiveInt)
-    .option('--alarm-every <n>', 'an alarm per running job every n decision intervals (60 s)', positiveInt, 5)
     .option('--multi-tenant', 'seeded tenants: high-priority arrivals, OOM, over-requests, node failures')
     .option('--time-cap-hours <h>', 'stop each run after this many simulated hours', positiveInt)
     .option('--json', 'print one JSON object instead of tables')
@@ -639,7 +664,6 @@ export function registerSimulateCommand(program: Command): Command {
         workloads,
         policies: options.policy,
         seed: options.seed,
-        alarmEveryIntervals: options.alarmEvery,
         onProgress: progress,
       };
       if (options.multiTenant) simulationOptions.multiTenant = DEFAULT_MULTI_TENANT;
