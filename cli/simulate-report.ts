@@ -26,6 +26,7 @@ const RUN_HEADER = [
   'GPU util',
   'rescales/job',
   'idle GPU-h while jobs could grow',
+  'of it > 2 ticks',
 ];
 
 function runRow(run: WorkloadRun): string[] {
@@ -40,6 +41,7 @@ function runRow(run: WorkloadRun): string[] {
     pct(s.gpuUtilisation),
     s.rescalesPerJob.toFixed(2),
     s.idleGpuHoursWhileJobsCouldGrow.toFixed(1),
+    s.idleGpuHoursBeyondTwoTicks.toFixed(1),
   ];
 }
 
@@ -54,6 +56,7 @@ function meanRow(policy: string, a: PolicyAggregate): string[] {
     pct(a.meanGpuUtilisation),
     a.meanRescalesPerJob.toFixed(2),
     a.meanIdleGpuHoursWhileJobsCouldGrow.toFixed(1),
+    a.meanIdleGpuHoursBeyondTwoTicks.toFixed(1),
   ];
 }
 

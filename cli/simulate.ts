@@ -17,15 +17,16 @@ import { handleClusterEvent } from '../functions/cluster-event.js';
 import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
-import { readJob, refOf, roleOf } from '../lib/adapters/job-adapter.js';
+import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
 import {
   describeProductionTriggers,
   loadProductionTriggerConfig,
   type ProductionTriggerConfig,
   ProductionTriggers,
+  scheduleTickSeconds,
   type TriggerCounts,
 } from '../lib/sim/alerting/production-triggers.js';
-import { idleGpusWhileJobsCouldGrow } from '../lib/sim/idle-capacity.js';
+import { IdleWhileWantedMeter, unheldGpus, workersWorthAdding } from '../lib/sim/idle-capacity.js';
 import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
 import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
 import { eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
@@ -117,8 +118,12 @@ export interface RunSummary {
   /** GPU-time of running training containers / (cluster GPUs x makespan). */
   gpuUtilisation: number;
   rescalesPerJob: number;
-  /** GPU-hours no pod held while a running elastic job was below its maximum (lib/sim/idle-capacity.ts). */
+  /**
+   * GPU-hours no pod held while a running elastic job would have taken them at a true gain above the
+   * rescale cost (lib/sim/idle-capacity.ts); and the part idle longer than two schedule ticks.
+   */
   idleGpuHoursWhileJobsCouldGrow: number;
+  idleGpuHoursBeyondTwoTicks: number;
   /** Time-averaged shares of the cluster's CPU and memory: requested by bound pods, and really used. */
   cpuRequested: number;
   cpuUsed: number;
@@ -147,6 +152,7 @@ export interface PolicyAggregate {
   meanGpuUtilisation: number;
   meanRescalesPerJob: number;
   meanIdleGpuHoursWhileJobsCouldGrow: number;
+  meanIdleGpuHoursBeyondTwoTicks: number;
   meanCompletionRate: number;
   meanCpuRequested: number;
   meanCpuUsed: number;
@@ -261,9 +267,10 @@ async function runWorkload(
   const wallStart = performance.now();
   const clusterGpus = settings.nodes * settings.gpusPerNode;
   const nodes = nodeSpecs(settings.nodes, settings.gpusPerNode);
+  const apps = PROFILED_APP_MODEL;
   const sim = new SimulatedCluster({
     seed: settings.seed,
-    apps: PROFILED_APP_MODEL,
+    apps,
     nodes,
     priorityClasses: WORKLOAD_PRIORITY_CLASSES,
   });
@@ -378,7 +385,13 @@ async function runWorkload(
   const usage = { cpuReq: 0, cpuUsed: 0, memReq: 0, memUsed: 0, samples: 0 };
   const gpusBusy: Array<[number, number]> = [];
   let gpuSeconds = 0;
-  let idleGpuSeconds = 0;
+  // Idle beyond two schedule ticks of production's cron is what the work-conservation goal forbids.
+  const idleMeter = new IdleWhileWantedMeter(settings.interval, 2 * scheduleTickSeconds(settings.triggers));
+  const idleWorld = {
+    apps,
+    gpusPerNode: settings.gpusPerNode,
+    rescaleCostSeconds: sim.timing.rescaleCostSeconds,
+  };
   let ticks = 0;
   let scheduleCount = 0;
   let failureIndex = 0;
@@ -417,13 +430,11 @@ async function runWorkload(
     }
     const busy = await sampleCluster(sim, usage, settings.multiTenant !== undefined && ticks % 5 === 0);
     gpuSeconds += busy * settings.interval;
-    idleGpuSeconds +=
-      idleGpusWhileJobsCouldGrow(
-        clusterGpus,
-        await sim.listPods(WORKLOAD_NAMESPACE),
-        await sim.listJobs('PyTorchJob', WORKLOAD_NAMESPACE),
-        (job) => sim.jobStatus(refOf(job)).phase === 'Running',
-      ) * settings.interval;
+    let wanted = 0;
+    for (const status of sim.jobStatuses())
+      if (status.phase === 'Running')
+        wanted += workersWorthAdding(await sim.getJob(status.ref), status, idleWorld);
+    idleMeter.sample(unheldGpus(clusterGpus, await sim.listPods(WORKLOAD_NAMESPACE)), wanted);
     gpusBusy.push([elapsed, busy]);
     if (policy === 'threshold') await thresholdInterval();
     const allIn = nextArrival >= arrivals.length && fcfs.length === 0;
@@ -485,7 +496,8 @@ async function runWorkload(
     makespanSeconds: makespan,
     gpuUtilisation: makespan > 0 ? Math.min(1, gpuSeconds / (clusterGpus * makespan)) : 0,
     rescalesPerJob: jobs.length > 0 ? jobs.reduce((s, j) => s + j.rescales, 0) / jobs.length : 0,
-    idleGpuHoursWhileJobsCouldGrow: idleGpuSeconds / 3600,
+    idleGpuHoursWhileJobsCouldGrow: idleMeter.totalGpuSeconds / 3600,
+    idleGpuHoursBeyondTwoTicks: idleMeter.beyondGraceGpuSeconds / 3600,
     cpuRequested: usage.cpuReq / n,
     cpuUsed: usage.cpuUsed / n,
     memoryRequested: usage.memReq / n,
@@ -599,6 +611,7 @@ export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {
     meanGpuUtilisation: pick((s) => s.gpuUtilisation),
     meanRescalesPerJob: pick((s) => s.rescalesPerJob),
     meanIdleGpuHoursWhileJobsCouldGrow: pick((s) => s.idleGpuHoursWhileJobsCouldGrow),
+    meanIdleGpuHoursBeyondTwoTicks: pick((s) => s.idleGpuHoursBeyondTwoTicks),
     meanCompletionRate: pick((s) => s.completionRate),
     meanCpuRequested: pick((s) => s.cpuRequested),
     meanCpuUsed: pick((s) => s.cpuUsed),

@@ -75,6 +75,13 @@ export function loadProductionTriggerConfig(infra = infraDir()): ProductionTrigg
   };
 }
 
+/** Seconds between two ticks of the schedule's cron (from the next two firings after the epoch). */
+export function scheduleTickSeconds(config: ProductionTriggerConfig): number {
+  const cron = new CronTime(config.schedule, 'UTC');
+  const first = cron.getNextDateFrom(new Date(0)).toSeconds();
+  return cron.getNextDateFrom(new Date(first * 1000)).toSeconds() - first;
+}
+
 export function describeProductionTriggers(config: ProductionTriggerConfig): string {
   const alerts = config.rules.flatMap((g) => g.rules.flatMap((r) => (r.kind === 'alert' ? [r.alert] : [])));
   return `trainscaler triggers as deployed: the sidecar series scraped every ${config.scrapeIntervalSeconds} s, ${config.ruleFiles.join(', ')} evaluated every ${config.evaluationIntervalSeconds} s by the simulator's PromQL evaluator (Prometheus 2.42 semantics; alerts ${alerts.join(', ')}), Alertmanager routing and batching of infra/prometheus/alertmanager.yml, the schedule on cron '${config.schedule}' (infra/k8s/config.env), submit on arrival and cluster events as they happen`;
