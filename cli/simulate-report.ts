@@ -65,6 +65,7 @@ export function renderSimulationTables(result: SimulationResult): string {
   const c = result.cluster;
   lines.push(
     `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, decision interval ${result.decisionIntervalSeconds} s, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
+    result.triggers,
     '',
   );
   const rows = [RUN_HEADER, ...result.runs.map(runRow)];
