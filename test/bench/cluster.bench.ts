@@ -106,10 +106,17 @@ async function replay(workloads: Workload[]): Promise<void> {
       });
       for (const run of part.runs)
         console.log(
-          `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
+          `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, idle GPU-h while jobs could grow ${run.summary.idleGpuHoursWhileJobsCouldGrow.toFixed(1)} (> 2 ticks ${run.summary.idleGpuHoursBeyondTwoTicks.toFixed(1)}), ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
         );
       for (const run of part.runs)
         console.log(`apps ${run.workload} ${run.policy}: ${byApplication(run, workload)}`);
+      for (const run of part.runs) {
+        const t = run.triggerCounts;
+        if (t)
+          console.log(
+            `triggers ${run.workload} ${run.policy}: ${t.schedules} schedule ticks, ${t.evaluations} rule evaluations, ${t.webhooks} webhooks, alerts sent ${JSON.stringify(t.alertsSent)}`,
+          );
+      }
       parts.push(part);
     }
     const first = parts[0];
