@@ -24,9 +24,6 @@ import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
-import { backfillAdmissions } from '../lib/sim/baselines/backfill.js';
-import { fcfsAdmissions } from '../lib/sim/baselines/manual.js';
-import type { QueuedJob } from '../lib/sim/baselines/queue.js';
 import {
   describeProductionTriggers,
   loadProductionTriggerConfig,
@@ -35,9 +32,9 @@ import {
   scheduleTickSeconds,
   type TriggerCounts,
 } from '../lib/sim/alerting/production-triggers.js';
-import { IdleWhileWantedMeter, unheldGpus, workersWorthAdding } from '../lib/sim/idle-capacity.js';
-import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
-import { eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
+import { backfillAdmissions } from '../lib/sim/baselines/backfill.js';
+import { fcfsAdmissions } from '../lib/sim/baselines/manual.js';
+import type { QueuedJob } from '../lib/sim/baselines/queue.js';
 import {
   defaultHpaSpec,
   EMPTY_HPA_STATE,
@@ -52,6 +49,9 @@ import {
   type TiresiasParams,
   tiresiasPass,
 } from '../lib/sim/baselines/tiresias.js';
+import { IdleWhileWantedMeter, unheldGpus, workersWorthAdding } from '../lib/sim/idle-capacity.js';
+import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
+import { eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
 import {
   FITTED_WORLD,
   SIMULATION_WORLDS,
