@@ -10,8 +10,11 @@ import {
   applyGuardrails,
   declaredGpus,
   type GuardrailConfig,
+  type GuardrailContext,
   gpusPerReplica,
   placedReplicasOf,
+  protectedPodsOf,
+  spendsRestart,
 } from './guardrails.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
@@ -158,8 +161,16 @@ function addsGpus(plan: Plan, view: JobView): boolean {
   });
 }
 
-function nextState(view: JobView, plan: Plan, record: DecisionRecord): JobAutoscalerState {
+function nextState(
+  view: JobView,
+  plan: Plan,
+  record: DecisionRecord,
+  context: GuardrailContext,
+): JobAutoscalerState {
   const state: JobAutoscalerState = { ...view.state, lastActionAt: record.at, lastDecisionId: record.id };
+  // Counted on the write, before torchelastic restarts: a decision is written once (resourceVersion pin).
+  if (plan.changes.some((c) => spendsRestart(c, view, context)))
+    state.scaleDowns = (view.state.scaleDowns ?? 0) + 1;
   const pause = plan.changes.find((c) => c.kind === 'pause');
   if (pause) {
     state.paused = true;
@@ -208,12 +219,13 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     }
     const decided = await decide(snapshot);
     const config = guardrailConfig(deps);
-    const context: Parameters<typeof applyGuardrails>[1] = {
+    const context: GuardrailContext = {
       job: view,
       config,
       now: deps.clock(),
       queued: snapshot.pods.every((p) => !p.nodeName),
       placedReplicas: placedReplicasOf(snapshot.pods),
+      protectedPods: protectedPodsOf(view, snapshot.pods),
     };
     if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
       context.clusterGpusAllocated = await clusterGpusAllocated(deps.cluster, snapshot);
@@ -238,7 +250,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       write: randomBytes(6).toString('hex'),
     };
     const annotations = {
-      [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record)),
+      [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record, context)),
       [ANNOTATION.lastDecision]: JSON.stringify(record),
       [ANNOTATION.history]: JSON.stringify([...readHistory(obj), record].slice(-HISTORY_LENGTH)),
     };

@@ -129,7 +129,60 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
     changes.push(...size.changes);
     notes.push(size.note);
   }
+  const rendezvous = rendezvousAdvice(job);
+  if (rendezvous) {
+    changes.push(...rendezvous.changes);
+    notes.push(rendezvous.note);
+  }
   return plan(changes, notes.join('; '));
+}
+
+/**
+ * What makes a rescale of an elastic PyTorchJob cheap (README "A real elastic job", measured with torch 1.13):
+ * a 1 s agent monitor interval and a 2 s last call of the rendezvous. torchrun's defaults (5 s, 30 s) cost
+ * 36.9 s per scale-up and 45.9 s per scale-down against 8.6 s and 19.1 s.
+ */
+export const RECOMMENDED_RENDEZVOUS = { PET_MONITOR_INTERVAL: 1, last_call_timeout: 2 } as const;
+
+/**
+ * Recommends the cheap-rescale rendezvous settings a job does not have yet (a value above the recommended one
+ * or unset); sets them only when the job allows it (trainscaler.io/tune-rendezvous: "true").
+ */
+export function rendezvousAdvice(job: JobView): { changes: Change[]; note: string } | undefined {
+  const te = job.torchElastic;
+  if (!te) return undefined;
+  const missing: { setting: 'PET_MONITOR_INTERVAL' | 'last_call_timeout'; current: string | undefined }[] =
+    [];
+  const above = (current: string | undefined, recommended: number) =>
+    current === undefined || !(Number(current) <= recommended);
+  if (above(te.monitorInterval, RECOMMENDED_RENDEZVOUS.PET_MONITOR_INTERVAL))
+    missing.push({ setting: 'PET_MONITOR_INTERVAL', current: te.monitorInterval });
+  if (above(te.rdzvConf.last_call_timeout, RECOMMENDED_RENDEZVOUS.last_call_timeout))
+    missing.push({ setting: 'last_call_timeout', current: te.rdzvConf.last_call_timeout });
+  if (missing.length === 0) return undefined;
+  const where = missing
+    .map(({ setting, current }) => {
+      const to = `${setting}=${RECOMMENDED_RENDEZVOUS[setting]}`;
+      const place = setting === 'last_call_timeout' ? 'in elasticPolicy.rdzvConf' : "in the Worker's env";
+      return `${to} ${place} (${current === undefined ? "torchrun's default" : `now ${current}`})`;
+    })
+    .join(' and ');
+  const why =
+    'measured: a rescale costs 8.6 s up / 19.1 s down with them, 36.9 s / 45.9 s with torchrun defaults';
+  if (!te.tuneRendezvous) {
+    return {
+      changes: [],
+      note: `rendezvous: recommend ${where}; ${why} (annotate trainscaler.io/tune-rendezvous: "true" to let trainscaler set them)`,
+    };
+  }
+  return {
+    changes: missing.map(({ setting }) => ({
+      kind: 'rendezvous',
+      setting,
+      value: String(RECOMMENDED_RENDEZVOUS[setting]),
+    })),
+    note: `rendezvous: setting ${where} (trainscaler.io/tune-rendezvous); ${why}`,
+  };
 }
 
 interface Rightsized {
