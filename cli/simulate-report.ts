@@ -58,7 +58,7 @@ export function renderSimulationTables(result: SimulationResult): string {
   const lines: string[] = [];
   const c = result.cluster;
   lines.push(
-    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, decision interval ${result.decisionIntervalSeconds} s, alarms every ${result.alarmEveryIntervals} intervals, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
+    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, decision interval ${result.decisionIntervalSeconds} s, alarms every ${result.alarmEveryIntervals} intervals, rescale cost ${result.rescaleCostSeconds.up} s up / ${result.rescaleCostSeconds.down} s down (measured: ${result.rescaleCostSeconds.source}), seed ${result.seed}`,
     '',
   );
   const rows = [RUN_HEADER, ...result.runs.map(runRow)];

@@ -18,6 +18,7 @@ import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../lib/policies/rendezvous.js';
 import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
 import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
 import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
@@ -29,6 +30,7 @@ import {
   type HpaState,
   thresholdBaselineInterval,
 } from '../lib/sim/threshold-baseline.js';
+import { SIMULATED_MAX_RESTARTS } from '../lib/sim/training-job-manifests.js';
 import {
   loadWorkloads,
   type TenantTraits,
@@ -148,7 +150,8 @@ export interface SimulationResult {
   cluster: { nodes: number; gpusPerNode: number; cpuMillisPerNode: number; memoryBytesPerNode: number };
   decisionIntervalSeconds: number;
   alarmEveryIntervals: number;
-  rescaleCostSeconds: number;
+  /** Seconds without progress of a re-formed world that gained members (up) or lost one (down). */
+  rescaleCostSeconds: { up: number; down: number; source: string };
   multiTenant: string[] | null;
   assumptions: string[];
   runs: WorkloadRun[];
@@ -160,7 +163,8 @@ export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
   "throughput: the simulator's step times fitted on the Pollux placements.csv (lib/sim/app-profiles.ts), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
   'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
-  'every re-formed world (rescale, restarted or replaced pod) costs 30 s without progress; the first start costs the 20 s pod start',
+  `every re-formed world costs time without progress, asymmetric as measured: ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.up} s when it only gained workers (after their 20 s pod start), ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.down} s when it lost or restarted one (source: ${MEASURED_RESCALE_PAUSE_SECONDS.source}; it was a flat 30 s before it was measured); the first start costs the 20 s pod start`,
+  `restarts: each elastic PyTorchJob has elasticPolicy.maxRestarts ${SIMULATED_MAX_RESTARTS}; a world that loses or restarts a member spends one of each surviving torchrun agent's restarts, and an agent past maxRestarts fails the job (MaxRestartsExceeded); growth spends none`,
   'decision interval 60 s: the schedule trigger (rebalance) every interval; an alarm per running job every few intervals (--alarm-every)',
   "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
   'trainscaler: each job submitted on arrival with elastic bounds 1..64 workers; the handlers decide its size',
@@ -201,7 +205,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     cluster: { nodes, gpusPerNode, cpuMillisPerNode: 32_000, memoryBytesPerNode: 128 * GiB },
     decisionIntervalSeconds: interval,
     alarmEveryIntervals: alarmEvery,
-    rescaleCostSeconds: 30,
+    rescaleCostSeconds: {
+      up: MEASURED_RESCALE_PAUSE_SECONDS.recommended.up,
+      down: MEASURED_RESCALE_PAUSE_SECONDS.recommended.down,
+      source: MEASURED_RESCALE_PAUSE_SECONDS.source,
+    },
     multiTenant: options.multiTenant ? describeMultiTenant(options.multiTenant) : null,
     assumptions: [...SIMULATION_ASSUMPTIONS],
     runs,

@@ -5,6 +5,7 @@ import { buildJobPatch, podSelectorFor, readJob, roleOf } from './adapters/job-a
 import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
+import { measureLastRescale } from './decisions/rescale-measurement.js';
 import { ConflictError, TrainscalerError } from './errors.js';
 import {
   applyGuardrails,
@@ -14,9 +15,11 @@ import {
   gpusPerReplica,
   placedReplicasOf,
   protectedPodsOf,
+  reductionRestartsNothing,
   spendsRestart,
 } from './guardrails.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
+import type { MetricsSource } from './metrics/metrics-source.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -38,6 +41,8 @@ export interface ActuatorDeps {
   management?: ManagementScope;
   /** Guardrail knobs; unset ones take the production defaults (DEFAULT_POLICY_CONFIG). */
   guardrails?: Partial<GuardrailConfig>;
+  /** Where the job's last rescale is measured (lib/decisions/rescale-measurement.ts); none: not measured. */
+  metrics?: MetricsSource;
 }
 
 /** What the actuator read, handed to the policy so that it decides on exactly the version it will patch. */
@@ -171,6 +176,14 @@ function nextState(
   // Counted on the write, before torchelastic restarts: a decision is written once (resourceVersion pin).
   if (plan.changes.some((c) => spendsRestart(c, view, context)))
     state.scaleDowns = (view.state.scaleDowns ?? 0) + 1;
+  // Remembered so that a later review measures its cost from the job's metrics; a resize that restarts
+  // nothing (no pod of the job placed, or only never-placed replicas removed) has no pause to measure.
+  const rescale = plan.changes.find(
+    (c): c is Extract<Change, { kind: 'replicas' }> =>
+      c.kind === 'replicas' && c.role === 'Worker' && c.from !== c.to,
+  );
+  if (rescale && !context.queued && !reductionRestartsNothing(rescale, context))
+    state.lastRescale = { at: record.at, from: rescale.from, to: rescale.to };
   const pause = plan.changes.find((c) => c.kind === 'pause');
   if (pause) {
     state.paused = true;
@@ -212,6 +225,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     };
     const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, management);
     const { obj, view } = snapshot;
+    // The decision sees, and the write keeps, what the job's last rescale cost.
+    if (view.managed) view.state = await measureLastRescale(deps.metrics, view);
     if (!view.managed) {
       const reason = view.unmanagedReason ?? 'not managed';
       const plan: Plan = { ref, policy: 'tuning', changes: [], reason };

@@ -46,6 +46,16 @@ export interface JobAutoscalerState {
    * spends one of the job's `elasticPolicy.maxRestarts` (measured; growth spends none).
    */
   scaleDowns?: number;
+  /**
+   * The last worker-count change trainscaler wrote (live from/to, epoch seconds of the write), so that a later
+   * review can measure what it cost from the job's own metrics.
+   */
+  lastRescale?: { at: number; from: number; to: number };
+  /**
+   * Measured seconds from a patch to the job's first step at the new size, per direction (the latest
+   * measurement of each), and the `lastRescale.at` they were last measured for (measured once).
+   */
+  rescaleCost?: { up?: number; down?: number; measuredFor?: number };
 }
 
 /**

@@ -232,6 +232,24 @@ export function parseState(obj: KubeObject): JobAutoscalerState {
   if (typeof parsed.lastDecisionId === 'string') state.lastDecisionId = parsed.lastDecisionId;
   if (typeof parsed.pauseReason === 'string') state.pauseReason = parsed.pauseReason;
   if (typeof parsed.scaleDowns === 'number') state.scaleDowns = parsed.scaleDowns;
+  const rescale = parsed.lastRescale;
+  if (
+    isObject(rescale) &&
+    [rescale.at, rescale.from, rescale.to].every((v) => typeof v === 'number' && Number.isFinite(v))
+  )
+    state.lastRescale = { at: rescale.at as number, from: rescale.from as number, to: rescale.to as number };
+  const cost = parsed.rescaleCost;
+  if (isObject(cost)) {
+    // A cost that is not a positive number is no measurement: the default stays in force.
+    const seconds = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined);
+    const measured: NonNullable<JobAutoscalerState['rescaleCost']> = {};
+    const up = seconds(cost.up);
+    const down = seconds(cost.down);
+    if (up !== undefined) measured.up = up;
+    if (down !== undefined) measured.down = down;
+    if (typeof cost.measuredFor === 'number') measured.measuredFor = cost.measuredFor;
+    state.rescaleCost = measured;
+  }
   return state;
 }
 

@@ -20,6 +20,7 @@ import {
   withinHysteresis,
 } from './placement.js';
 import { type JobProfile, type PeakUsage, psPerWorker } from './profiles.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS, RECOMMENDED_RENDEZVOUS } from './rendezvous.js';
 import { growthLimit } from './tuning.js';
 
 export interface InitialConfigInput {
@@ -138,13 +139,6 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
 }
 
 /**
- * What makes a rescale of an elastic PyTorchJob cheap (README "A real elastic job", measured with torch 1.13):
- * a 1 s agent monitor interval and a 2 s last call of the rendezvous. torchrun's defaults (5 s, 30 s) cost
- * 36.9 s per scale-up and 45.9 s per scale-down against 8.6 s and 19.1 s.
- */
-export const RECOMMENDED_RENDEZVOUS = { PET_MONITOR_INTERVAL: 1, last_call_timeout: 2 } as const;
-
-/**
  * Recommends the cheap-rescale rendezvous settings a job does not have yet (a value above the recommended one
  * or unset); sets them only when the job allows it (trainscaler.io/tune-rendezvous: "true").
  */
@@ -167,8 +161,8 @@ export function rendezvousAdvice(job: JobView): { changes: Change[]; note: strin
       return `${to} ${place} (${current === undefined ? "torchrun's default" : `now ${current}`})`;
     })
     .join(' and ');
-  const why =
-    'measured: a rescale costs 8.6 s up / 19.1 s down with them, 36.9 s / 45.9 s with torchrun defaults';
+  const { recommended: r, torchrunDefaults: d } = MEASURED_RESCALE_PAUSE_SECONDS;
+  const why = `measured: a rescale costs ${r.up} s up / ${r.down} s down with them, ${d.up} s / ${d.down} s with torchrun defaults`;
   if (!te.tuneRendezvous) {
     return {
       changes: [],

@@ -92,9 +92,19 @@ function factAnnotations(facts: TrainingJobFacts): Record<string, string> {
   return annotations;
 }
 
+/**
+ * elasticPolicy.maxRestarts of every simulated elastic PyTorchJob: 10, as the project's real example job
+ * (infra/examples/elastic-trainer/pytorchjob.yaml), between torchrun's documented examples (3) and the
+ * training-operator's elastic examples (100). Each scale-down spends one (measured with torch 1.13), so 10
+ * lets trainscaler take workers from a job nine times (one kept for a real failure), several times the
+ * scale-downs a job sees in the replayed workloads, while still binding a job that is shrunk over and over.
+ */
+export const SIMULATED_MAX_RESTARTS = 10;
+
 /** An elastic PyTorchJob of workers only (torchrun with a c10d rendezvous needs no Master replica). */
 export function pytorchJobManifest(
-  facts: TrainingJobFacts & ElasticWorkers & { backoffLimit?: number; master?: ContainerSizing },
+  facts: TrainingJobFacts &
+    ElasticWorkers & { backoffLimit?: number; master?: ContainerSizing; maxRestarts?: number },
 ): KubeObject {
   const torchrun = ['torchrun', '--nnodes=$(PET_NNODES)', '--nproc-per-node=1', 'train.py'];
   const replicaSpecs: Record<string, unknown> = {};
@@ -124,7 +134,7 @@ export function pytorchJobManifest(
         rdzvBackend: 'c10d',
         minReplicas: facts.minReplicas,
         maxReplicas: facts.maxReplicas,
-        maxRestarts: 10,
+        maxRestarts: facts.maxRestarts ?? SIMULATED_MAX_RESTARTS,
       },
       runPolicy: { backoffLimit: facts.backoffLimit ?? 3, cleanPodPolicy: 'Running' },
       pytorchReplicaSpecs: replicaSpecs,
