@@ -11,6 +11,7 @@ import {
   JOB_UID_LABEL,
   QUEUE_NAME_LABEL,
   readClusterQueue,
+  withOwnReservations,
   workloadsOfJob,
 } from '../kueue/kueue-objects.js';
 import type { JobView } from '../types.js';
@@ -63,7 +64,7 @@ export async function clusterQueueQuotaOf(
       name = getString(localQueue, ['spec', 'clusterQueue']);
       if (!name) return { problem: `LocalQueue ${namespace}/${local} names no ClusterQueue` };
     }
-    return readClusterQueue(await cluster.getClusterQueue(name));
+    return withOwnReservations(readClusterQueue(await cluster.getClusterQueue(name)), kueue.workloads);
   } catch (error) {
     if (error instanceof NotFoundError) return { problem: error.message };
     throw error;

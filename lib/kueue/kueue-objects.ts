@@ -201,3 +201,45 @@ export function readClusterQueue(obj: KubeObject): ClusterQueueQuota {
   }));
   return { name: obj.metadata.name, resourceGroups };
 }
+
+/**
+ * The quota with each flavor's reservation raised to at least what `workloads` (the job's own, unfinished,
+ * holding quota in this ClusterQueue) hold in it. The ClusterQueue's status trails admissions: on the real
+ * Kueue v0.18.1 a scale-up slice was admitted (4 pods running) while the ClusterQueue still reported the old
+ * slice's 2 GPUs, which made a further +4 look like it fit in 6. Counting the job's own Workloads cannot
+ * overstate what the ClusterQueue holds; another job's lag is not seen here, so growth stays conservative
+ * only for the change trainscaler itself made last.
+ */
+export function withOwnReservations(
+  quota: ClusterQueueQuota,
+  workloads: readonly WorkloadView[],
+): ClusterQueueQuota {
+  const own = new Map<string, ResourceAmounts>();
+  for (const w of workloads) {
+    if (!w.quotaReserved || w.finished || w.clusterQueue !== quota.name) continue;
+    for (const set of w.podSets) {
+      for (const [resource, perPod] of Object.entries(set.perPod)) {
+        const flavor = set.flavors?.[resource];
+        if (!flavor) continue;
+        const byResource = own.get(flavor) ?? {};
+        byResource[resource] = (byResource[resource] ?? 0) + perPod * set.count;
+        own.set(flavor, byResource);
+      }
+    }
+  }
+  return {
+    ...quota,
+    resourceGroups: quota.resourceGroups.map((g) => ({
+      ...g,
+      flavors: g.flavors.map((f) => ({
+        ...f,
+        resources: Object.fromEntries(
+          Object.entries(f.resources).map(([resource, q]) => [
+            resource,
+            { ...q, reserved: Math.max(q.reserved, own.get(f.name)?.[resource] ?? 0) },
+          ]),
+        ),
+      })),
+    })),
+  };
+}

@@ -14,7 +14,7 @@ import type { ClusterClient, JsonPatchOp, KubeObject } from '../../../lib/cluste
 import { kueueJobOf } from '../../../lib/cluster/kueue-state.js';
 import { ConflictError, NotFoundError } from '../../../lib/errors.js';
 import { applyKueueRules, type KueueJob } from '../../../lib/kueue/kueue-guard.js';
-import { readClusterQueue, readWorkload } from '../../../lib/kueue/kueue-objects.js';
+import { readClusterQueue, readWorkload, withOwnReservations } from '../../../lib/kueue/kueue-objects.js';
 import type { Change, JobRef, Plan } from '../../../lib/types.js';
 import { indexedJob, jobSet, podOfJob, trainJob } from '../../fixtures/batch-jobs.js';
 import { pytorchJob, statefulSet } from '../../fixtures/jobs.js';
@@ -131,6 +131,21 @@ describe('Kueue objects', () => {
     const pending = readWorkload(workloadOf(job, { count: 4 }));
     assert.deepEqual(pending.podSets[0]?.perPod, { cpu: 4000, memory: 16 * GiB, 'nvidia.com/gpu': 1 });
     assert.equal(pending.quotaReserved, false);
+  });
+
+  it('counts at least what the job’s own admitted Workloads hold when the ClusterQueue status trails', () => {
+    const job = indexedJob();
+    const slice = readWorkload(workloadOf(job, { count: 4, admitted: true }));
+    const pending = readWorkload(workloadOf(job, { count: 8, name: 'pending' }));
+    // The status still shows the old 2-GPU slice while the new 4-pod slice is admitted.
+    const trailing = withOwnReservations(readClusterQueue(clusterQueue(6, 2)), [slice, pending]);
+    assert.deepEqual(trailing.resourceGroups[0]?.flavors[0]?.resources['nvidia.com/gpu'], {
+      nominal: 6,
+      reserved: 4,
+    });
+    // A status that already counts more (other jobs) is kept; a Workload holding no quota adds nothing.
+    const ahead = withOwnReservations(readClusterQueue(clusterQueue(6, 5)), [slice, pending]);
+    assert.equal(ahead.resourceGroups[0]?.flavors[0]?.resources['nvidia.com/gpu']?.reserved, 5);
   });
 
   it('reads a ClusterQueue as nominal quota and reservations per flavor', () => {
