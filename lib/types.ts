@@ -55,7 +55,12 @@ export interface JobAutoscalerState {
    * Measured seconds from a patch to the job's first step at the new size, per direction (the latest
    * measurement of each), and the `lastRescale.at` they were last measured for (measured once).
    */
-  rescaleCost?: { up?: number; down?: number; measuredFor?: number };
+  /**
+   * The job's own rescale measurements, patch to the first step at the new size: `down` is what a shrink
+   * costs it (the pause starts at the patch); `upToFirstStep` includes the joining pods' start, while the old
+   * world trains on, so it is reported but is not what growth costs (the pause is).
+   */
+  rescaleCost?: { upToFirstStep?: number; down?: number; measuredFor?: number };
 }
 
 /**
@@ -72,6 +77,8 @@ export interface TorchElasticView {
   monitorInterval?: string;
   /** The user lets trainscaler set the rendezvous settings it recommends (trainscaler.io/tune-rendezvous). */
   tuneRendezvous: boolean;
+  /** The Worker's training container runs trainscaler's launcher (`trainscaler_hook.launch` in its command/args). */
+  trainscalerLauncher: boolean;
 }
 
 /** One view of a training job whatever its kind. Adapters build it; policies read only this. */
