@@ -1,5 +1,6 @@
-// Measured rescale costs (asymmetric: growing re-forms the world in ~8.6 s, shrinking waits ~19.1 s for the
-// leaving agent's heartbeat) and each elastic PyTorchJob's restart budget, as tuning and rebalance use them.
+// Measured rescale costs (the launcher's pauses: ~3.3 s to grow, the new pods' start not charged since the old
+// world trains on; ~3.6 s to shrink, or the job's own measurement) and each elastic PyTorchJob's restart budget,
+// as tuning and rebalance use them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../../../lib/config.js';

@@ -102,11 +102,11 @@ describe('simulated training progress', () => {
       },
     );
     sim.step(600);
-    // The world lost a member: the scale-down cost, as measured (19.1 s), not the scale-up's.
+    // The world lost a member: the scale-down cost, as measured (3.6 s), not the scale-up's.
     const down = sim.timing.scaleDownCostSeconds;
     assert.equal(down, MEASURED_RESCALE_PAUSE_SECONDS.recommended.down);
     const after = sim.jobStatus(ref).processedSamples - processed;
-    // 19.1 s is not a binary fraction: sums of it round in the last bits.
+    // 3.6 s is not a binary fraction: sums of it round in the last bits.
     assert.ok(Math.abs(after - rate1 * (600 - down)) < 1e-3, `${after} vs ${rate1 * (600 - down)}`);
     sim.step(3 * 3600);
     const status = sim.jobStatus(ref);
