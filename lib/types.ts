@@ -56,11 +56,12 @@ export interface JobAutoscalerState {
    * measurement of each), and the `lastRescale.at` they were last measured for (measured once).
    */
   /**
-   * The job's own rescale measurements, patch to the first step at the new size: `down` is what a shrink
-   * costs it (the pause starts at the patch); `upToFirstStep` includes the joining pods' start, while the old
-   * world trains on, so it is reported but is not what growth costs (the pause is).
+   * The job's own rescale measurements. `down`: patch to the first step at the new size (a shrink pauses from
+   * the patch on). `upPause`: a growth's pause, last step before it to the first after it (what growth costs:
+   * the joining pods start while the old world trains on). `upToFirstStep`: that growth's patch to first step,
+   * pods' start included (reported, not charged).
    */
-  rescaleCost?: { upToFirstStep?: number; down?: number; measuredFor?: number };
+  rescaleCost?: { upPause?: number; upToFirstStep?: number; down?: number; measuredFor?: number };
 }
 
 /**

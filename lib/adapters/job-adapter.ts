@@ -508,8 +508,10 @@ export function parseState(obj: KubeObject): JobAutoscalerState {
     const measured: NonNullable<JobAutoscalerState['rescaleCost']> = {};
     // An `up` of earlier versions was the same patch-to-first-step time, taken for a cost: not kept.
     const up = seconds(cost.upToFirstStep);
+    const upPause = seconds(cost.upPause);
     const down = seconds(cost.down);
     if (up !== undefined) measured.upToFirstStep = up;
+    if (upPause !== undefined) measured.upPause = upPause;
     if (down !== undefined) measured.down = down;
     if (typeof cost.measuredFor === 'number') measured.measuredFor = cost.measuredFor;
     state.rescaleCost = measured;

@@ -3,16 +3,18 @@
 // end-to-end training test: 6.2 s from the decision to the first step at the new size, of which 2.8 s paused).
 // Shrinking pauses from the patch on (the leaving agent stops at once) and spends one of an elastic
 // PyTorchJob's maxRestarts. The defaults are the pauses `npm run bench:rescale` measured
-// (lib/torchelastic/recommended-rendezvous.ts); once trainscaler has shrunk the job, the job's own
-// measurement (patch to the first step at the new size, from its metrics: lib/decisions/rescale-measurement.ts)
-// replaces the scale-down default. A growth's patch-to-first-step time is recorded and reported, not charged.
+// (lib/torchelastic/recommended-rendezvous.ts); once trainscaler has rescaled the job, its own measurements
+// (lib/decisions/rescale-measurement.ts) replace them: a shrink's patch to first step at the new size, a
+// growth's pause (its sidecars' last step before it to the first after it). A growth's patch-to-first-step
+// time, pods' start included, is recorded and reported, not charged.
 import type { PolicyConfig } from '../config.js';
 import type { JobAutoscalerState, JobView } from '../types.js';
 import { formatDuration } from './placement.js';
 
 export interface RescaleCosts {
-  /** Seconds without progress: the pause of a growth (configured; the measured pause by default). */
+  /** Seconds without progress: the pause of a growth (the job's measured pause, else the configured default). */
   up: number;
+  upMeasured: boolean;
   /** Seconds without progress of a shrink: the job's measurement, else the configured default. */
   down: number;
   downMeasured: boolean;
@@ -26,7 +28,8 @@ type CostConfig = Pick<PolicyConfig, 'scaleUpCostSeconds' | 'scaleDownCostSecond
 export function rescaleCostsOf(job: Pick<JobView, 'state'>, config: CostConfig): RescaleCosts {
   const measured = job.state.rescaleCost;
   return {
-    up: config.scaleUpCostSeconds,
+    up: measured?.upPause ?? config.scaleUpCostSeconds,
+    upMeasured: measured?.upPause !== undefined,
     down: measured?.down ?? config.scaleDownCostSeconds,
     downMeasured: measured?.down !== undefined,
     ...(measured?.upToFirstStep !== undefined ? { upToFirstStep: measured.upToFirstStep } : {}),
@@ -40,7 +43,8 @@ export function describeCost(costs: RescaleCosts, direction: 'up' | 'down'): str
     costs.upToFirstStep === undefined
       ? ''
       : `; its last growth took ${formatDuration(costs.upToFirstStep)} from the patch to the first step at the new size`;
-  return `scale-up cost ${formatDuration(costs.up)} (the re-rendezvous pause, default: the job trains on while new pods start${last})`;
+  const source = costs.upMeasured ? 'measured on this job' : 'default';
+  return `scale-up cost ${formatDuration(costs.up)} (the re-rendezvous pause, ${source}: the job trains on while new pods start${last})`;
 }
 
 /**
@@ -51,15 +55,20 @@ export function describeCost(costs: RescaleCosts, direction: 'up' | 'down'): str
 export function withMeasuredRescale(
   state: JobAutoscalerState,
   firstStepAt: number | undefined,
+  pauseSeconds?: number,
 ): JobAutoscalerState {
   const last = state.lastRescale;
   if (!last || last.from === last.to || firstStepAt === undefined || !(firstStepAt > last.at)) return state;
   if (state.rescaleCost?.measuredFor === last.at) return state;
-  const key = last.to > last.from ? 'upToFirstStep' : 'down';
-  return {
-    ...state,
-    rescaleCost: { ...state.rescaleCost, [key]: firstStepAt - last.at, measuredFor: last.at },
-  };
+  const rescaleCost = { ...state.rescaleCost, measuredFor: last.at };
+  if (last.to < last.from) rescaleCost.down = firstStepAt - last.at;
+  else {
+    rescaleCost.upToFirstStep = firstStepAt - last.at;
+    // A pause longer than the whole rescale is not this rescale's (an older pause still exported).
+    if (pauseSeconds !== undefined && pauseSeconds > 0 && pauseSeconds <= firstStepAt - last.at)
+      rescaleCost.upPause = pauseSeconds;
+  }
+  return { ...state, rescaleCost };
 }
 
 /** Whether the last rescale still waits for its measurement. */

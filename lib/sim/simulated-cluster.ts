@@ -203,8 +203,10 @@ interface JobRecord {
   agentRestarts: Map<string, number>;
   /** Restarts of the job's worlds: at most the largest any one agent has spent. */
   restartsSpent: number;
-  /** When each re-formed world took its first step (the end of its pause). */
-  resumedAt: number[];
+  /** Each re-formed world's pause: from the job's last progress before it to the new world's first step. */
+  pauses: Array<{ from: number; to: number }>;
+  /** When the job last made progress. */
+  lastProgressAt?: number;
   stalledUntil: number;
   /** Since when some pods run while a peer cannot be scheduled (the rendezvous wait). */
   rendezvousWaitSince?: number;
@@ -350,7 +352,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       worldMembers: [],
       agentRestarts: new Map(),
       restartsSpent: 0,
-      resumedAt: [],
+      pauses: [],
       samples: [],
       timeline: [],
       timelineClosed: false,
@@ -601,7 +603,14 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   /** The end of the first pause of a world re-formed after `since` (already over), if there was one. */
   async firstStepAfterPause(ref: JobRef, since: number): Promise<number | undefined> {
     const now = this.now();
-    return this.#job(ref).resumedAt.find((at) => at > since && at <= now);
+    return this.#job(ref).pauses.find((p) => p.to > since && p.to <= now)?.to;
+  }
+
+  /** The length of that pause, as the sidecars' paused/resumed timestamps give it. */
+  async pauseEndedAfter(ref: JobRef, since: number): Promise<number | undefined> {
+    const now = this.now();
+    const pause = this.#job(ref).pauses.find((p) => p.to > since && p.to <= now);
+    return pause ? pause.to - pause.from : undefined;
   }
 
   /** Restarts the job's torchrun agents have spent on re-formed worlds (at most maxRestarts, or it failed). */
@@ -936,7 +945,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
         const kept = new Set(members);
         const lost = job.worldMembers.some((m) => !kept.has(m));
         job.stalledUntil = t + (lost ? this.timing.scaleDownCostSeconds : this.timing.scaleUpCostSeconds);
-        job.resumedAt.push(job.stalledUntil);
+        job.pauses.push({ from: job.lastProgressAt ?? t, to: job.stalledUntil });
         if (lost && this.#spendRestart(job, members, t)) return;
       }
       job.worldMembers = members;
@@ -957,6 +966,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       stalledUntil: job.stalledUntil,
     });
     job.processed = advance.processed;
+    if (advance.effectiveSeconds > 0) job.lastProgressAt = advance.completedAt ?? t + dt;
     job.phase = job.stalledUntil > t ? 'Restarting' : 'Running';
     const sampleAt = advance.completedAt ?? t + dt;
     const due =

@@ -51,6 +51,9 @@ describe('measured rescale cost, stored on the job', () => {
     assert.ok(Math.abs((seen[1]?.rescaleCost?.upToFirstStep ?? 0) - up) < 1e-3, 'the decision saw it');
     const afterShrink = await state();
     assert.ok(Math.abs((afterShrink.rescaleCost?.upToFirstStep ?? 0) - up) < 1e-3, 'the write kept it');
+    // What the growth cost: its pause only (the sidecars' last step before it to the first after it).
+    const pause = afterShrink.rescaleCost?.upPause ?? 0;
+    assert.ok(Math.abs(pause - sim.timing.scaleUpCostSeconds) < 1e-3, `pause ${pause}`);
     assert.deepEqual(afterShrink.lastRescale, { at: shrunkAt, from: 2, to: 1 });
     sim.step(600);
     assert.equal((await actOnJob(TOY, resize(2, seen), base)).applied, true);

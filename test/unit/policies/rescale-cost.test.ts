@@ -97,7 +97,7 @@ describe('rescale costs: defaults from bench:rescale, then the job own measureme
 
   it("a job's shrink measurement replaces the scale-down default; its growth's patch-to-first-step is only reported", () => {
     const costs = rescaleCostsOf(job('a', 4, { rescaleCost: { down: 44, upToFirstStep: 31 } }), config);
-    assert.deepEqual(costs, { up: 3.3, down: 44, downMeasured: true, upToFirstStep: 31 });
+    assert.deepEqual(costs, { up: 3.3, upMeasured: false, down: 44, downMeasured: true, upToFirstStep: 31 });
     assert.match(
       describeCost(costs, 'up'),
       /scale-up cost 3 s \(the re-rendezvous pause, default.*its last growth took 31 s from the patch/,
@@ -116,8 +116,19 @@ describe('rescale costs: defaults from bench:rescale, then the job own measureme
     assert.equal(withMeasuredRescale(up, 1090), up, 'measured once');
     assert.equal(withMeasuredRescale(grown, undefined), grown, 'not seen yet');
     assert.equal(withMeasuredRescale(grown, 990), grown, 'a step before the patch is no measurement');
-    const shrunk = withMeasuredRescale({ ...up, lastRescale: { at: 2000, from: 3, to: 2 } }, 2017);
-    assert.deepEqual(shrunk.rescaleCost, { upToFirstStep: 31, down: 17, measuredFor: 2000 });
+    const shrunk = withMeasuredRescale({ ...up, lastRescale: { at: 2000, from: 3, to: 2 } }, 2017, 5);
+    assert.deepEqual(
+      shrunk.rescaleCost,
+      { upToFirstStep: 31, down: 17, measuredFor: 2000 },
+      'a shrink: patch to step',
+    );
+    const paused = withMeasuredRescale(grown, 1031, 2.8);
+    assert.deepEqual(paused.rescaleCost, { upToFirstStep: 31, upPause: 2.8, measuredFor: 1000 });
+    assert.equal(
+      withMeasuredRescale(grown, 1031, 40).rescaleCost?.upPause,
+      undefined,
+      'longer than the rescale',
+    );
   });
 
   it('reads the first step from the metrics source, and a failing source leaves the state as it was', async () => {
@@ -170,6 +181,13 @@ describe('tuning weighs growth and shrinking at their own costs', () => {
     const slowStart = tune(job('a', 4, { rescaleCost: { upToFirstStep: 400 } }), growth, 40, 1);
     assert.equal(to(slowStart), 5);
     assert.match(slowStart.reason, /its last growth took 6\.7 min from the patch/);
+    // The job's own measured pause replaces the default, and is named so.
+    const dearPause = tune(job('a', 4, { rescaleCost: { upPause: 40, upToFirstStep: 60 } }), growth, 300, 1);
+    assert.deepEqual(dearPause.changes, []);
+    assert.match(
+      dearPause.reason,
+      /scale-up cost 40 s \(the re-rendezvous pause, measured on this job.*took 60 s from the patch/,
+    );
     // A dearer configured pause (TRAINSCALER_SCALE_UP_COST_SECONDS) holds the growth; a shrink measurement does not.
     assert.deepEqual(tune(job('a', 4), growth, 300, 1, { scaleUpCostSeconds: 40 }).changes, []);
     assert.equal(to(tune(job('a', 4, { rescaleCost: { down: 40 } }), growth, 40, 1)), 5);
