@@ -24,7 +24,6 @@ import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
-import { MEASURED_RESCALE_PAUSE_SECONDS } from '../lib/policies/rendezvous.js';
 import {
   describeProductionTriggers,
   loadProductionTriggerConfig,
@@ -76,6 +75,7 @@ import {
   multiTenantTraits,
   nodeFailureTimes,
 } from '../lib/sim/workload-multitenant.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../lib/torchelastic/recommended-rendezvous.js';
 import type { JobRef } from '../lib/types.js';
 import { median } from './demo.js';
 import { simulatedHandlerDeps } from './simulated-handler-deps.js';
@@ -222,12 +222,12 @@ export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
   "throughput: workers x local batch / the world's step time (the world lines above), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
   'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
-  `every re-formed world costs time without progress, asymmetric as measured: ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.up} s when it only gained workers (after their 20 s pod start), ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.down} s when it lost or restarted one (source: ${MEASURED_RESCALE_PAUSE_SECONDS.source}; it was a flat 30 s before it was measured); the first start costs the 20 s pod start`,
+  `every re-formed world costs time without progress, asymmetric as measured: ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.up} s when it only gained workers, ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.down} s when it lost or restarted one (source: ${MEASURED_RESCALE_PAUSE_SECONDS.source}); a growing elastic job trains on at its old size through the joining pods' 20 s start (as torchelastic does, measured end to end: before this the simulator stalled it then, overstating growth by the pod start); the first start costs the 20 s pod start`,
   `restarts: each elastic PyTorchJob has elasticPolicy.maxRestarts ${SIMULATED_MAX_RESTARTS}; a world that loses or restarts a member spends one of each surviving torchrun agent's restarts, and an agent past maxRestarts fails the job (MaxRestartsExceeded); growth spends none`,
   "decision interval 60 s: FCFS admission (manual, threshold) and the threshold baseline run every interval; trainscaler is triggered only as production triggers it (see triggers): an alarm only when the project's alert rules fire on the simulated sidecar series, the schedule on its cron",
   "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
   "backfill (a baseline): the user's num_replicas, fixed; FIFO with backfilling like a Kueue BestEffortFIFO queue: at every arrival and decision interval the waiting jobs are tried in arrival order and each one that fits in the GPUs then free starts; no reservation for the head (it can be delayed by later small jobs); no preemption",
-  `tiresias (a baseline): the user's num_replicas, fixed; discretized 2D-LAS with preemption (Tiresias, NSDI'19): attained service = GPUs x seconds held since the last promotion; ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.length + 1} queues, demotion at ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.map((t) => `${t / 3600} GPU-h`).join(', ')} (the Pollux artifact's Tiresias); FIFO by queue entry within a queue; GPUs given in priority order, a job that does not fit is skipped; promotion to the top queue after waiting ${TIRESIAS_DEFAULTS.promoteKnob}x its service (PROMOTEKNOB, our choice; the artifact disables it); passes at every arrival and decision interval; a preemption sets Worker replicas to 0 (pods deleted, progress kept at the checkpoint) and a resume costs the 20 s pod start plus the 30 s restart from checkpoint without progress`,
+  `tiresias (a baseline): the user's num_replicas, fixed; discretized 2D-LAS with preemption (Tiresias, NSDI'19): attained service = GPUs x seconds held since the last promotion; ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.length + 1} queues, demotion at ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.map((t) => `${t / 3600} GPU-h`).join(', ')} (the Pollux artifact's Tiresias); FIFO by queue entry within a queue; GPUs given in priority order, a job that does not fit is skipped; promotion to the top queue after waiting ${TIRESIAS_DEFAULTS.promoteKnob}x its service (PROMOTEKNOB, our choice; the artifact disables it); passes at every arrival and decision interval; a preemption sets Worker replicas to 0 (pods deleted, progress kept at the checkpoint) and a resume costs the 20 s pod start plus the ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.down} s pause of a world that lost its members`,
   'trainscaler: each job submitted on arrival with elastic bounds 1..64 workers; the handlers decide its size',
   `threshold (a baseline, not trainscaler): admitted like manual; then every decision interval a Kubernetes HPA emulation per running job scales its Worker replicas to ceil(workers x utilisation / ${GPU_UTILISATION_TARGET}), utilisation = 1 - syncTime/stepTime of its current world's step samples; HPA defaults: tolerance 0.1, highest recommendation of the last 300 s for scale-down, scale-up at most max(+4, x2) per 15 s period; bounds = the job's elastic bounds (1..64); never grown beyond the GPUs free at that moment (no cluster-autoscaler: unplaceable pods would stay Pending and fail the rendezvous), and blind to the FCFS queue (it may take GPUs the head of the queue waits for); jobs without a step sample of their current world size are skipped; jobs handled in admission order`,
   'JCT = completion - arrival; averages and medians are over completed jobs; makespan = last completion (or the time cap)',

@@ -81,7 +81,7 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
 
 /**
  * A recommendation that writes nothing to the job (the rendezvous settings, when the user has not allowed
- * trainscaler to set them) still reaches the user as an Event on the job, named after the decision so a
+ * trainscaler to set them; the launcher; what elasticPolicy.maxRestarts allows) still reaches the user as an Event on the job, named after the decision so a
  * replayed submit records it once. A decision that writes gets its Event from the actuator.
  */
 async function recordAdvice(deps: HandlerDeps, view: JobView, plan: Plan): Promise<void> {
@@ -99,7 +99,7 @@ async function recordAdvice(deps: HandlerDeps, view: JobView, plan: Plan): Promi
   } catch (error) {
     deps.logger.error(
       { job: view.ref, error: String(error) },
-      'could not record the rendezvous advice Event',
+      'could not record the torchelastic advice Event',
     );
   }
 }

@@ -1,20 +1,19 @@
 // Policy knobs with production defaults. Handlers read overrides from the environment/ConfigMap and
 // pass a full PolicyConfig down; policies never read the environment themselves.
 import { DEFAULT_OWN_NAMESPACE } from './management.js';
-import { MEASURED_RESCALE_PAUSE_SECONDS } from './policies/rendezvous.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from './torchelastic/recommended-rendezvous.js';
 
 export interface PolicyConfig {
   /** Seconds after a write during which tuning and rebalance leave a job alone (faults still act). */
   cooldownSeconds: number;
   /**
-   * Seconds of lost progress adding workers costs (torchelastic re-rendezvous), before any measurement of the
-   * job's own (then the job's measured patch-to-first-step time is used: lib/policies/rescale-cost.ts).
+   * Seconds of lost progress adding workers costs: the re-rendezvous pause only (the new pods start while the
+   * old world trains on). A job's own growths are measured patch to first step, which includes that start, so
+   * they are reported, not charged (lib/policies/rescale-cost.ts).
    */
   scaleUpCostSeconds: number;
-  /** The same for removing workers: dearer, the leaving agent's heartbeat must expire first. */
+  /** The same for removing workers, until the job's own scale-down has been measured. */
   scaleDownCostSeconds: number;
-  /** Seconds a new pod needs to start before it contributes (added to the default scale-up cost). */
-  podStartSeconds: number;
   /** Hysteresis: a scale change must improve throughput by at least this fraction. */
   minRelativeGain: number;
   /** The gain over the remaining run must exceed the rescale cost by this factor. */
@@ -58,7 +57,6 @@ export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
   // Measured (bench:rescale, recommended rendezvous); a job's own measurements replace them.
   scaleUpCostSeconds: MEASURED_RESCALE_PAUSE_SECONDS.recommended.up,
   scaleDownCostSeconds: MEASURED_RESCALE_PAUSE_SECONDS.recommended.down,
-  podStartSeconds: 20,
   minRelativeGain: 0.05,
   gainOverCostFactor: 2,
   maxReplicaStep: 4,

@@ -55,7 +55,13 @@ export interface JobAutoscalerState {
    * Measured seconds from a patch to the job's first step at the new size, per direction (the latest
    * measurement of each), and the `lastRescale.at` they were last measured for (measured once).
    */
-  rescaleCost?: { up?: number; down?: number; measuredFor?: number };
+  /**
+   * The job's own rescale measurements. `down`: patch to the first step at the new size (a shrink pauses from
+   * the patch on). `upPause`: a growth's pause, last step before it to the first after it (what growth costs:
+   * the joining pods start while the old world trains on). `upToFirstStep`: that growth's patch to first step,
+   * pods' start included (reported, not charged).
+   */
+  rescaleCost?: { upPause?: number; upToFirstStep?: number; down?: number; measuredFor?: number };
 }
 
 /**
@@ -72,6 +78,8 @@ export interface TorchElasticView {
   monitorInterval?: string;
   /** The user lets trainscaler set the rendezvous settings it recommends (trainscaler.io/tune-rendezvous). */
   tuneRendezvous: boolean;
+  /** The Worker's training container runs trainscaler's launcher (`trainscaler_hook.launch` in its command/args). */
+  trainscalerLauncher: boolean;
 }
 
 /** One view of a training job whatever its kind. Adapters build it; policies read only this. */

@@ -2,6 +2,7 @@ import type { JsonPatchOp, KubeObject } from '../cluster/cluster-client.js';
 import { UnsupportedChangeError, UnsupportedJobKindError, ValidationError } from '../errors.js';
 import { ELASTIC_JOB_ANNOTATION, QUEUE_NAME_LABEL } from '../kueue/kueue-objects.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope, managementOf } from '../management.js';
+import { RECOMMENDED_LAUNCHER } from '../torchelastic/recommended-rendezvous.js';
 import type {
   Change,
   JobAutoscalerState,
@@ -505,9 +506,12 @@ export function parseState(obj: KubeObject): JobAutoscalerState {
     // A cost that is not a positive number is no measurement: the default stays in force.
     const seconds = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined);
     const measured: NonNullable<JobAutoscalerState['rescaleCost']> = {};
-    const up = seconds(cost.up);
+    // An `up` of earlier versions was the same patch-to-first-step time, taken for a cost: not kept.
+    const up = seconds(cost.upToFirstStep);
+    const upPause = seconds(cost.upPause);
     const down = seconds(cost.down);
-    if (up !== undefined) measured.up = up;
+    if (up !== undefined) measured.upToFirstStep = up;
+    if (upPause !== undefined) measured.upPause = upPause;
     if (down !== undefined) measured.down = down;
     if (typeof cost.measuredFor === 'number') measured.measuredFor = cost.measuredFor;
     state.rescaleCost = measured;
@@ -516,6 +520,8 @@ export function parseState(obj: KubeObject): JobAutoscalerState {
 }
 
 const MONITOR_ENV = 'PET_MONITOR_INTERVAL';
+/** The module of RECOMMENDED_LAUNCHER, however it is started (`python3 -m`, a shell line). */
+const LAUNCHER_MODULE = RECOMMENDED_LAUNCHER[2];
 
 /** The torchelastic facts of an elastic PyTorchJob; undefined for anything else. */
 export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
@@ -533,6 +539,7 @@ export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
     c10dStore: backend === undefined || backend === 'c10d',
     rdzvConf,
     tuneRendezvous: obj.metadata.annotations?.[ANNOTATION.tuneRendezvous] === 'true',
+    trainscalerLauncher: false,
   };
   const maxRestarts = getNumber(policy, ['maxRestarts']);
   if (maxRestarts !== undefined) view.maxRestarts = maxRestarts;
@@ -542,6 +549,8 @@ export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
     const env = (getArray(container, ['env']) ?? []).find((e) => getString(e, ['name']) === MONITOR_ENV);
     const value = getString(env, ['value']);
     if (value !== undefined) view.monitorInterval = value;
+    const argv = [...(getArray(container, ['command']) ?? []), ...(getArray(container, ['args']) ?? [])];
+    view.trainscalerLauncher = argv.some((a) => typeof a === 'string' && a.includes(LAUNCHER_MODULE));
   }
   return view;
 }

@@ -1,6 +1,8 @@
 // Measures what the job's last rescale cost, from its own metrics: the time from trainscaler's patch to the
-// first step of the re-formed world (MetricsSource.firstStepAfterPause), recorded per direction on the job's
-// state (trainscaler.io/state: rescaleCost), where tuning and rebalance read it (lib/policies/rescale-cost.ts).
+// first step of the re-formed world (MetricsSource.firstStepAfterPause) and, for a growth, the pause itself
+// (MetricsSource.pauseEndedAfter: the old world trains on while the new pods start), recorded per direction on
+// the job's state (trainscaler.io/state: rescaleCost), where tuning and rebalance read it
+// (lib/policies/rescale-cost.ts).
 import { TrainscalerError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { awaitsMeasurement, withMeasuredRescale } from '../policies/rescale-cost.js';
@@ -18,7 +20,10 @@ export async function measureLastRescale(
   const last = view.state.lastRescale;
   if (!metrics?.firstStepAfterPause || !last || !awaitsMeasurement(view.state)) return view.state;
   try {
-    return withMeasuredRescale(view.state, await metrics.firstStepAfterPause(view.ref, last.at));
+    const firstStepAt = await metrics.firstStepAfterPause(view.ref, last.at);
+    const grew = last.to > last.from && firstStepAt !== undefined;
+    const pause = grew ? await metrics.pauseEndedAfter?.(view.ref, last.at) : undefined;
+    return withMeasuredRescale(view.state, firstStepAt, pause);
   } catch (error) {
     if (error instanceof TrainscalerError) return view.state;
     throw error;

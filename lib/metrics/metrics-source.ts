@@ -19,4 +19,9 @@ export interface MetricsSource {
    * seen. Optional: a source without it leaves rescale costs at their defaults.
    */
   firstStepAfterPause?(ref: JobRef, since: number): Promise<number | undefined>;
+  /**
+   * Seconds without progress of the pause the job's workers ended after `since` (its last step before it to its
+   * first after it), when its metrics show one. Optional: without it a growth is charged the default pause.
+   */
+  pauseEndedAfter?(ref: JobRef, since: number): Promise<number | undefined>;
 }

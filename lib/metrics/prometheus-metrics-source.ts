@@ -15,6 +15,7 @@ export const SIDECAR_SERIES = {
   samples: 'trainscaler_samples_total',
   trainerSamples: 'trainscaler_trainer_samples',
   resumed: 'trainscaler_resumed_timestamp_seconds',
+  paused: 'trainscaler_paused_timestamp_seconds',
   cpuUsage: 'trainscaler_cgroup_cpu_usage_seconds_total',
   memoryWorkingSet: 'trainscaler_cgroup_memory_working_set_bytes',
 } as const;
@@ -261,6 +262,23 @@ export class PrometheusMetricsSource implements MetricsSource {
     );
     const at = Number(result[0]?.value[1]); // NaN when no worker resumed since
     return Number.isFinite(at) && at > since ? at : undefined;
+  }
+
+  /**
+   * Seconds the job trained not at all in the pause that its workers ended after `since`: each sidecar exports
+   * the exact last step before its latest pause (trainscaler_paused_timestamp_seconds) beside the first step
+   * after it; the longest such pause of the workers that resumed after `since` and had trained before it (a
+   * joining worker only started). Reads the workers' latest pauses: one after a later rescale would replace it.
+   */
+  async pauseEndedAfter(ref: JobRef, since: number): Promise<number | undefined> {
+    if (!(this.clock() > since)) return undefined;
+    const worker = `{${selector(ref)},role="worker"}`;
+    const result = await this.instant(
+      `max((${SIDECAR_SERIES.resumed}${worker} > ${since}) - ${SIDECAR_SERIES.paused}${worker})`,
+      'rescale pause length query',
+    );
+    const seconds = Number(result[0]?.value[1]); // NaN when no worker resumed from a pause since
+    return Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
   }
 
   private async usageQueries(cpuExpr: string, memoryExpr: string, ref: JobRef): Promise<ContainerUsage[]> {

@@ -6,6 +6,11 @@
 import { podsFitting, reserve } from '../cluster/capacity.js';
 import type { PolicyConfig } from '../config.js';
 import type { Placement, ThroughputModel } from '../model/throughput-model.js';
+import {
+  MEASURED_RESCALE_PAUSE_SECONDS,
+  RECOMMENDED_LAUNCHER,
+  RECOMMENDED_RENDEZVOUS,
+} from '../torchelastic/recommended-rendezvous.js';
 import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleView } from '../types.js';
 import { formatBytes, formatMillicores, formatPercent } from './format.js';
 import {
@@ -20,7 +25,6 @@ import {
   withinHysteresis,
 } from './placement.js';
 import { type JobProfile, type PeakUsage, psPerWorker } from './profiles.js';
-import { MEASURED_RESCALE_PAUSE_SECONDS, RECOMMENDED_RENDEZVOUS } from './rendezvous.js';
 import { growthLimit } from './tuning.js';
 
 export interface InitialConfigInput {
@@ -139,8 +143,12 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
 }
 
 /**
- * Recommends the cheap-rescale rendezvous settings a job does not have yet (a value above the recommended one
- * or unset); sets them only when the job allows it (trainscaler.io/tune-rendezvous: "true").
+ * What an elastic PyTorchJob should know on submit, from what real rescales taught (README "A real elastic
+ * job"): the rendezvous settings that make rescales cheap (a value above the recommended one or unset), set
+ * only when the job allows it (trainscaler.io/tune-rendezvous: "true"); trainscaler's launcher, only ever
+ * recommended (it needs the trainscaler Python hook in the job's image, which trainscaler cannot see: a
+ * command naming a module the image lacks would crash-loop every worker, so the command stays the user's);
+ * and that elasticPolicy.maxRestarts bounds how often the job can be shrunk. Undefined for other jobs.
  */
 export function rendezvousAdvice(job: JobView): { changes: Change[]; note: string } | undefined {
   const te = job.torchElastic;
@@ -153,30 +161,57 @@ export function rendezvousAdvice(job: JobView): { changes: Change[]; note: strin
     missing.push({ setting: 'PET_MONITOR_INTERVAL', current: te.monitorInterval });
   if (above(te.rdzvConf.last_call_timeout, RECOMMENDED_RENDEZVOUS.last_call_timeout))
     missing.push({ setting: 'last_call_timeout', current: te.rdzvConf.last_call_timeout });
-  if (missing.length === 0) return undefined;
-  const where = missing
-    .map(({ setting, current }) => {
-      const to = `${setting}=${RECOMMENDED_RENDEZVOUS[setting]}`;
-      const place = setting === 'last_call_timeout' ? 'in elasticPolicy.rdzvConf' : "in the Worker's env";
-      return `${to} ${place} (${current === undefined ? "torchrun's default" : `now ${current}`})`;
-    })
-    .join(' and ');
-  const { recommended: r, torchrunDefaults: d } = MEASURED_RESCALE_PAUSE_SECONDS;
-  const why = `measured: a rescale costs ${r.up} s up / ${r.down} s down with them, ${d.up} s / ${d.down} s with torchrun defaults`;
-  if (!te.tuneRendezvous) {
-    return {
-      changes: [],
-      note: `rendezvous: recommend ${where}; ${why} (annotate trainscaler.io/tune-rendezvous: "true" to let trainscaler set them)`,
-    };
+  const notes: string[] = [];
+  const set = missing.length > 0 && te.tuneRendezvous;
+  if (missing.length > 0) {
+    const where = missing
+      .map(({ setting, current }) => {
+        const to = `${setting}=${RECOMMENDED_RENDEZVOUS[setting]}`;
+        const place = setting === 'last_call_timeout' ? 'in elasticPolicy.rdzvConf' : "in the Worker's env";
+        return `${to} ${place} (${current === undefined ? "torchrun's default" : `now ${current}`})`;
+      })
+      .join(' and ');
+    notes.push(
+      set
+        ? `rendezvous: setting ${where} (trainscaler.io/tune-rendezvous)`
+        : `rendezvous: recommend ${where} (annotate trainscaler.io/tune-rendezvous: "true" to let trainscaler set them)`,
+    );
   }
+  if (!te.trainscalerLauncher) {
+    notes.push(
+      `launcher: recommend \`${RECOMMENDED_LAUNCHER.join(' ')}\` in place of torchrun (same arguments; needs the trainscaler Python hook in the image, so trainscaler never sets the command)`,
+    );
+  }
+  if (notes.length > 0) {
+    const {
+      recommended: r,
+      torchrunRecommendedFlags: f,
+      torchrunDefaults: d,
+    } = MEASURED_RESCALE_PAUSE_SECONDS;
+    notes.push(
+      `measured pause per rescale: ${r.up} s up / ${r.down} s down with the launcher and these settings, ${f.up} s / ${f.down} s with torchrun and these settings, ${d.up} s / ${d.down} s with torchrun's defaults`,
+    );
+  }
+  notes.push(restartBudgetAdvice(te.maxRestarts));
   return {
-    changes: missing.map(({ setting }) => ({
-      kind: 'rendezvous',
-      setting,
-      value: String(RECOMMENDED_RENDEZVOUS[setting]),
-    })),
-    note: `rendezvous: setting ${where} (trainscaler.io/tune-rendezvous); ${why}`,
+    changes: set
+      ? missing.map(({ setting }) => ({
+          kind: 'rendezvous',
+          setting,
+          value: String(RECOMMENDED_RENDEZVOUS[setting]),
+        }))
+      : [],
+    note: notes.join('; '),
   };
+}
+
+/** Each scale-down spends one of the torchrun agents' restarts; the last is kept for a real failure. */
+function restartBudgetAdvice(maxRestarts: number | undefined): string {
+  const rule = 'each scale-down spends one restart of the surviving torchrun agents';
+  if (maxRestarts === undefined)
+    return `restarts: elasticPolicy.maxRestarts is not set, so torchrun's own default applies (0 in torch 1.13, unless the command sets --max_restarts) and ${rule}: set maxRestarts to the shrinks you allow plus one`;
+  const shrinks = Math.max(0, maxRestarts - 1);
+  return `restarts: elasticPolicy.maxRestarts ${maxRestarts} bounds how often trainscaler shrinks this job: ${rule}, so at most ${shrinks} ${shrinks === 1 ? 'time' : 'times'} (the last restart is kept for a real failure)`;
 }
 
 interface Rightsized {

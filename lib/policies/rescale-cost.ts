@@ -1,38 +1,50 @@
-// What a worker-count change costs a job, per direction: growing re-forms the world when the new pods have
-// started (a 5-8 s pause with the recommended rendezvous), shrinking waits for the leaving agent's heartbeat
-// to expire (never below 15 s on torch 1.13) and spends one of an elastic PyTorchJob's maxRestarts. Once
-// the job has been rescaled by trainscaler, its own measurement (patch to the first step at the new size,
-// from its metrics: lib/decisions/rescale-measurement.ts) replaces the defaults.
+// What a worker-count change costs a job: the time it trains not at all, per direction. Growing an elastic
+// job loses only the re-rendezvous pause: its new pods start and warm up while the old world trains on (the
+// end-to-end training test: 6.2 s from the decision to the first step at the new size, of which 2.8 s paused).
+// Shrinking pauses from the patch on (the leaving agent stops at once) and spends one of an elastic
+// PyTorchJob's maxRestarts. The defaults are the pauses `npm run bench:rescale` measured
+// (lib/torchelastic/recommended-rendezvous.ts); once trainscaler has rescaled the job, its own measurements
+// (lib/decisions/rescale-measurement.ts) replace them: a shrink's patch to first step at the new size, a
+// growth's pause (its sidecars' last step before it to the first after it). A growth's patch-to-first-step
+// time, pods' start included, is recorded and reported, not charged.
 import type { PolicyConfig } from '../config.js';
 import type { JobAutoscalerState, JobView } from '../types.js';
 import { formatDuration } from './placement.js';
 
 export interface RescaleCosts {
-  /** Seconds of lost progress, patch to first step at the new size (pod start included for growth). */
+  /** Seconds without progress: the pause of a growth (the job's measured pause, else the configured default). */
   up: number;
-  down: number;
-  /** Whether each figure is the job's own measurement (else the configured default). */
   upMeasured: boolean;
+  /** Seconds without progress of a shrink: the job's measurement, else the configured default. */
+  down: number;
   downMeasured: boolean;
+  /** The job's last growth, patch to first step at the new size (pods' start included), when measured. */
+  upToFirstStep?: number;
 }
 
-type CostConfig = Pick<PolicyConfig, 'scaleUpCostSeconds' | 'scaleDownCostSeconds' | 'podStartSeconds'>;
+type CostConfig = Pick<PolicyConfig, 'scaleUpCostSeconds' | 'scaleDownCostSeconds'>;
 
-/** The job's measured costs where it has them, else the defaults (a new pod's start added to growth). */
+/** The job's measured shrink cost where it has one, else the defaults. */
 export function rescaleCostsOf(job: Pick<JobView, 'state'>, config: CostConfig): RescaleCosts {
   const measured = job.state.rescaleCost;
   return {
-    up: measured?.up ?? config.scaleUpCostSeconds + config.podStartSeconds,
+    up: measured?.upPause ?? config.scaleUpCostSeconds,
+    upMeasured: measured?.upPause !== undefined,
     down: measured?.down ?? config.scaleDownCostSeconds,
-    upMeasured: measured?.up !== undefined,
     downMeasured: measured?.down !== undefined,
+    ...(measured?.upToFirstStep !== undefined ? { upToFirstStep: measured.upToFirstStep } : {}),
   };
 }
 
 export function describeCost(costs: RescaleCosts, direction: 'up' | 'down'): string {
-  const seconds = direction === 'up' ? costs.up : costs.down;
-  const measured = direction === 'up' ? costs.upMeasured : costs.downMeasured;
-  return `${direction === 'up' ? 'scale-up' : 'scale-down'} cost ${formatDuration(seconds)} (${measured ? 'measured on this job' : 'default'})`;
+  if (direction === 'down')
+    return `scale-down cost ${formatDuration(costs.down)} (${costs.downMeasured ? 'measured on this job' : 'default'})`;
+  const last =
+    costs.upToFirstStep === undefined
+      ? ''
+      : `; its last growth took ${formatDuration(costs.upToFirstStep)} from the patch to the first step at the new size`;
+  const source = costs.upMeasured ? 'measured on this job' : 'default';
+  return `scale-up cost ${formatDuration(costs.up)} (the re-rendezvous pause, ${source}: the job trains on while new pods start${last})`;
 }
 
 /**
@@ -43,15 +55,20 @@ export function describeCost(costs: RescaleCosts, direction: 'up' | 'down'): str
 export function withMeasuredRescale(
   state: JobAutoscalerState,
   firstStepAt: number | undefined,
+  pauseSeconds?: number,
 ): JobAutoscalerState {
   const last = state.lastRescale;
   if (!last || last.from === last.to || firstStepAt === undefined || !(firstStepAt > last.at)) return state;
   if (state.rescaleCost?.measuredFor === last.at) return state;
-  const direction = last.to > last.from ? 'up' : 'down';
-  return {
-    ...state,
-    rescaleCost: { ...state.rescaleCost, [direction]: firstStepAt - last.at, measuredFor: last.at },
-  };
+  const rescaleCost = { ...state.rescaleCost, measuredFor: last.at };
+  if (last.to < last.from) rescaleCost.down = firstStepAt - last.at;
+  else {
+    rescaleCost.upToFirstStep = firstStepAt - last.at;
+    // A pause longer than the whole rescale is not this rescale's (an older pause still exported).
+    if (pauseSeconds !== undefined && pauseSeconds > 0 && pauseSeconds <= firstStepAt - last.at)
+      rescaleCost.upPause = pauseSeconds;
+  }
+  return { ...state, rescaleCost };
 }
 
 /** Whether the last rescale still waits for its measurement. */

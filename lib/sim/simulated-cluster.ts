@@ -15,7 +15,7 @@ import type {
 } from '../cluster/cluster-client.js';
 import { ApiError, ConflictError, MissingMetricsError, NotFoundError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
-import { MEASURED_RESCALE_PAUSE_SECONDS } from '../policies/rendezvous.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../torchelastic/recommended-rendezvous.js';
 import type {
   ContainerUsage,
   JobKind,
@@ -92,8 +92,8 @@ export interface SimulationTiming {
   podStartSeconds: number;
   /**
    * Lost progress each time the world is re-formed: scaleUpCostSeconds when it only gained members (a
-   * joining agent), scaleDownCostSeconds when it lost or restarted one (the survivors wait for the lost
-   * agent's heartbeat to expire). Measured: MEASURED_RESCALE_PAUSE_SECONDS.
+   * joining agent; an elastic job trains on at its old size until the joiner runs), scaleDownCostSeconds
+   * when it lost or restarted one. Measured: MEASURED_RESCALE_PAUSE_SECONDS (the launcher's pauses).
    */
   scaleUpCostSeconds: number;
   scaleDownCostSeconds: number;
@@ -203,8 +203,10 @@ interface JobRecord {
   agentRestarts: Map<string, number>;
   /** Restarts of the job's worlds: at most the largest any one agent has spent. */
   restartsSpent: number;
-  /** When each re-formed world took its first step (the end of its pause). */
-  resumedAt: number[];
+  /** Each re-formed world's pause: from the job's last progress before it to the new world's first step. */
+  pauses: Array<{ from: number; to: number }>;
+  /** When the job last made progress. */
+  lastProgressAt?: number;
   stalledUntil: number;
   /** Since when some pods run while a peer cannot be scheduled (the rendezvous wait). */
   rendezvousWaitSince?: number;
@@ -350,7 +352,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       worldMembers: [],
       agentRestarts: new Map(),
       restartsSpent: 0,
-      resumedAt: [],
+      pauses: [],
       samples: [],
       timeline: [],
       timelineClosed: false,
@@ -601,7 +603,14 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   /** The end of the first pause of a world re-formed after `since` (already over), if there was one. */
   async firstStepAfterPause(ref: JobRef, since: number): Promise<number | undefined> {
     const now = this.now();
-    return this.#job(ref).resumedAt.find((at) => at > since && at <= now);
+    return this.#job(ref).pauses.find((p) => p.to > since && p.to <= now)?.to;
+  }
+
+  /** The length of that pause, as the sidecars' paused/resumed timestamps give it. */
+  async pauseEndedAfter(ref: JobRef, since: number): Promise<number | undefined> {
+    const now = this.now();
+    const pause = this.#job(ref).pauses.find((p) => p.to > since && p.to <= now);
+    return pause ? pause.to - pause.from : undefined;
   }
 
   /** Restarts the job's torchrun agents have spent on re-formed worlds (at most maxRestarts, or it failed). */
@@ -837,6 +846,12 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
    */
   #checkRendezvousTimeout(job: JobRecord, t: number): void {
     const pods = this.#podsOf(job).filter((r) => r.gatesProgress && !isTerminal(r));
+    // An elastic job's old world trains on while a pod that would join it waits: nobody waits in rendezvous.
+    const running = pods.filter((r) => r.runningSince !== undefined);
+    if (this.#oldWorldTrainingOn(job, running)) {
+      job.rendezvousWaitSince = undefined;
+      return;
+    }
     const someRunning = pods.some((r) => r.runningSince !== undefined || r.restartAt !== undefined);
     const stuck = pods.some((r) => !r.pod.spec?.nodeName);
     if (!(someRunning && stuck)) {
@@ -855,18 +870,29 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     }
   }
 
-  /** The job's pods form a complete world when every gating replica index has a running container. */
+  /**
+   * The job's pods form a complete world when every gating replica index has a running container. While an
+   * elastic job grows, its old world trains on until the joining pods run (torchelastic: a new agent enters
+   * the rendezvous only once its pod runs, measured in README "A real elastic job"), so the old world is the
+   * current one as long as every member of it still runs within the job's replicas.
+   */
   #currentWorld(
     job: JobRecord,
   ): { world: TrainingWorld; key: string; members: string[]; training: PodRecord[] } | undefined {
     const pods = this.#podsOf(job);
     const members: PodRecord[] = [];
+    let complete = true;
     for (const role of job.spec.roles) {
       if (!role.gatesProgress) continue;
       const rolePods = pods.filter((r) => r.role === role.role && r.index < role.replicas);
       const running = rolePods.filter((r) => r.runningSince !== undefined && !isTerminal(r));
-      if (running.length !== role.replicas) return undefined;
+      if (running.length !== role.replicas) complete = false;
       members.push(...running);
+    }
+    if (!complete) {
+      const old = this.#oldWorldTrainingOn(job, members);
+      if (!old) return undefined;
+      members.splice(0, members.length, ...old);
     }
     const training = members.filter((r) => r.trains);
     if (training.length === 0) return undefined;
@@ -893,8 +919,16 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       ),
       slowdown,
     };
-    const agents = members.map((r) => `${r.pod.metadata?.uid}:${restartCount(r)}`).sort();
+    const agents = members.map(agentOf).sort();
     return { world, key: agents.join(','), members: agents, training };
+  }
+
+  /** The running pods that are exactly the job's last world, when the job is elastic and none of it was lost. */
+  #oldWorldTrainingOn(job: JobRecord, running: PodRecord[]): PodRecord[] | undefined {
+    if (!job.spec.elastic || job.worldMembers.length === 0) return undefined;
+    const byAgent = new Map(running.map((r) => [agentOf(r), r]));
+    const old = job.worldMembers.map((m) => byAgent.get(m));
+    return old.every((r) => r !== undefined) ? old : undefined;
   }
 
   #advanceTraining(job: JobRecord, t: number, dt: number): void {
@@ -911,7 +945,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
         const kept = new Set(members);
         const lost = job.worldMembers.some((m) => !kept.has(m));
         job.stalledUntil = t + (lost ? this.timing.scaleDownCostSeconds : this.timing.scaleUpCostSeconds);
-        job.resumedAt.push(job.stalledUntil);
+        job.pauses.push({ from: job.lastProgressAt ?? t, to: job.stalledUntil });
         if (lost && this.#spendRestart(job, members, t)) return;
       }
       job.worldMembers = members;
@@ -932,6 +966,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       stalledUntil: job.stalledUntil,
     });
     job.processed = advance.processed;
+    if (advance.effectiveSeconds > 0) job.lastProgressAt = advance.completedAt ?? t + dt;
     job.phase = job.stalledUntil > t ? 'Restarting' : 'Running';
     const sampleAt = advance.completedAt ?? t + dt;
     const due =
@@ -1225,6 +1260,11 @@ function cleanPodPolicyOf(job: KubeObject): unknown {
   const spec = isRecordLike(job.spec) ? job.spec : {};
   const runPolicy = isRecordLike(spec.runPolicy) ? spec.runPolicy : {};
   return runPolicy.cleanPodPolicy;
+}
+
+/** One torchrun agent: a pod's container between restarts. */
+function agentOf(rec: PodRecord): string {
+  return `${rec.pod.metadata?.uid}:${restartCount(rec)}`;
 }
 
 function restartCount(rec: PodRecord): number {

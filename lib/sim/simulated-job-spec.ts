@@ -36,6 +36,11 @@ export interface SimulatedJobSpec {
    * budget): restarts each agent may take before it gives up and the job fails.
    */
   maxRestarts?: number;
+  /**
+   * An elastic PyTorchJob (elasticPolicy, torchrun with nnodes min:max): a pod joining it starts and warms up
+   * while the old world keeps training; only re-forming the world pauses it.
+   */
+  elastic: boolean;
   /** StatefulSets start pods one by one unless podManagementPolicy is Parallel. */
   orderedStart: boolean;
   /** The container that trains: trainscaler.io/container, else the framework's name, else the first. */
@@ -110,6 +115,7 @@ export function readSimulatedJobSpec(job: KubeObject): SimulatedJobSpec {
     kind,
     app,
     roles,
+    elastic: elastic !== undefined,
     localBatchSize: positiveIntegerAnnotation(job, ANNOTATION.localBatchSize),
     globalBatchSize: positiveIntegerAnnotation(job, ANNOTATION.globalBatchSize),
     targetSamples: positiveIntegerAnnotation(job, ANNOTATION.targetSamples),

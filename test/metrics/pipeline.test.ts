@@ -359,6 +359,8 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
     // The exact second, not a scrape's: no earlier resume after it, whatever the scrape times were.
     const again = await source.firstStepAfterPause(JOB, firstStep - 1e-3);
     assert.equal(again, firstStep);
+    // A first start ends no pause: the pause query (valid PromQL on this Prometheus) finds none to measure.
+    assert.equal(await source.pauseEndedAfter(JOB, trainersStartedAt), undefined);
 
     // The straggler alert travels to the alarm function, which reads the metrics back and evicts the pod.
     const eviction = await waitUntil(

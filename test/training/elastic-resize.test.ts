@@ -635,6 +635,18 @@ test('an elastic PyTorchJob grows 1 -> 2 on a real alert and shrinks 2 -> 1 for 
   // Exactly these two: nothing else changed the job (e.g. an alert fired by the resize itself).
   assert.deepEqual(reasons, [grow.outcome.plan.reason, shrink.plan.reason], diagnostics());
   assert.equal(worlds, 3, `worlds 1, 2, 1 and no other re-formation\n${diagnostics()}`);
+  // The growth's own cost, measured at the shrink's review from the sidecars' exact timestamps: its pause
+  // (what the policies charge a growth) and its patch-to-first-step time (reported), as the step logs show them.
+  const measured = (
+    JSON.parse(final.metadata.annotations[ANNOTATION.state] ?? '{}') as {
+      rescaleCost?: { upPause?: number; upToFirstStep?: number; down?: number };
+    }
+  ).rescaleCost;
+  if (measured?.upPause !== undefined) {
+    assert.ok(measured.upPause <= (measured.upToFirstStep ?? 0), JSON.stringify(measured));
+    // The hook posts its totals once a second: the sidecar's pause is the logs' within that.
+    assert.ok(Math.abs(measured.upPause - up.pause) < 2.5, `${JSON.stringify(measured)} vs ${up.pause}`);
+  }
   const finalEvents = await cluster.admin.core.listNamespacedEvent({ namespace });
   assert.ok(
     finalEvents.items.some((e) => e.reason === 'TrainscalerRebalance' && e.message === shrink?.plan.reason),
@@ -662,7 +674,8 @@ test('an elastic PyTorchJob grows 1 -> 2 on a real alert and shrinks 2 -> 1 for 
   console.log(
     `  rescale pauses (last step at the old size -> first at the new, from the step logs): ` +
       `scale-up 1->2 ${up.pause.toFixed(1)} s, scale-down 2->1 ${down.pause.toFixed(1)} s; decision -> first step ` +
-      `at the new size: ${up.firstStep.toFixed(1)} s, ${down.firstStep.toFixed(1)} s`,
+      `at the new size: ${up.firstStep.toFixed(1)} s, ${down.firstStep.toFixed(1)} s; the job's measured rescale ` +
+      `cost (trainscaler.io/state): ${JSON.stringify(measured ?? {})}`,
   );
   console.log(
     `  ${committed.length} steps, ${worlds} worlds, ${redone} steps redone, ${EPOCHS} epochs of ${DATASET_SIZE} ` +

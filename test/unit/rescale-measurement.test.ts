@@ -45,18 +45,21 @@ describe('measured rescale cost, stored on the job', () => {
     sim.step(600);
     const shrunkAt = sim.now();
     assert.equal((await actOnJob(TOY, resize(1, seen), base)).applied, true);
-    // Pod start (20 s) + the measured scale-up pause (8.6 s), as the simulated job's first step shows it
-    // (epoch seconds near 1.8e9 carry about 1e-7 s of rounding).
+    // Pod start (20 s, while the old world trains on) + the scale-up pause, as the simulated job's first step
+    // shows it (epoch seconds near 1.8e9 carry about 1e-7 s of rounding); recorded, not charged as a cost.
     const up = 20 + sim.timing.scaleUpCostSeconds;
-    assert.ok(Math.abs((seen[1]?.rescaleCost?.up ?? 0) - up) < 1e-3, 'the decision saw it');
+    assert.ok(Math.abs((seen[1]?.rescaleCost?.upToFirstStep ?? 0) - up) < 1e-3, 'the decision saw it');
     const afterShrink = await state();
-    assert.ok(Math.abs((afterShrink.rescaleCost?.up ?? 0) - up) < 1e-3, 'the write kept it');
+    assert.ok(Math.abs((afterShrink.rescaleCost?.upToFirstStep ?? 0) - up) < 1e-3, 'the write kept it');
+    // What the growth cost: its pause only (the sidecars' last step before it to the first after it).
+    const pause = afterShrink.rescaleCost?.upPause ?? 0;
+    assert.ok(Math.abs(pause - sim.timing.scaleUpCostSeconds) < 1e-3, `pause ${pause}`);
     assert.deepEqual(afterShrink.lastRescale, { at: shrunkAt, from: 2, to: 1 });
     sim.step(600);
     assert.equal((await actOnJob(TOY, resize(2, seen), base)).applied, true);
     const measured = (await state()).rescaleCost;
     assert.ok(Math.abs((measured?.down ?? 0) - sim.timing.scaleDownCostSeconds) < 1e-3);
-    assert.ok(Math.abs((measured?.up ?? 0) - up) < 1e-3, 'each direction kept apart');
+    assert.ok(Math.abs((measured?.upToFirstStep ?? 0) - up) < 1e-3, 'each direction kept apart');
   });
 
   it('measures nothing without a metrics source, and nothing for a resize that restarted nothing', async () => {

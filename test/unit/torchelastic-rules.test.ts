@@ -73,7 +73,7 @@ function guard(
   );
 }
 
-const C10D = { c10dStore: true, rdzvConf: {}, tuneRendezvous: false };
+const C10D = { c10dStore: true, rdzvConf: {}, tuneRendezvous: false, trainscalerLauncher: false };
 
 describe('torchelastic facts read from the PyTorchJob', () => {
   const withPolicy = (elasticPolicy: Record<string, unknown> | undefined): KubeObject => {
@@ -123,7 +123,10 @@ describe('rule 1: worker-0 of an elastic c10d PyTorchJob is never evicted or rep
     assert.deepEqual(guard(elasticJob(C10D), one).plan.changes, one);
     const zero: Change[] = [{ kind: 'evict-pod', pod: 'bert-worker-0' }];
     assert.deepEqual(
-      guard(elasticJob({ c10dStore: false, rdzvConf: {}, tuneRendezvous: false }), zero).plan.changes,
+      guard(
+        elasticJob({ c10dStore: false, rdzvConf: {}, tuneRendezvous: false, trainscalerLauncher: false }),
+        zero,
+      ).plan.changes,
       zero,
     );
     assert.deepEqual(guard(elasticJob(undefined), zero).plan.changes, zero);
@@ -285,15 +288,19 @@ describe('rule 3: rendezvous settings that make rescales cheap, recommended on s
       /recommend PET_MONITOR_INTERVAL=1 in the Worker's env \(torchrun's default\)/,
     );
     assert.match(advice?.note ?? '', /last_call_timeout=2 in elasticPolicy.rdzvConf/);
-    assert.match(advice?.note ?? '', /8\.6 s up \/ 19\.1 s down .* 36\.9 s \/ 45\.9 s/);
+    assert.match(
+      advice?.note ?? '',
+      /3\.3 s up \/ 3\.6 s down with the launcher and these settings, 11\.2 s \/ 22\.2 s with torchrun and these settings, 39\.8 s \/ 47\.1 s with torchrun's defaults/,
+    );
     assert.match(advice?.note ?? '', /trainscaler\.io\/tune-rendezvous: "true"/);
   });
 
-  it('says nothing at or below the recommended values; recommends again just above them', () => {
+  it('says nothing of the settings at or below the recommended values; recommends again just above them', () => {
     const at = readJob(
       tuned({}, [{ key: 'last_call_timeout', value: '2' }], [{ name: 'PET_MONITOR_INTERVAL', value: '1' }]),
     );
-    assert.equal(rendezvousAdvice(at), undefined);
+    assert.doesNotMatch(rendezvousAdvice(at)?.note ?? '', /rendezvous: recommend/);
+    assert.deepEqual(rendezvousAdvice(at)?.changes, []);
     const above = readJob(
       tuned({}, [{ key: 'last_call_timeout', value: '3' }], [{ name: 'PET_MONITOR_INTERVAL', value: '1' }]),
     );
@@ -302,6 +309,49 @@ describe('rule 3: rendezvous settings that make rescales cheap, recommended on s
       /recommend last_call_timeout=2 in elasticPolicy.rdzvConf \(now 3\)/,
     );
     assert.doesNotMatch(rendezvousAdvice(above)?.note ?? '', /PET_MONITOR_INTERVAL/);
+  });
+
+  it('recommends the launcher to a job that runs torchrun, and never sets the command, even where allowed', () => {
+    const withCommand = (command: string[], annotations: Record<string, string> = {}) => {
+      const obj = tuned(annotations);
+      const spec = obj.spec as {
+        pytorchReplicaSpecs: { Worker: { template: { spec: { containers: Record<string, unknown>[] } } } };
+      };
+      const container = spec.pytorchReplicaSpecs.Worker.template.spec.containers[0];
+      if (container) container.command = command;
+      return obj;
+    };
+    const torchrun = rendezvousAdvice(readJob(withCommand(['torchrun', 'train.py'], ALLOW)));
+    assert.match(
+      torchrun?.note ?? '',
+      /launcher: recommend `python3 -m trainscaler_hook\.launch` in place of torchrun/,
+    );
+    assert.ok(
+      torchrun?.changes.every((c) => c.kind === 'rendezvous'),
+      'only rendezvous settings are set',
+    );
+    const launched = readJob(withCommand(['python3', '-m', 'trainscaler_hook.launch', 'train.py']));
+    assert.equal(launched.torchElastic?.trainscalerLauncher, true);
+    assert.doesNotMatch(rendezvousAdvice(launched)?.note ?? '', /launcher:/);
+  });
+
+  it('tells how many times elasticPolicy.maxRestarts lets trainscaler shrink the job', () => {
+    const budget = (maxRestarts: number | undefined) => {
+      const obj = tuned({});
+      const policy = (obj.spec as { elasticPolicy: Record<string, unknown> }).elasticPolicy;
+      if (maxRestarts === undefined) delete policy.maxRestarts;
+      else policy.maxRestarts = maxRestarts;
+      return rendezvousAdvice(readJob(obj))?.note ?? '';
+    };
+    assert.match(
+      budget(10),
+      /restarts: elasticPolicy\.maxRestarts 10 bounds how often trainscaler shrinks this job: each scale-down spends one restart .*at most 9 times/,
+    );
+    assert.match(budget(2), /at most 1 time \(the last restart is kept/);
+    assert.match(budget(undefined), /maxRestarts is not set, .*0 in torch 1\.13/);
+    const fixed = toyJob();
+    delete (fixed.spec as { elasticPolicy?: unknown }).elasticPolicy;
+    assert.equal(rendezvousAdvice(readJob(fixed)), undefined, 'no elasticPolicy, no torchelastic advice');
   });
 
   it('with the annotation: a minimal patch of only those fields, pinned to the resourceVersion', () => {

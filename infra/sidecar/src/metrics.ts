@@ -16,6 +16,7 @@ export const METRIC = {
   trainerSamples: 'trainscaler_trainer_samples',
   lastProgress: 'trainscaler_last_progress_timestamp_seconds',
   resumed: 'trainscaler_resumed_timestamp_seconds',
+  paused: 'trainscaler_paused_timestamp_seconds',
   gpuUtilization: 'trainscaler_gpu_utilization_ratio',
   gpuMemoryUsed: 'trainscaler_gpu_memory_used_bytes',
   gpuMemoryTotal: 'trainscaler_gpu_memory_total_bytes',
@@ -101,6 +102,16 @@ export function createSidecarMetrics(inputs: MetricsInputs): SidecarMetrics {
     collect() {
       clear(this);
       const at = tracker.resumedAt;
+      if (at !== undefined) this.set(at);
+    },
+  });
+  new Gauge({
+    name: METRIC.paused,
+    help: 'Epoch seconds of the last step before the pause that the resumed timestamp ended (none after a first start)',
+    registers: [registry],
+    collect() {
+      clear(this);
+      const at = tracker.pausedAt;
       if (at !== undefined) this.set(at);
     },
   });

@@ -42,6 +42,7 @@ export class ProgressTracker {
   #lastSamples: number | undefined;
   #lastMean: number | undefined;
   #resumedAt: number | undefined;
+  #pausedAt: number | undefined;
   /** Seconds per step between the last two reports that moved the step count. */
   #stepInterval: number | undefined;
   #shape: JobShape;
@@ -86,6 +87,14 @@ export class ProgressTracker {
     return this.#resumedAt;
   }
 
+  /**
+   * Epoch seconds of the last step before the pause that resumedAt ended (the old world's last step), so that
+   * resumedAt - pausedAt is the time a rescale cost the job; undefined when the trainer has only started.
+   */
+  get pausedAt(): number | undefined {
+    return this.#pausedAt;
+  }
+
   observe(report: ProgressReport): ProgressIncrement {
     if (!Number.isFinite(report.step) || report.step < 0 || !Number.isFinite(report.at))
       throw new RangeError(`invalid progress report: step ${report.step} at ${report.at}`);
@@ -99,8 +108,10 @@ export class ProgressTracker {
     }
     const steps = previous && !restarted ? report.step - previous.step : 0;
     const pause = Math.max(MIN_PAUSE_SECONDS, 3 * (this.#stepInterval ?? 0));
-    if (previous === undefined || restarted || (steps > 0 && report.at - previous.at > pause))
+    if (previous === undefined || restarted || (steps > 0 && report.at - previous.at > pause)) {
       this.#resumedAt = report.at;
+      this.#pausedAt = previous?.at;
+    }
     if (restarted) this.#stepInterval = undefined;
     else if (previous && steps > 0) this.#stepInterval = (report.at - previous.at) / steps;
     const samples = this.#samplesDelta(report, steps, restarted);

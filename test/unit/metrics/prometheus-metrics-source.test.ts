@@ -741,6 +741,19 @@ describe('PrometheusMetricsSource: the first step after a rescale', () => {
       received.length = 0;
       assert.equal(await source.firstStepAfterPause(JOB, 1_000_100), undefined);
       assert.equal(received.length, 0, 'a patch not in the past asks nothing');
+
+      // The pause itself: each worker's resume after the patch less its last step before the pause.
+      body = answer('2.75');
+      assert.equal(await source.pauseEndedAfter(JOB, 1_000_000), 2.75);
+      const worker = '{namespace="team-a",job_kind="PyTorchJob",job_name="bert",role="worker"}';
+      assert.equal(
+        received[0]?.params.get('query'),
+        `max((trainscaler_resumed_timestamp_seconds${worker} > 1000000) - trainscaler_paused_timestamp_seconds${worker})`,
+      );
+      body = answer(undefined);
+      assert.equal(await source.pauseEndedAfter(JOB, 1_000_000), undefined, 'no worker resumed from a pause');
+      body = answer('-3');
+      assert.equal(await source.pauseEndedAfter(JOB, 1_000_000), undefined, 'no negative pause');
     } finally {
       await close(server);
     }

@@ -12,9 +12,9 @@ import type { ClusterCapacity, JobView, Plan, Resources } from '../../../lib/typ
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
-// mrg 5%, step 4, cool-down 300 s; round rescale costs (up 2 x (30 + 20) s, down 2 x 30 s) keep the arithmetic
+// mrg 5%, step 4, cool-down 300 s; round rescale costs (up 2 x 50 s, down 2 x 30 s) keep the arithmetic
 // of the cost tests readable: the measured defaults are tested in rescale-cost.test.ts.
-const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG, scaleUpCostSeconds: 30, scaleDownCostSeconds: 30 };
+const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG, scaleUpCostSeconds: 50, scaleDownCostSeconds: 30 };
 const ONE_GPU: Resources = { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 };
 
 /** Closed-form model: throughput per worker count from a table, exact; 1 sample/s off the table. */
@@ -164,7 +164,7 @@ describe('decideRebalance: idle capacity', () => {
     );
     assert.match(
       plan.reason,
-      /gain over remaining ~60\.0 min = 23\.6 min > 2 x scale-up cost 50 s \(default\)/,
+      /gain over remaining ~60\.0 min = 23\.6 min > 2 x scale-up cost 50 s \(the re-rendezvous pause, default/,
     );
   });
 

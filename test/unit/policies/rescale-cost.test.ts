@@ -1,5 +1,6 @@
-// Measured rescale costs (asymmetric: growing re-forms the world in ~8.6 s, shrinking waits ~19.1 s for the
-// leaving agent's heartbeat) and each elastic PyTorchJob's restart budget, as tuning and rebalance use them.
+// Measured rescale costs (the launcher's pauses: ~3.3 s to grow, the new pods' start not charged since the old
+// world trains on; ~3.6 s to shrink, or the job's own measurement) and each elastic PyTorchJob's restart budget,
+// as tuning and rebalance use them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../../../lib/config.js';
@@ -8,9 +9,14 @@ import { ApiError } from '../../../lib/errors.js';
 import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
 import type { Placement, ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { decideRebalance, type RebalanceJob } from '../../../lib/policies/rebalance.js';
-import { MEASURED_RESCALE_PAUSE_SECONDS } from '../../../lib/policies/rendezvous.js';
-import { rescaleCostsOf, scaleDownsLeft, withMeasuredRescale } from '../../../lib/policies/rescale-cost.js';
+import {
+  describeCost,
+  rescaleCostsOf,
+  scaleDownsLeft,
+  withMeasuredRescale,
+} from '../../../lib/policies/rescale-cost.js';
 import { decideTuning } from '../../../lib/policies/tuning.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../../../lib/torchelastic/recommended-rendezvous.js';
 import type { ClusterCapacity, JobAutoscalerState, JobView, Plan } from '../../../lib/types.js';
 import { jobView, workerRole } from '../../support/job-views.js';
 
@@ -18,7 +24,7 @@ const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
 const ONE_GPU = { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 };
 const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG };
-const C10D = { c10dStore: true, rdzvConf: {}, tuneRendezvous: false };
+const C10D = { c10dStore: true, rdzvConf: {}, tuneRendezvous: false, trainscalerLauncher: false };
 
 function tableModel(table: Record<number, number>): ThroughputModel {
   return {
@@ -56,7 +62,13 @@ function capacity(used: number, total: number): ClusterCapacity {
   };
 }
 
-function tune(view: JobView, table: Record<number, number>, remainingSeconds: number, free = 0) {
+function tune(
+  view: JobView,
+  table: Record<number, number>,
+  remainingSeconds: number,
+  free = 0,
+  overrides: Partial<PolicyConfig> = {},
+) {
   const k = view.roles[0]?.replicas ?? 1;
   return decideTuning({
     job: view,
@@ -64,7 +76,7 @@ function tune(view: JobView, table: Record<number, number>, remainingSeconds: nu
     current: { replicas: k, nodes: 1, localBatchSize: 32 },
     capacity: capacity(k, k + free),
     remainingSeconds,
-    config,
+    config: { ...config, ...overrides },
     now: NOW,
   });
 }
@@ -75,17 +87,22 @@ function to(plan: Plan): number | undefined {
 }
 
 describe('rescale costs: defaults from bench:rescale, then the job own measurements', () => {
-  it('defaults to the measured pauses, growth paying the pod start too', () => {
+  it('defaults to the measured pauses; growth pays the pause only (its pods start while the job trains on)', () => {
     const costs = rescaleCostsOf(job('a', 4), config);
-    assert.equal(costs.up, MEASURED_RESCALE_PAUSE_SECONDS.recommended.up + config.podStartSeconds);
+    assert.equal(costs.up, MEASURED_RESCALE_PAUSE_SECONDS.recommended.up);
     assert.equal(costs.down, MEASURED_RESCALE_PAUSE_SECONDS.recommended.down);
-    assert.deepEqual([costs.upMeasured, costs.downMeasured], [false, false]);
-    assert.deepEqual([config.scaleUpCostSeconds, config.scaleDownCostSeconds], [8.6, 19.1]);
+    assert.equal(costs.downMeasured, false);
+    assert.deepEqual([config.scaleUpCostSeconds, config.scaleDownCostSeconds], [3.3, 3.6]);
   });
 
-  it("a job's measurement replaces the default of its direction only", () => {
-    const costs = rescaleCostsOf(job('a', 4, { rescaleCost: { down: 44 } }), config);
-    assert.deepEqual(costs, { up: 8.6 + 20, down: 44, upMeasured: false, downMeasured: true });
+  it("a job's shrink measurement replaces the scale-down default; its growth's patch-to-first-step is only reported", () => {
+    const costs = rescaleCostsOf(job('a', 4, { rescaleCost: { down: 44, upToFirstStep: 31 } }), config);
+    assert.deepEqual(costs, { up: 3.3, upMeasured: false, down: 44, downMeasured: true, upToFirstStep: 31 });
+    assert.match(
+      describeCost(costs, 'up'),
+      /scale-up cost 3 s \(the re-rendezvous pause, default.*its last growth took 31 s from the patch/,
+    );
+    assert.match(describeCost(costs, 'down'), /scale-down cost 44 s \(measured on this job\)/);
   });
 
   it('measures the last rescale once, per direction, from the first step after the patch', () => {
@@ -95,12 +112,23 @@ describe('rescale costs: defaults from bench:rescale, then the job own measureme
       lastRescale: { at: 1000, from: 2, to: 3 },
     };
     const up = withMeasuredRescale(grown, 1031);
-    assert.deepEqual(up.rescaleCost, { up: 31, measuredFor: 1000 });
+    assert.deepEqual(up.rescaleCost, { upToFirstStep: 31, measuredFor: 1000 });
     assert.equal(withMeasuredRescale(up, 1090), up, 'measured once');
     assert.equal(withMeasuredRescale(grown, undefined), grown, 'not seen yet');
     assert.equal(withMeasuredRescale(grown, 990), grown, 'a step before the patch is no measurement');
-    const shrunk = withMeasuredRescale({ ...up, lastRescale: { at: 2000, from: 3, to: 2 } }, 2017);
-    assert.deepEqual(shrunk.rescaleCost, { up: 31, down: 17, measuredFor: 2000 });
+    const shrunk = withMeasuredRescale({ ...up, lastRescale: { at: 2000, from: 3, to: 2 } }, 2017, 5);
+    assert.deepEqual(
+      shrunk.rescaleCost,
+      { upToFirstStep: 31, down: 17, measuredFor: 2000 },
+      'a shrink: patch to step',
+    );
+    const paused = withMeasuredRescale(grown, 1031, 2.8);
+    assert.deepEqual(paused.rescaleCost, { upToFirstStep: 31, upPause: 2.8, measuredFor: 1000 });
+    assert.equal(
+      withMeasuredRescale(grown, 1031, 40).rescaleCost?.upPause,
+      undefined,
+      'longer than the rescale',
+    );
   });
 
   it('reads the first step from the metrics source, and a failing source leaves the state as it was', async () => {
@@ -143,22 +171,35 @@ describe('tuning weighs growth and shrinking at their own costs', () => {
   // 4 -> 5 workers: 400 -> 500 samples/s saves 0.2 x remaining; it must exceed 2 x the scale-up cost.
   const growth = { 4: 400, 5: 500 };
 
-  it("grows when the saving beats 2 x the job's scale-up cost, and not when a measured cost is dearer", () => {
-    // 2 x 28.6 s = 57.2 s: 300 s left saves 60 s.
-    assert.equal(to(tune(job('a', 4), growth, 300, 1)), 5);
-    const dear = tune(job('a', 4, { rescaleCost: { up: 40 } }), growth, 300, 1);
-    assert.deepEqual(dear.changes, []);
-    assert.match(dear.reason, /needs > 2 x scale-up cost 40 s \(measured on this job\)/);
-    // The same measurement as a scale-down cost leaves growth alone: the directions are apart.
-    assert.equal(to(tune(job('a', 4, { rescaleCost: { down: 40 } }), growth, 300, 1)), 5);
+  it("grows when the saving beats 2 x the scale-up pause; the job's patch-to-first-step time is not charged", () => {
+    // 2 x 3.3 s = 6.6 s: 40 s left saves 8 s, 30 s left saves 6 s.
+    assert.equal(to(tune(job('a', 4), growth, 40, 1)), 5);
+    const short = tune(job('a', 4), growth, 30, 1);
+    assert.deepEqual(short.changes, []);
+    assert.match(short.reason, /needs > 2 x scale-up cost 3 s \(the re-rendezvous pause, default/);
+    // A growth that took 400 s from the patch to its first step (pods slow to start) lost only its pause.
+    const slowStart = tune(job('a', 4, { rescaleCost: { upToFirstStep: 400 } }), growth, 40, 1);
+    assert.equal(to(slowStart), 5);
+    assert.match(slowStart.reason, /its last growth took 6\.7 min from the patch/);
+    // The job's own measured pause replaces the default, and is named so.
+    const dearPause = tune(job('a', 4, { rescaleCost: { upPause: 40, upToFirstStep: 60 } }), growth, 300, 1);
+    assert.deepEqual(dearPause.changes, []);
+    assert.match(
+      dearPause.reason,
+      /scale-up cost 40 s \(the re-rendezvous pause, measured on this job.*took 60 s from the patch/,
+    );
+    // A dearer configured pause (TRAINSCALER_SCALE_UP_COST_SECONDS) holds the growth; a shrink measurement does not.
+    assert.deepEqual(tune(job('a', 4), growth, 300, 1, { scaleUpCostSeconds: 40 }).changes, []);
+    assert.equal(to(tune(job('a', 4, { rescaleCost: { down: 40 } }), growth, 40, 1)), 5);
   });
 
   it("shrinks when the freed pod-seconds beat 2 x pods x the job's scale-down cost", () => {
-    // 4 -> 3 loses nothing: frees R pod-seconds against 2 x 4 x 19.1 = 152.8.
+    // 4 -> 3 loses nothing: frees R pod-seconds against 2 x 4 x 3.6 = 28.8.
     const flat = { 3: 300, 4: 300 };
-    assert.equal(to(tune(job('a', 4), flat, 160)), 3);
-    assert.deepEqual(tune(job('a', 4), flat, 150).changes, []);
+    assert.equal(to(tune(job('a', 4), flat, 30)), 3);
+    assert.deepEqual(tune(job('a', 4), flat, 28).changes, []);
     assert.deepEqual(tune(job('a', 4, { rescaleCost: { down: 25 } }), flat, 160).changes, []);
+    assert.equal(to(tune(job('a', 4, { rescaleCost: { down: 25 } }), flat, 210)), 3);
   });
 
   it('plans no scale-down once only the reserved restart of an elastic PyTorchJob is left', () => {

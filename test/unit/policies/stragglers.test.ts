@@ -311,7 +311,10 @@ describe('decideOnStragglers', () => {
   });
 
   it('reports a straggling worker-0 of an elastic c10d job instead of evicting it (it hosts the store)', () => {
-    const c10d = { ...job(), torchElastic: { c10dStore: true, rdzvConf: {}, tuneRendezvous: false } };
+    const c10d = {
+      ...job(),
+      torchElastic: { c10dStore: true, rdzvConf: {}, tuneRendezvous: false, trainscalerLauncher: false },
+    };
     const slow0 = series(uniform(6), N, lastSlow([0], N, 6, 1.5));
     const plan = decide(slow0, c10d);
     assert.deepEqual(plan.changes, []);

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { MissingMetricsError } from '../../../lib/errors.js';
-import { MEASURED_RESCALE_PAUSE_SECONDS } from '../../../lib/policies/rendezvous.js';
 import { SimulatedCluster, type SimulatedClusterOptions } from '../../../lib/sim/simulated-cluster.js';
 import { type ContainerSizing, pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../../../lib/torchelastic/recommended-rendezvous.js';
 import type { JobRef } from '../../../lib/types.js';
 import { FIXED_APP_MODEL, fixedStepTime, GiB } from './fixed-app-model.js';
 
@@ -102,11 +102,11 @@ describe('simulated training progress', () => {
       },
     );
     sim.step(600);
-    // The world lost a member: the scale-down cost, as measured (19.1 s), not the scale-up's.
+    // The world lost a member: the scale-down cost, as measured (3.6 s), not the scale-up's.
     const down = sim.timing.scaleDownCostSeconds;
     assert.equal(down, MEASURED_RESCALE_PAUSE_SECONDS.recommended.down);
     const after = sim.jobStatus(ref).processedSamples - processed;
-    // 19.1 s is not a binary fraction: sums of it round in the last bits.
+    // 3.6 s is not a binary fraction: sums of it round in the last bits.
     assert.ok(Math.abs(after - rate1 * (600 - down)) < 1e-3, `${after} vs ${rate1 * (600 - down)}`);
     sim.step(3 * 3600);
     const status = sim.jobStatus(ref);
@@ -138,6 +138,46 @@ describe('simulated training progress', () => {
     sim.step(600);
     assert.equal(((await sim.firstStepAfterPause(ref, shrunkAt)) ?? 0) - shrunkAt, 40);
     assert.equal(sim.restartsSpent(ref), 1, 'the scale-down spent a restart, the growth none');
+  });
+
+  it('an elastic job trains on at its old size while the joining pod starts; a fixed-size one stalls', async () => {
+    const timing = { scaleUpCostSeconds: 10, scaleDownCostSeconds: 40 };
+    const rate = (k: number) => (k * 32) / fixedStepTime({ replicas: k, nodes: 1, localBatchSize: 32 });
+    const grow = async (sim: SimulatedCluster, ref: JobRef) => {
+      sim.step(600);
+      const before = sim.jobStatus(ref).processedSamples;
+      await sim.patchJob(
+        ref,
+        [{ op: 'replace', path: '/spec/pytorchReplicaSpecs/Worker/replicas', value: 2 }],
+        { dryRun: false },
+      );
+      sim.step(600);
+      return sim.jobStatus(ref).processedSamples - before;
+    };
+    const elastic = cluster({ timing });
+    const gained = await grow(elastic, submit(elastic, 'toy', { workers: 1 }));
+    // 20 s pod start at 1 worker, the 10 s pause, then 2 workers.
+    const expected = rate(1) * 20 + rate(2) * (600 - 20 - 10);
+    assert.ok(Math.abs(gained - expected) < 1e-6, `${gained} vs ${expected}`);
+
+    const fixed = cluster({ timing });
+    const manifest = pytorchJobManifest({
+      name: 'fixed',
+      namespace: 'team-a',
+      app: 'toy',
+      workers: 1,
+      minReplicas: 1,
+      maxReplicas: 8,
+      sizing: SIZING,
+      localBatchSize: 32,
+      targetSamples: 10_000_000,
+    });
+    delete (manifest.spec as { elasticPolicy?: unknown }).elasticPolicy;
+    fixed.submitJob(manifest);
+    const stalled = await grow(fixed, refOf('fixed'));
+    // No elasticPolicy: torchrun's world is fixed, nothing trains until every worker runs.
+    const expectedFixed = rate(2) * (600 - 20 - 10);
+    assert.ok(Math.abs(stalled - expectedFixed) < 1e-6, `${stalled} vs ${expectedFixed}`);
   });
 
   it('fails an elastic job whose agents run out of maxRestarts; growth spends none', async () => {

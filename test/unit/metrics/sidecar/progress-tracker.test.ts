@@ -94,14 +94,17 @@ describe('ProgressTracker: the first step of the current world', () => {
     assert.equal(tracker.resumedAt, undefined);
     tracker.observe({ step: 10, at: T0 });
     assert.equal(tracker.resumedAt, T0, 'a new worker: its first step');
+    assert.equal(tracker.pausedAt, undefined, 'a first start ends no pause');
     for (let i = 1; i <= 20; i++) tracker.observe({ step: 10 + i, at: T0 + i * 0.05 });
     tracker.observe({ step: 30, at: T0 + 1.5 }); // a 0.5 s hiccup: a slow step, not a pause
     assert.equal(tracker.resumedAt, T0);
     tracker.observe({ step: 30, at: T0 + 10 }); // the same total again: no progress
     tracker.observe({ step: 31, at: T0 + 21.5 }); // 20 s without a step: a re-formed world
     assert.equal(tracker.resumedAt, T0 + 21.5);
+    assert.equal(tracker.pausedAt, T0 + 1, 'the last step before it, not the reports that moved nothing');
     tracker.observe({ step: 25, at: T0 + 30 }); // back to an older checkpoint: a restart
     assert.equal(tracker.resumedAt, T0 + 30);
+    assert.equal(tracker.pausedAt, T0 + 21.5);
   });
 
   it('does not take the steps of a slow trainer for pauses', () => {
