@@ -59,6 +59,8 @@ interface KindShape {
    * change: their owner re-applies its own spec over them.
    */
   ownerActsForIt?: boolean;
+  /** The status condition (status True) the kind's controller sets when the run succeeded; none for a StatefulSet. */
+  succeededCondition?: string;
   /** The job's suspend flag, where the kind has one (Kueue keeps a job it manages suspended until admitted). */
   suspended(obj: KubeObject): boolean;
   /** The Kueue Workload pod set a role's pods are counted in (Kueue's integration for the kind names it). */
@@ -108,6 +110,7 @@ function workerBoundsFromAnnotations(obj: KubeObject, role: RoleName, replicas: 
 }
 
 const PYTORCH_JOB: KindShape = {
+  succeededCondition: 'Succeeded',
   kind: 'PyTorchJob',
   apiVersion: 'kubeflow.org/v1',
   defaultContainer: 'pytorch',
@@ -131,6 +134,7 @@ const PYTORCH_JOB: KindShape = {
 };
 
 const TF_JOB: KindShape = {
+  succeededCondition: 'Succeeded',
   kind: 'TFJob',
   apiVersion: 'kubeflow.org/v1',
   defaultContainer: 'tensorflow',
@@ -247,6 +251,7 @@ function refusesTemplateChange(kind: string, change: Change): Refusal | undefine
 }
 
 const BATCH_JOB: KindShape = {
+  succeededCondition: 'Complete',
   kind: 'Job',
   apiVersion: 'batch/v1',
   defaultContainer: undefined,
@@ -309,6 +314,7 @@ function workerReplicatedJob(obj: KubeObject): { index: number; name: string } {
 }
 
 const JOB_SET: KindShape = {
+  succeededCondition: 'Completed',
   kind: 'JobSet',
   apiVersion: 'jobset.x-k8s.io/v1alpha2',
   defaultContainer: undefined,
@@ -370,6 +376,7 @@ const JOB_SET: KindShape = {
  * count in every decision about the cluster) and changes none.
  */
 const TRAIN_JOB: KindShape = {
+  succeededCondition: 'Complete',
   kind: 'TrainJob',
   apiVersion: 'trainer.kubeflow.org/v1alpha1',
   defaultContainer: 'node',
@@ -437,6 +444,40 @@ function shapeFor(kind: string): KindShape {
 
 export function apiVersionOf(kind: JobKind): string {
   return SHAPES[kind].apiVersion;
+}
+
+/**
+ * Whether the job's controller reports the run succeeded, by the condition its kind uses: `Succeeded`
+ * (training-operator), `Complete` (batch/v1 Job, Trainer's TrainJob), `Completed` (JobSet). A StatefulSet
+ * never finishes; an unknown kind has not succeeded.
+ */
+export function hasSucceeded(obj: { kind?: string; status?: unknown }): boolean {
+  return successCondition(obj) !== undefined;
+}
+
+/** The job's success condition (see hasSucceeded), when it is True: its lastTransitionTime dates the success. */
+export function successCondition(obj: {
+  kind?: string;
+  status?: unknown;
+}): Record<string, unknown> | undefined {
+  const kind = obj.kind ?? '';
+  const type = isSupportedKind(kind) ? SHAPES[kind].succeededCondition : undefined;
+  if (!type) return undefined;
+  const conditions = getArray(obj, ['status', 'conditions']) ?? [];
+  return conditions.filter(isObject).find((c) => c.type === type && c.status === 'True');
+}
+
+/**
+ * Whether another object controls this job and re-applies its spec over it (a JobSet's child Jobs, a
+ * TrainJob's JobSet, a CronJob's Jobs): such a job is never trainscaler's, its owner is.
+ */
+export function controlledByItsOwner(obj: {
+  kind?: string;
+  metadata?: { ownerReferences?: ReadonlyArray<{ controller?: boolean }> };
+}): boolean {
+  const kind = obj.kind ?? '';
+  if (!isSupportedKind(kind) || !SHAPES[kind].ownerActsForIt) return false;
+  return (obj.metadata?.ownerReferences ?? []).some((o) => o.controller === true);
 }
 
 function readResources(container: unknown, field: 'requests' | 'limits', pointer: string): Resources {
