@@ -8,6 +8,7 @@ import type {
   JobKind,
   JobRef,
   JobView,
+  RefusableChange,
   Resources,
   RoleName,
   RoleView,
@@ -543,6 +544,42 @@ function toEpochSeconds(value: string | Date | undefined): number | undefined {
 }
 
 /**
+ * What the kind refuses whatever the value, asked of its own rules (shape.refuses) with a change that keeps the
+ * live value: the same answer buildJobPatch would give, so the two cannot disagree.
+ */
+function refusalsOf(
+  obj: KubeObject,
+  shape: KindShape,
+  roles: readonly RoleView[],
+): Partial<Record<RefusableChange, string>> {
+  const refusals: Partial<Record<RefusableChange, string>> = {};
+  const worker = roles.find((r) => r.role === 'Worker') ?? roles[0];
+  if (!shape.refuses || !worker) return refusals;
+  const loc = shape.roles(obj).find((l) => l.role === worker.role);
+  const probes: Record<RefusableChange, Change> = {
+    replicas: { kind: 'replicas', role: worker.role, from: worker.replicas, to: worker.replicas },
+    resources: {
+      kind: 'resources',
+      role: worker.role,
+      resource: 'memory',
+      field: 'limits',
+      from: worker.limits.memoryBytes,
+      to: worker.limits.memoryBytes,
+    },
+    'avoid-node': { kind: 'avoid-node', role: worker.role, node: '' },
+    'evict-pod': { kind: 'evict-pod', pod: '' },
+    pause: { kind: 'pause', reason: '' },
+  };
+  for (const [kind, change] of Object.entries(probes) as [RefusableChange, Change][]) {
+    // A count of 0 is refused for its value (parallelism >= 1), not for what it is: not a refusal of the kind.
+    if (kind === 'replicas' && worker.replicas < (worker.replicaMultiple ?? 1)) continue;
+    const refusal = shape.refuses(obj, change, loc);
+    if (refusal) refusals[kind] = new UnsupportedChangeError(shape.kind, refusal.field, refusal.why).message;
+  }
+  return refusals;
+}
+
+/**
  * Reads any supported job into the one view the policies understand. Throws ValidationError on malformed jobs.
  * `scope` decides whether the job is managed (opt-in, lib/management.ts).
  */
@@ -574,6 +611,7 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
       containerIndex: index,
       requests: readResources(container, 'requests', pointer),
       limits: readResources(container, 'limits', pointer),
+      ...((loc.groups ?? 1) > 1 ? { replicaMultiple: loc.groups } : {}),
     };
   });
   const image = shape.image
@@ -592,6 +630,10 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
     managed: false,
     state: parseState(obj),
   };
+  const refusals = refusalsOf(obj, shape, roles);
+  if (Object.keys(refusals).length > 0) view.refusals = refusals;
+  // A count its API will not change (a NonIndexed or finished Job) is fixed, whatever the annotation says.
+  if (refusals.replicas) view.elastic = false;
   const management = managementOf({ ...obj.metadata, namespace: view.ref.namespace }, scope);
   view.managed = management.managed;
   if (!management.managed) view.unmanagedReason = management.why;

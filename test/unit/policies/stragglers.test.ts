@@ -310,6 +310,17 @@ describe('decideOnStragglers', () => {
     );
   });
 
+  it('only evicts on a kind whose pod template cannot change (a running Job or JobSet), and says so', () => {
+    const refused =
+      "JobSet cannot change /spec: a running JobSet's pod template is immutable (node affinity changes only while suspended and never started)";
+    const plan = decide(oneSlow(), { ...job(), refusals: { 'avoid-node': refused } });
+    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
+    assert.match(
+      plan.reason,
+      /evicting worker-2 so the controller replaces it \(not steered away from node-2: JobSet cannot change/,
+    );
+  });
+
   it('evicts at most one pod per decision: the worse straggler', () => {
     const two = series(uniform(6), N, (w, i) =>
       i >= N - 6 && w === 1 ? 1.4 : i >= N - 6 && w === 4 ? 2 : 1,
