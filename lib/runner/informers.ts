@@ -1,5 +1,6 @@
 // List+watch of the objects trainscaler reacts to, through client-node's informers: every supported job kind
-// (PyTorchJobs, TFJobs, StatefulSets, batch/v1 Jobs, JobSets, TrainJobs) and pods, cluster-wide. Two things client-node leaves to the caller are done here:
+// (PyTorchJobs, TFJobs, StatefulSets, batch/v1 Jobs, JobSets, TrainJobs) and pods, cluster-wide. Two things
+// client-node leaves to the caller are done here:
 // - a list returns items without kind/apiVersion, and typed lists as class instances with Date fields, while
 //   watch events carry the API server's JSON; every object is normalised to the JSON form with its kind,
 //   which is what the handlers (and the Lambda deployment) receive;
