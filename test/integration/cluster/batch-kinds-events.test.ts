@@ -4,11 +4,13 @@
 // OOM kill of a JobSet pod (kwok's OOM stage, infra/cluster/kwok/stages.yaml) reaches the cluster-event
 // handler as the JobSet's, which answers with a reason (a running JobSet's pod template is immutable: no
 // memory raise is attempted) and writes nothing; an indexed Job that completes (condition Complete) reaches
-// it as a finished run and updates its signature's profile.
+// it as a finished run and updates its signature's profile; an Alertmanager alert naming a JobSet goes through
+// the alarm function (schema, trigger, tuning, guardrails) to a resize of its child Jobs.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { BatchV1Api, type V1Job, type V1Pod, type V1PodTemplateSpec } from '@kubernetes/client-node';
+import { handleAlarm } from '../../../functions/alarm.js';
 import { handleClusterEvent } from '../../../functions/cluster-event.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import { handleSubmit } from '../../../functions/submit.js';
@@ -18,6 +20,7 @@ import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/ku
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { EventRouter, type RoutedTask } from '../../../lib/runner/event-router.js';
 import { type InformerSet, startInformers } from '../../../lib/runner/informers.js';
+import { alertmanagerWebhook } from '../../fixtures/payloads.js';
 import { RecordedMetricsSource, wellScalingSamples } from '../support/recorded-metrics.js';
 import {
   createNamespace,
@@ -36,11 +39,12 @@ let ns = '';
 let informers: InformerSet | undefined;
 const routed: RoutedTask[] = [];
 const samples = new Map<string, ReturnType<typeof wellScalingSamples>>();
+const processed = new Map<string, number>();
 
 function deps(): HandlerDeps {
   return {
     cluster: new KubernetesClusterClient(loadKubeConfig({ kubeconfig: cluster.saKubeconfig })),
-    metrics: new RecordedMetricsSource(samples),
+    metrics: new RecordedMetricsSource(samples, processed),
     clock: () => Math.floor(Date.now() / 1000),
     config: DEFAULT_POLICY_CONFIG,
     dryRun: false,
@@ -229,5 +233,79 @@ describe('JobSet and indexed Job events through the runner’s informers, as the
       'the profile is stored',
     );
     assert.equal(routed.filter((t) => t.key === `job:Job/${ns}/ddp`).length, 1, 'once');
+  });
+
+  it('an Alertmanager alert naming a JobSet grows it through its child Jobs, in a multiple of them', async () => {
+    // 2 child Jobs x 1 pod; a known remaining time lets the growth rule add more than one worker at once.
+    const annotations = { ...managed, 'trainscaler.io/target-samples': '100000000' };
+    const body = {
+      apiVersion: 'jobset.x-k8s.io/v1alpha2',
+      kind: 'JobSet',
+      metadata: { name: 'grow', namespace: ns, annotations },
+      spec: {
+        replicatedJobs: [
+          {
+            name: 'workers',
+            replicas: 2,
+            template: {
+              spec: {
+                parallelism: 1,
+                completions: 1,
+                completionMode: 'Indexed',
+                backoffLimit: 6,
+                template: podSpec(),
+              },
+            },
+          },
+        ],
+      },
+    };
+    await cluster.admin.custom.createNamespacedCustomObject({ ...JOBSET, namespace: ns, body });
+    await waitFor('2 JobSet pods running', async () =>
+      (await podsOf('jobset.sigs.k8s.io/jobset-name=grow')).length === 2 ? true : undefined,
+    );
+    const key = RecordedMetricsSource.key({ namespace: ns, name: 'grow' });
+    // Observed at 1 and 2 workers, one per node (as the scheduler spreads them here), scaling linearly.
+    const now = Math.floor(Date.now() / 1000);
+    samples.set(
+      key,
+      Array.from({ length: 20 }, (_, i) => ({
+        replicas: i < 10 ? 1 : 2,
+        nodes: i < 10 ? 1 : 2,
+        localBatchSize: 64,
+        stepTime: 0.2 * (1 + 0.01 * (i % 3)),
+        syncTime: i < 10 ? 0 : 0.002,
+        at: now - 3600 + i * 60,
+      })),
+    );
+    processed.set(key, 1000);
+    const result = await handleAlarm(
+      alertmanagerWebhook([{ namespace: ns, kind: 'JobSet', name: 'grow' }]),
+      deps(),
+    );
+    assert.deepEqual(result.errors, []);
+    const outcome = result.outcomes[0];
+    assert.equal(outcome?.applied, true, outcome?.plan.reason);
+    const live = (await cluster.admin.custom.getNamespacedCustomObject({
+      ...JOBSET,
+      namespace: ns,
+      name: 'grow',
+    })) as {
+      spec: {
+        replicatedJobs: {
+          replicas: number;
+          template: { spec: { parallelism: number; completions: number } };
+        }[];
+      };
+    };
+    const workers = live.spec.replicatedJobs[0];
+    assert.ok(workers);
+    assert.equal(workers.replicas, 2, 'replicas is immutable');
+    assert.equal(workers.template.spec.parallelism, workers.template.spec.completions);
+    const total = workers.replicas * workers.template.spec.parallelism;
+    assert.ok(total > 2 && total <= 4, `grown within max-replicas 4 to ${total}`);
+    await waitFor(`${total} JobSet pods running`, async () =>
+      (await podsOf('jobset.sigs.k8s.io/jobset-name=grow')).length === total ? true : undefined,
+    );
   });
 });
