@@ -14,16 +14,29 @@ import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-c
 import { clusterQueueQuotaOf, kueueJobOf } from './cluster/kueue-state.js';
 import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
+import { measureLastRescale } from './decisions/rescale-measurement.js';
 import { ConflictError, TrainscalerError } from './errors.js';
 import {
   applyGuardrails,
   declaredGpus,
   type GuardrailConfig,
+  type GuardrailContext,
   gpusPerReplica,
   placedReplicasOf,
+  protectedPodsOf,
+  reductionRestartsNothing,
+  spendsRestart,
 } from './guardrails.js';
 import { applyKueueRules, type KueueJob, touchesPodSets } from './kueue/kueue-guard.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
+import type { MetricsSource } from './metrics/metrics-source.js';
+import {
+  type PodResizeResult,
+  planPodResizes,
+  resizeTargetsOf,
+  sendPodResizes,
+  withPodResizes,
+} from './pod-resizes.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -45,6 +58,8 @@ export interface ActuatorDeps {
   management?: ManagementScope;
   /** Guardrail knobs; unset ones take the production defaults (DEFAULT_POLICY_CONFIG). */
   guardrails?: Partial<GuardrailConfig>;
+  /** Where the job's last rescale is measured (lib/decisions/rescale-measurement.ts); none: not measured. */
+  metrics?: MetricsSource;
 }
 
 /** What the actuator read, handed to the policy so that it decides on exactly the version it will patch. */
@@ -68,6 +83,8 @@ export interface Outcome {
   skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed' | 'kueue';
   /** Conflicts met and retried before the outcome. */
   conflicts?: number;
+  /** The in-place resizes sent (pods/resize), one per pod, when the plan changed CPU or memory. */
+  podResizes?: PodResizeResult[];
 }
 
 export type Decide = (snapshot: JobSnapshot) => Plan | Promise<Plan>;
@@ -182,8 +199,24 @@ function addsGpus(plan: Plan, view: JobView): boolean {
   });
 }
 
-function nextState(view: JobView, plan: Plan, record: DecisionRecord): JobAutoscalerState {
+function nextState(
+  view: JobView,
+  plan: Plan,
+  record: DecisionRecord,
+  context: GuardrailContext,
+): JobAutoscalerState {
   const state: JobAutoscalerState = { ...view.state, lastActionAt: record.at, lastDecisionId: record.id };
+  // Counted on the write, before torchelastic restarts: a decision is written once (resourceVersion pin).
+  if (plan.changes.some((c) => spendsRestart(c, view, context)))
+    state.scaleDowns = (view.state.scaleDowns ?? 0) + 1;
+  // Remembered so that a later review measures its cost from the job's metrics; a resize that restarts
+  // nothing (no pod of the job placed, or only never-placed replicas removed) has no pause to measure.
+  const rescale = plan.changes.find(
+    (c): c is Extract<Change, { kind: 'replicas' }> =>
+      c.kind === 'replicas' && c.role === 'Worker' && c.from !== c.to,
+  );
+  if (rescale && !context.queued && !reductionRestartsNothing(rescale, context))
+    state.lastRescale = { at: record.at, from: rescale.from, to: rescale.to };
   const pause = plan.changes.find((c) => c.kind === 'pause');
   if (pause) {
     state.paused = true;
@@ -225,6 +258,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     };
     const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, management);
     const { obj, view } = snapshot;
+    // The decision sees, and the write keeps, what the job's last rescale cost.
+    if (view.managed) view.state = await measureLastRescale(deps.metrics, view);
     if (!view.managed) {
       const reason = view.unmanagedReason ?? 'not managed';
       const plan: Plan = { ref, policy: 'tuning', changes: [], reason };
@@ -232,12 +267,13 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     }
     const decided = await decide(snapshot);
     const config = guardrailConfig(deps);
-    const context: Parameters<typeof applyGuardrails>[1] = {
+    const context: GuardrailContext = {
       job: view,
       config,
       now: deps.clock(),
       queued: snapshot.pods.every((p) => !p.nodeName),
       placedReplicas: placedReplicasOf(snapshot.pods),
+      protectedPods: protectedPodsOf(view, snapshot.pods),
     };
     if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
       context.clusterGpusAllocated = await clusterGpusAllocated(deps.cluster, snapshot);
@@ -268,6 +304,11 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     }
     if (plan.changes.length === 0)
       return { ref, plan, applied: false, skipped: heldByKueue ? 'kueue' : 'no-change', conflicts };
+    // CPU/memory changes reach the running pods in place where the API server serves pods/resize (discovery).
+    const served = resizeTargetsOf(plan.changes).size > 0 && (await podResizeServed(deps, ref));
+    const podResizes = planPodResizes(snapshot, plan, served);
+    const kept = plan; // its evictions of OOM-killed pods, should their in-place resize be refused
+    plan = withPodResizes(plan, podResizes);
     // No duplicate check here: the id covers the resourceVersion read, which every write bumps, so a
     // decision already written can never be found again under the same id. Duplicate triggers are stopped by
     // the resourceVersion pin (all but one patch conflict and re-read) and then by what the winner wrote
@@ -283,7 +324,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       write: randomBytes(6).toString('hex'),
     };
     const annotations = {
-      [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record)),
+      [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record, context)),
       [ANNOTATION.lastDecision]: JSON.stringify(record),
       [ANNOTATION.history]: JSON.stringify([...readHistory(obj), record].slice(-HISTORY_LENGTH)),
     };
@@ -306,16 +347,47 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       );
       return { ref, plan, applied: false, skipped: 'dry-run', decisionId: id, patch, conflicts };
     }
-    for (const change of plan.changes) {
-      if (change.kind === 'evict-pod')
-        await deps.cluster.evictPod(ref.namespace, change.pod, { dryRun: false });
-    }
-    await recordEvent(deps, view, obj, plan, id);
+    // After the template: a conflict on the job above leaves every pod untouched.
+    const resized = await sendPodResizes(deps.cluster, snapshot, plan, podResizes, () =>
+      loadSnapshot(deps.cluster, ref, deps.priorityClasses, management),
+    );
+    const failed = resized.filter((r) => r.result === 'failed');
+    // An OOM-killed pod whose resize the API server refused is recreated at the new size the old way.
+    const evictions = [
+      ...plan.changes.flatMap((c) => (c.kind === 'evict-pod' ? [c.pod] : [])),
+      ...kept.changes.flatMap((c) =>
+        c.kind === 'evict-pod' && c.toResize && failed.some((f) => f.pod === c.pod) ? [c.pod] : [],
+      ),
+    ];
+    for (const pod of evictions) await deps.cluster.evictPod(ref.namespace, pod, { dryRun: false });
+    if (failed.length > 0)
+      deps.logger.warn({ job: ref, decisionId: id, failed }, 'in-place resize refused; pods keep their size');
+    const told =
+      failed.length > 0
+        ? {
+            ...plan,
+            reason: `${plan.reason}; resize refused: ${failed.map((f) => `${f.pod} (${f.detail ?? 'no detail'})`).join(', ')}`,
+          }
+        : plan;
+    await recordEvent(deps, view, obj, told, id);
     deps.logger.info(
       { job: ref, decisionId: id, policy: plan.policy, reason: plan.reason },
       'decision applied',
     );
-    return { ref, plan, applied: true, decisionId: id, patch, conflicts };
+    const outcome: Outcome = { ref, plan, applied: true, decisionId: id, patch, conflicts };
+    if (resized.length > 0) outcome.podResizes = resized;
+    return outcome;
+  }
+}
+
+/** Discovery that fails is answered as "not served": the template-only (and eviction) path is always safe. */
+async function podResizeServed(deps: ActuatorDeps, ref: JobRef): Promise<boolean> {
+  try {
+    return (await deps.cluster.servesPodResize?.()) === true;
+  } catch (error) {
+    const detail = error instanceof TrainscalerError ? error.message : String(error);
+    deps.logger.warn({ job: ref, error: detail }, 'pods/resize discovery failed; resizing no pod in place');
+    return false;
   }
 }
 

@@ -63,6 +63,12 @@ export function readPod(pod: V1Pod, containerName?: string): PodView {
     requests: resourcesOf(container?.resources?.requests as Record<string, string> | undefined),
     limits: resourcesOf(container?.resources?.limits as Record<string, string> | undefined),
   };
+  const reported = status?.resources;
+  if (reported)
+    view.actual = {
+      requests: resourcesOf(reported.requests as Record<string, string> | undefined),
+      limits: resourcesOf(reported.limits as Record<string, string> | undefined),
+    };
   if (pod.spec?.nodeName) view.nodeName = pod.spec.nodeName;
   if ((pod.spec?.schedulingGates?.length ?? 0) > 0) view.schedulingGated = true;
   const termination = terminationOf(status);

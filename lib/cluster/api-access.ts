@@ -62,6 +62,11 @@ export const CLUSTER_CLIENT_ACCESS = {
   listNodes: [{ group: '', resource: 'nodes', verb: 'list', scope: CLUSTER }],
   // Through the Eviction API: PodDisruptionBudgets are honoured and pods are never deleted directly.
   evictPod: [{ group: '', resource: 'pods/eviction', verb: 'create', scope: CLUSTER }],
+  // In-place CPU/memory resize of a job's running pods (Kubernetes 1.33+); the pod itself is never patched.
+  resizePod: [{ group: '', resource: 'pods/resize', verb: 'patch', scope: CLUSTER }],
+  // Discovery (GET /api/v1) is a non-resource URL every authenticated user may read (the built-in
+  // system:discovery ClusterRole): nothing for trainscaler's RBAC to grant.
+  servesPodResize: [],
   createEvent: [{ group: '', resource: 'events', verb: 'create', scope: CLUSTER }],
   // Kueue (lib/cluster/kueue-state.ts): whether Kueue manages a job (its Workloads) and the quota left in its
   // ClusterQueue. Read only: trainscaler never writes a Kueue object.

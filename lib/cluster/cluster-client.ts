@@ -71,6 +71,13 @@ export interface ClusterClient {
   listNodes(): Promise<V1Node[]>;
   /** Through the Eviction API, so PodDisruptionBudgets are honoured. */
   evictPod(namespace: string, name: string, options: WriteOptions): Promise<void>;
+  /**
+   * Whether the API server serves the `pods/resize` subresource (discovery of the core API group's resources;
+   * Kubernetes 1.33+). A client without it (the simulated cluster) resizes nothing in place.
+   */
+  servesPodResize?(): Promise<boolean>;
+  /** JSON Patch on `pods/<name>/resize`: a running pod's container CPU and memory, in place. */
+  resizePod?(namespace: string, name: string, patch: JsonPatchOp[], options: WriteOptions): Promise<V1Pod>;
   createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined>;
   /**
    * Kueue Workloads (kueue.x-k8s.io/v1beta2) in a namespace matching a label selector; none when the cluster

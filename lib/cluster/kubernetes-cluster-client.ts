@@ -237,6 +237,43 @@ export class KubernetesClusterClient implements ClusterClient {
     );
   }
 
+  private podResizeServed: Promise<boolean> | undefined;
+
+  /**
+   * Discovery of the core group (GET /api/v1, open to every authenticated user through the built-in
+   * system:discovery role): whether `pods/resize` is listed. Asked once per client; a failed answer is not kept.
+   */
+  servesPodResize(): Promise<boolean> {
+    this.podResizeServed ??= call('discover the core API resources', () => this.core.getAPIResources())
+      .then((list) => list.resources.some((r) => r.name === 'pods/resize'))
+      .catch((error: unknown) => {
+        this.podResizeServed = undefined;
+        throw error;
+      });
+    return this.podResizeServed;
+  }
+
+  async resizePod(
+    namespace: string,
+    name: string,
+    patch: JsonPatchOp[],
+    options: WriteOptions,
+  ): Promise<V1Pod> {
+    const headers = writeRequestOptions(options, setHeaderOptions('Content-Type', PatchStrategy.JsonPatch));
+    return call(`resize pod ${namespace}/${name}`, () =>
+      this.core.patchNamespacedPodResize(
+        {
+          namespace,
+          name,
+          body: patch,
+          dryRun: options.dryRun ? 'All' : undefined,
+          fieldManager: FIELD_MANAGER,
+        },
+        headers,
+      ),
+    );
+  }
+
   async createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
     if (options.dryRun) return undefined;
     const { ref, uid, apiVersion } = event.involved;

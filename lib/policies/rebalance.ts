@@ -24,6 +24,7 @@ import {
   plural,
   podsPerNode,
 } from './placement.js';
+import { describeCost, type RescaleCosts, rescaleCostsOf, scaleDownsLeft } from './rescale-cost.js';
 import {
   ASSUMED_REMAINING_SECONDS,
   cooldownRemaining,
@@ -91,8 +92,15 @@ interface Slot {
   /** A job moves one way per decision; growing and shrinking it in one plan would be churn. */
   direction: -1 | 0 | 1;
   remaining: number;
+  /** What growing and shrinking this job costs (its own measurements, else the defaults). */
+  costs: RescaleCosts;
+  /** Worker scale-downs left before only the job's reserved restart remains (Infinity: no budget). */
+  shrinksLeft: number;
   notes: Map<string, Note>;
   predictions: Map<number, number | undefined>;
+  meanPredictions: Map<number, number | undefined>;
+  /** Grown by one probe worker on the mean prediction (probeUncertain): its plan is explained on the mean. */
+  probed: boolean;
 }
 
 export function decideRebalance(input: RebalanceInput): Plan[] {
@@ -106,6 +114,7 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
   cap = admitPending(slots, pending, cap, config);
   cap = growIntoIdle(slots, cap, config);
   cap = probeUnmodelled(slots, cap, config);
+  cap = probeUncertain(slots, cap, config);
   reclaimLowValueWorkers(slots, cap, config);
 
   return slots.filter((s) => s.k !== s.k0).map((s) => planFor(s, config));
@@ -149,8 +158,12 @@ function buildSlots(input: RebalanceInput): Slot[] {
       movable,
       direction: 0,
       remaining: entry.remainingSeconds ?? ASSUMED_REMAINING_SECONDS,
+      costs: rescaleCostsOf(job, input.config),
+      shrinksLeft: scaleDownsLeft(job),
       notes: new Map(),
       predictions: new Map(),
+      meanPredictions: new Map(),
+      probed: false,
     });
   }
   return slots.sort(
@@ -270,9 +283,9 @@ function queuedShare(
         s !== own &&
         canShrink(s, config) &&
         s.entry.job.priority <= p.job.priority &&
-        scaleDownPaysOff(s.remaining, s.k0, s.k - 1, config),
+        scaleDownPaysOff(s.remaining, s.k0, s.k - 1, s.costs, config),
     );
-    if (!victim || !(gain > lossPerGpu(victim) + config.minRelativeGain)) break;
+    if (!victim || !(gain > donorLoss(victim) + config.minRelativeGain)) break;
     const freed = release(trial, victim.worker.requests, 1);
     const more = Math.min(own.k0 - granted, podsFitting(freed, p.demand));
     // A freed worker of another shape that still leaves no room for this job's pod is not taken.
@@ -344,7 +357,7 @@ function cheapestDonor(slots: Slot[], eligible: (s: Slot) => boolean): Slot | un
   let bestLoss = 0;
   for (const slot of slots) {
     if (!eligible(slot)) continue;
-    const loss = lossPerGpu(slot);
+    const loss = donorLoss(slot);
     const order = best
       ? slot.entry.job.priority - best.entry.job.priority ||
         loss - bestLoss ||
@@ -411,7 +424,7 @@ function probeUnmodelled(slots: Slot[], capacity: ClusterCapacity, config: Polic
     )
     .sort((a, b) => b.entry.job.priority - a.entry.job.priority || compareStrings(a.key, b.key));
   for (const s of probes) {
-    if (s.remaining <= scaleUpCost(config)) continue;
+    if (s.remaining <= scaleUpCost(s.costs, config)) continue;
     if (podsFitting(cap, s.worker.requests) < 1) continue;
     cap = reserve(cap, s.worker.requests, 1);
     grow(s);
@@ -433,10 +446,11 @@ function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config
     if (recipients.length === 0) return;
     const victims = slots
       .filter((s) => s.entry.model !== undefined && canShrink(s, config))
-      .map((s) => ({ slot: s, lastGain: lastWorkerGain(s), loss: lossPerGpu(s) }))
+      .map((s) => ({ slot: s, lastGain: lastWorkerGain(s), loss: donorLoss(s) }))
       .filter(
         (v) =>
-          v.lastGain !== undefined && scaleDownPaysOff(v.slot.remaining, v.slot.k0, v.slot.k - 1, config),
+          v.lastGain !== undefined &&
+          scaleDownPaysOff(v.slot.remaining, v.slot.k0, v.slot.k - 1, v.slot.costs, config),
       )
       .sort(
         (a, b) =>
@@ -506,10 +520,66 @@ function growthOption(s: Slot, config: PolicyConfig): GrowthOption | undefined {
   const start = predict(s, s.k0);
   if (now === undefined || next === undefined || start === undefined) return undefined;
   const gain = next / now - 1;
-  // Each added worker must clear hysteresis on its own, or tuning would take it back next round.
-  if (gain < config.minRelativeGain) return undefined;
-  if (!scaleUpPaysOff(s.remaining, start, next, config)) return undefined;
+  // Every added worker must speed the job up, and the decision must clear the hysteresis as a whole: a
+  // worker of a 40-worker job adds 2.5% at best, so asking 5% of each one stopped the growth of every job
+  // near 20 workers while GPUs idled (tuning judges its scale-ups the same way, up to maxReplicaStep at once).
+  if (!(gain > 0)) return undefined;
+  if (reachableGain(s, config, predict) < config.minRelativeGain) return undefined;
+  if (!scaleUpPaysOff(s.remaining, start, next, s.costs, config)) return undefined;
   return { slot: s, gain, gainPerGpu: (gain / gpuWeight(s)) * urgency(s) };
+}
+
+/** The best relative gain over k0 this decision could reach within the growth limit, by `tp`. */
+function reachableGain(
+  s: Slot,
+  config: PolicyConfig,
+  tp: (s: Slot, k: number) => number | undefined,
+): number {
+  const start = tp(s, s.k0);
+  if (start === undefined) return Number.NEGATIVE_INFINITY;
+  const limit = Math.min(s.worker.maxReplicas, s.k0 + slotGrowthLimit(s, config).workers);
+  let best = Number.NEGATIVE_INFINITY;
+  for (let k = s.k0 + 1; k <= limit; k++) {
+    const at = tp(s, k);
+    if (at !== undefined) best = Math.max(best, at / start - 1);
+  }
+  return best;
+}
+
+/**
+ * Idle GPUs left after growth and probes of unmodelled jobs: a job whose cautious prediction (step time +
+ * 1 sd) forecasts no gain but whose mean prediction says one more worker pays gets that one worker. The
+ * doubt is about a size the job has not run at, and measuring it there is cheaper than leaving the GPU idle;
+ * the next fit sees the new scale. Best mean gain per GPU (urgency-weighted) first, one worker per job.
+ */
+function probeUncertain(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
+  let cap = capacity;
+  const candidates: Array<{ s: Slot; gain: number; value: number }> = [];
+  for (const s of slots) {
+    if (s.entry.model === undefined || oneScale(s) || !s.movable || s.direction !== 0) continue;
+    if (s.k !== s.k0 || s.k >= s.worker.maxReplicas) continue;
+    const now = meanPredict(s, s.k);
+    const next = meanPredict(s, s.k + 1);
+    if (now === undefined || next === undefined || !(next > now)) continue;
+    if (reachableGain(s, config, meanPredict) < config.minRelativeGain) continue;
+    if (!scaleUpPaysOff(s.remaining, now, next, s.costs, config)) continue;
+    const gain = next / now - 1;
+    candidates.push({ s, gain, value: (gain / gpuWeight(s)) * urgency(s) });
+  }
+  candidates.sort((a, b) => b.value - a.value || compareStrings(a.s.key, b.s.key));
+  for (const { s, gain } of candidates) {
+    if (podsFitting(cap, s.worker.requests) < 1) continue;
+    cap = reserve(cap, s.worker.requests, 1);
+    grow(s);
+    s.probed = true;
+    addNote(
+      s,
+      'probe',
+      1,
+      `probe on idle capacity: at step time + 1 sd the model sees no gain beyond ${plural(s.k0, 'worker')}, its mean predicts ${formatChange(gain)}; one worker measures it`,
+    );
+  }
+  return cap;
 }
 
 function compareOptions(a: GrowthOption, b: GrowthOption): number {
@@ -550,6 +620,8 @@ function oneScale(s: Slot): boolean {
 function canShrink(s: Slot, config: PolicyConfig): boolean {
   return (
     s.movable &&
+    // A shrink the restart-budget guardrail would hold is not planned: its worker would be counted twice.
+    (s.direction < 0 || s.shrinksLeft > 0) &&
     s.direction <= 0 &&
     s.k > Math.max(s.worker.minReplicas, 1) &&
     s.k0 - s.k < config.maxReplicaStep
@@ -567,24 +639,37 @@ function shrink(s: Slot): void {
 }
 
 /** The current size is observed, so it gets the expected value; any other size the cautious one. */
-function predict(s: Slot, k: number): number | undefined {
-  const model = s.entry.model;
-  if (!model || k < 1) return undefined;
-  if (s.predictions.has(k)) return s.predictions.get(k);
+function placementAt(s: Slot, k: number): Placement {
   const { job, current } = s.entry;
-  const placement: Placement = {
+  return {
     replicas: k,
     nodes: nodesAfterResize(current, k, s.perNode),
     ...(current.ps !== undefined ? { ps: current.ps } : {}),
     localBatchSize: localBatchFor(job, k, current.localBatchSize),
   };
+}
+
+function predict(s: Slot, k: number): number | undefined {
+  const model = s.entry.model;
+  if (!model || k < 1) return undefined;
+  if (s.predictions.has(k)) return s.predictions.get(k);
   // Off the one observed scale the cautious prediction always forecasts a loss (its spread is unbounded), so
   // a one-scale job's probe is judged on the mean, as tuning's probe is.
   const tp =
     k === s.k0 || oneScale(s)
-      ? expectedThroughput(model, placement)
-      : pessimisticThroughput(model, placement);
+      ? expectedThroughput(model, placementAt(s, k))
+      : pessimisticThroughput(model, placementAt(s, k));
   s.predictions.set(k, tp);
+  return tp;
+}
+
+/** The mean prediction (step time without the 1 sd of caution). */
+function meanPredict(s: Slot, k: number): number | undefined {
+  const model = s.entry.model;
+  if (!model || k < 1) return undefined;
+  if (s.meanPredictions.has(k)) return s.meanPredictions.get(k);
+  const tp = expectedThroughput(model, placementAt(s, k));
+  s.meanPredictions.set(k, tp);
   return tp;
 }
 
@@ -602,6 +687,17 @@ function lossPerGpu(s: Slot): number {
   const less = predict(s, s.k - 1);
   const loss = now !== undefined && less !== undefined ? Math.max(0, 1 - less / now) : 1 / s.k;
   return (loss / gpuWeight(s)) * urgency(s);
+}
+
+/**
+ * What giving a worker costs a donor: its loss per GPU, counted dearer the fewer scale-downs its restart
+ * budget has left (a restart spent now is one the job cannot give later, to a more urgent job or a real
+ * failure): x2 on its last, x1.5 on its second-to-last, nothing extra without a budget. So among donors that
+ * lose alike, the one with budget to spare gives.
+ */
+function donorLoss(s: Slot): number {
+  const scarcity = Number.isFinite(s.shrinksLeft) ? 1 + 1 / Math.max(1, s.shrinksLeft) : 1;
+  return lossPerGpu(s) * scarcity;
 }
 
 /**
@@ -631,8 +727,8 @@ function addNote(s: Slot, key: string, delta: number, detail: string): void {
 
 function planFor(s: Slot, config: PolicyConfig): Plan {
   const parts: string[] = [];
-  const before = predict(s, s.k0);
-  const after = predict(s, s.k);
+  const before = s.probed ? meanPredict(s, s.k0) : predict(s, s.k0);
+  const after = s.probed ? meanPredict(s, s.k) : predict(s, s.k);
   if (before !== undefined && after !== undefined) {
     parts.push(`predicted ${formatRateChange(before, after)}`);
   }
@@ -644,7 +740,7 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
   if (s.k > s.k0 && before !== undefined && after !== undefined) {
     parts.push(
       `gain over ${describeRemaining(s.entry.remainingSeconds)} = ${formatDuration(timeSaved(s.remaining, before, after))} ` +
-        `> ${config.gainOverCostFactor} x rescale cost ${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}`,
+        `> ${config.gainOverCostFactor} x ${describeCost(s.costs, 'up')}`,
     );
   }
   return planWithinKind(s.entry.job, {

@@ -96,6 +96,14 @@ export class LeaderFencedClusterClient implements ClusterClient {
       this.inner.evictPod(namespace, name, o),
     );
   }
+  servesPodResize(): Promise<boolean> {
+    return this.inner.servesPodResize?.() ?? Promise.resolve(false);
+  }
+  resizePod(namespace: string, name: string, patch: JsonPatchOp[], options: WriteOptions): Promise<V1Pod> {
+    const resize = this.inner.resizePod?.bind(this.inner);
+    if (!resize) throw new Error('this cluster client cannot resize pods in place');
+    return this.fenced(`resize pod ${namespace}/${name}`, options, (o) => resize(namespace, name, patch, o));
+  }
   createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
     const { ref } = event.involved;
     return this.fenced(`create event for ${ref.namespace}/${ref.name}`, options, (o) =>

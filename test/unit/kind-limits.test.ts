@@ -156,6 +156,7 @@ describe('what each kind refuses, whatever the value', () => {
       'avoid-node',
       'evict-pod',
       'pause',
+      'rendezvous',
       'replicas',
       'resources',
     ]);

@@ -64,14 +64,36 @@ async function bodyOf(request: IncomingMessage): Promise<unknown> {
 interface Recorder {
   kubeConfig: KubeConfig;
   recorded: ApiAccess[];
+  /** Discovery reads (non-resource URLs such as /api/v1): granted to every user, not by trainscaler's RBAC. */
+  discovery: string[];
   close(): Promise<void>;
 }
 
 /** An HTTP server on 127.0.0.1 that answers like an API server would, recording each request. One per caller. */
 async function recorder(): Promise<Recorder> {
   const recorded: ApiAccess[] = [];
+  const discovery: string[] = [];
   const server: Server = createServer(async (request, response) => {
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    if (request.method === 'GET' && /^\/(api(\/v1)?|apis(\/[^/]+){0,2})\/?$/.test(url.pathname)) {
+      discovery.push(url.pathname);
+      response.setHeader('content-type', 'application/json');
+      return response.end(
+        JSON.stringify({
+          kind: 'APIResourceList',
+          groupVersion: 'v1',
+          resources: [
+            {
+              name: 'pods/resize',
+              namespaced: true,
+              kind: 'Pod',
+              verbs: ['get', 'patch', 'update'],
+              singularName: '',
+            },
+          ],
+        }),
+      );
+    }
     const access = accessOf(request.method ?? 'GET', url, await bodyOf(request));
     recorded.push(access);
     response.setHeader('content-type', 'application/json');
@@ -102,6 +124,7 @@ async function recorder(): Promise<Recorder> {
   return {
     kubeConfig,
     recorded,
+    discovery,
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));
@@ -143,6 +166,11 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       listPods: (c) => Promise.all([c.listPods(undefined), c.listPods('team-a', 'a=b')]),
       listNodes: (c) => c.listNodes(),
       evictPod: (c) => c.evictPod('team-a', 'train-worker-0', { dryRun: false }),
+      resizePod: (c) =>
+        c.resizePod('team-a', 'train-worker-0', [{ op: 'test', path: '/spec', value: {} }], {
+          dryRun: false,
+        }),
+      servesPodResize: (c) => c.servesPodResize(),
       createEvent: (c) =>
         c.createEvent(
           {
@@ -175,6 +203,19 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       assert.deepEqual(requests, expected);
     });
   }
+
+  it('servesPodResize reads only discovery (/api/v1), which RBAC does not need to grant', async () => {
+    const r = await recorder();
+    try {
+      const client = new KubernetesClusterClient(r.kubeConfig);
+      assert.equal(await client.servesPodResize(), true);
+      assert.equal(await client.servesPodResize(), true, 'asked once per client');
+      assert.deepEqual(r.discovery, ['/api/v1']);
+      assert.deepEqual(r.recorded, []);
+    } finally {
+      await r.close();
+    }
+  });
 
   it('covers every method of KubernetesClusterClient', () => {
     const methods = Object.getOwnPropertyNames(KubernetesClusterClient.prototype).filter(

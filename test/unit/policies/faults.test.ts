@@ -128,7 +128,7 @@ describe('decideOnFault: OOM kills', () => {
     assert.deepEqual(plan.changes, [
       { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 8 * GiB, to: 12 * GiB },
       // Pod resources are immutable: only a recreated pod runs at the new size.
-      { kind: 'evict-pod', pod: 'worker-2' },
+      { kind: 'evict-pod', pod: 'worker-2', toResize: true },
     ]);
     assert.match(plan.reason, /worker-2 OOMKilled \(exit 137\) at 8\.0 GiB limit/);
     assert.match(plan.reason, /raising Worker memory to 12\.0 GiB \(x1\.50, cap 256\.0 GiB\)/);
@@ -171,7 +171,7 @@ describe('decideOnFault: OOM kills', () => {
     const plan = decide(job({}, [alreadyRaised]), [oomKilled(2)]); // pod still carries the old 8 GiB limit
     assert.deepEqual(
       plan.changes,
-      [{ kind: 'evict-pod', pod: 'worker-2' }],
+      [{ kind: 'evict-pod', pod: 'worker-2', toResize: true }],
       'no second raise; the pod is recreated',
     );
     assert.match(plan.reason, /already raised to 12\.0 GiB; evicting/);
@@ -183,14 +183,27 @@ describe('decideOnFault: OOM kills', () => {
     assert.equal(memoryChange(plan.changes, 'limits')?.to, 18 * GiB);
   });
 
+  it('a pod resized in place whose kubelet still runs it at the old size: evicted, not raised again', () => {
+    const raised = worker({ limits: { cpuMillis: 8000, memoryBytes: 12 * GiB, gpus: 1 } });
+    const old = oomKilled(2);
+    // The spec says 12 GiB (the resize was written), the kubelet reports 8 GiB (resize pending).
+    const pending = { ...old, limits: raised.limits, actual: { requests: old.requests, limits: old.limits } };
+    const plan = decide(job({}, [raised]), [pending]);
+    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2', toResize: true }]);
+    assert.match(plan.reason, /OOMKilled at 8\.0 GiB, but Worker memory was already raised/);
+    // Reported at the new size: it really ran with 12 GiB, so it is raised again.
+    const reached = { ...pending, actual: { requests: old.requests, limits: raised.limits } };
+    assert.equal(memoryChange(decide(job({}, [raised]), [reached]).changes, 'limits')?.to, 18 * GiB);
+  });
+
   it('raises once per role however many of its pods were OOM-killed', () => {
     const plan = decide(job(), [oomKilled(0), oomKilled(1), pod(2), pod(3)]);
     assert.equal(plan.changes.filter((c) => c.kind === 'resources').length, 1);
     assert.deepEqual(
       plan.changes.filter((c) => c.kind === 'evict-pod'),
       [
-        { kind: 'evict-pod', pod: 'worker-0' },
-        { kind: 'evict-pod', pod: 'worker-1' },
+        { kind: 'evict-pod', pod: 'worker-0', toResize: true },
+        { kind: 'evict-pod', pod: 'worker-1', toResize: true },
       ],
     );
     assert.match(plan.reason, /worker-0, worker-1 OOMKilled/);
@@ -216,10 +229,12 @@ describe('decideOnFault: OOM kills', () => {
         from: 6 * GiB,
         to: 9 * GiB,
       },
-      { kind: 'evict-pod', pod: 'worker-0' },
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
     ]);
     const grown = worker({ limits: noLimit.limits, requests: { ...noLimit.requests, memoryBytes: 9 * GiB } });
-    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [{ kind: 'evict-pod', pod: 'worker-0' }]);
+    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
+    ]);
   });
 });
 
@@ -371,7 +386,7 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
     const plan = decide(job(), [oomKilled(0), pod(1), pod(2), evicted(3)], FULL);
     assert.deepEqual(plan.changes, [
       { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 8 * GiB, to: 12 * GiB },
-      { kind: 'evict-pod', pod: 'worker-0' },
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
       { kind: 'replicas', role: 'Worker', from: 4, to: 3 },
     ]);
   });
