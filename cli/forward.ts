@@ -14,7 +14,7 @@ export function registerForwardCommand(program: Command): Command {
   return program
     .command('forward')
     .description(
-      'Event forwarder for the AWS Lambda deployment: watch pods, PyTorchJobs, TFJobs and StatefulSets and put ' +
+      'Event forwarder for the AWS Lambda deployment: watch pods, PyTorchJobs, TFJobs, StatefulSets, Jobs, JobSets and TrainJobs and put ' +
         'on an EventBridge bus only what the functions act on (OOM kill, eviction, preemption, failure, ' +
         'unschedulable pod; job submitted or succeeded). Logs a summary every minute; /metrics, /healthz.',
     )

@@ -11,7 +11,7 @@ export function registerRunCommand(program: Command): Command {
   return program
     .command('run')
     .description(
-      'Run as a controller: watch PyTorchJobs, TFJobs, StatefulSets and pods, rebalance on a schedule, serve ' +
+      'Run as a controller: watch PyTorchJobs, TFJobs, StatefulSets, Jobs, JobSets, TrainJobs and pods, rebalance on a schedule, serve ' +
         'Alertmanager webhooks, /metrics and /healthz. Replicas elect one leader (Lease), only it acts. ' +
         'Configuration as for Lambda: PROMETHEUS_URL, TRAINSCALER_* (see README).',
     )

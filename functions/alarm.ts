@@ -1,5 +1,6 @@
 import { actOnJob } from '../lib/actuator.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
+import { managingJobOf } from '../lib/cluster/owner-chain.js';
 import { decideRuntime, observeJob } from '../lib/decisions/runtime-review.js';
 import { MissingMetricsError } from '../lib/errors.js';
 import { parseAlarm } from '../lib/triggers/alarm-payload.js';
@@ -13,8 +14,11 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
   const result: HandlerResult = { trigger: 'alarm', outcomes: [], errors: [] };
   if (triggers.length === 0) return { ...result, ignored: 'no firing alert' };
   const { capacity } = await loadCapacity(deps.cluster);
-  for (const { ref } of triggers) {
+  for (const trigger of triggers) {
+    let ref = trigger.ref;
     try {
+      // A TrainJob's series name its JobSet (infra/prometheus/prometheus.yml): review the TrainJob.
+      ref = await managingJobOf((r) => deps.cluster.getJob(r), ref);
       const observed = await observeJob(deps.metrics, ref).catch(async (error: unknown) => {
         // No series for a job that does not exist: say "not found" (getJob throws NotFoundError).
         if (error instanceof MissingMetricsError) await deps.cluster.getJob(ref);

@@ -1,7 +1,5 @@
 import { actOnJob } from '../lib/actuator.js';
-import { readJob } from '../lib/adapters/job-adapter.js';
-import { getArray, isObject } from '../lib/adapters/unstructured.js';
-import type { KubeObject } from '../lib/cluster/cluster-client.js';
+import { hasSucceeded, readJob } from '../lib/adapters/job-adapter.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { recordRun } from '../lib/decisions/profile-store.js';
 import { MissingMetricsError } from '../lib/errors.js';
@@ -11,11 +9,6 @@ import { parseClusterEvent } from '../lib/triggers/cluster-event-payload.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
 import { containJobError } from './job-errors.js';
-
-function succeeded(job: KubeObject): boolean {
-  const conditions = getArray(job, ['status', 'conditions']) ?? [];
-  return conditions.some((c) => isObject(c) && c.type === 'Succeeded' && c.status === 'True');
-}
 
 /**
  * A pod or job changed. Pod changes are checked for faults (OOM kill, eviction, preemption, crash loop);
@@ -28,14 +21,15 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
   const { ref } = trigger;
   try {
     if (trigger.subject === 'job') {
-      if (trigger.type === 'DELETED' || !succeeded(trigger.job))
+      if (trigger.type === 'DELETED' || !hasSucceeded(trigger.job))
         return { ...result, ignored: 'job event without completion' };
       // The payload says which job; whether it is managed and really succeeded is read from the API server,
       // since a forged or replayed event must not write into the profile store every tenant shares.
       const live = await deps.cluster.getJob(ref);
       const view = readJob(live, managementScope(deps.config));
       if (!view.managed) return { ...result, ignored: `not managed: ${view.unmanagedReason ?? ''}` };
-      if (!succeeded(live)) return { ...result, ignored: 'the API server does not report the job succeeded' };
+      if (!hasSucceeded(live))
+        return { ...result, ignored: 'the API server does not report the job succeeded' };
       const samples = await deps.metrics.stepSamples(ref, 24 * 3600);
       const usage = await deps.metrics.containerUsage(ref, 24 * 3600).catch((error: unknown) => {
         if (error instanceof MissingMetricsError) return [];

@@ -158,6 +158,25 @@ function locate(change: Change, roles: Map<string, RoleView>, violations: string
   return { change: { ...change, from, to: from }, role };
 }
 
+/**
+ * A count the kind can write: a multiple of the role's replicaMultiple (a JobSet's child Jobs), rounded
+ * towards the live count, which is one, so the result stays within every bound the target was clamped to
+ * (range, step, GPU budget) and never moves further than asked.
+ */
+function roundToMultiple(located: Located, violations: string[]): Located {
+  const { change, role } = located;
+  const multiple = role?.replicaMultiple ?? 1;
+  if (change.kind !== 'replicas' || multiple <= 1 || change.to % multiple === 0) return located;
+  const to =
+    change.to > change.from
+      ? Math.floor(change.to / multiple) * multiple
+      : Math.ceil(change.to / multiple) * multiple;
+  violations.push(
+    `${change.role} replicas ${change.to} rounded to ${to} (a multiple of its ${multiple} child Jobs, towards the live ${change.from})`,
+  );
+  return { change: { ...change, to }, role };
+}
+
 function clampReplicas(change: Change & { kind: 'replicas' }, role: RoleView, step: number): number {
   const to = Math.min(Math.max(change.to, role.minReplicas), role.maxReplicas);
   // The step bound wins over the range: a job outside its bounds moves towards them one step at a time.
@@ -232,6 +251,8 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
   guardedChanges = withinRestartBudget(guardedChanges, ctx, violations);
   guardedChanges = sparingProtectedPods(guardedChanges, ctx, violations);
   guardedChanges = rendezvousOnlyWhereAllowed(guardedChanges, ctx, violations);
+  // Last: every bound above is then already met, and rounding towards the live count keeps it met.
+  guardedChanges = guardedChanges.map((located) => roundToMultiple(located, violations));
   const guarded: Plan = { ...plan, changes: guardedChanges.map((l) => l.change) };
   if (violations.length > 0) guarded.reason = `${plan.reason} [guardrail: ${violations.join('; ')}]`;
   return { plan: guarded, violations };

@@ -29,7 +29,15 @@ export interface RoleView {
   containerIndex: number;
   requests: Resources;
   limits: Resources;
+  /**
+   * The worker count moves only in steps of this many (a JobSet's replicated job: `replicas` child Jobs, each
+   * with `parallelism` pods, and `replicas` is immutable). Absent: any whole number.
+   */
+  replicaMultiple?: number;
 }
+
+/** A kind of change the job's own API may refuse whatever its value (see JobView.refusals). */
+export type RefusableChange = Change['kind'];
 
 /** What trainscaler keeps on the job itself (annotations) between stateless invocations. */
 export interface JobAutoscalerState {
@@ -112,6 +120,13 @@ export interface JobView {
    * rebalance leaves it to Kueue's priorities and preemption.
    */
   kueue?: string;
+  /**
+   * The kinds of change the job's own API refuses now, whatever the value (its kind, completion mode, a
+   * finished job), each with the refusal a write would get (UnsupportedChangeError's message). Policies
+   * propose none of them and say why instead (lib/policies/kind-limits.ts); a plan that still carries one is
+   * refused whole by the adapter (UnsupportedChangeError), before anything is written.
+   */
+  refusals?: Partial<Record<RefusableChange, string>>;
   /** Only for a PyTorchJob with an elasticPolicy (torchrun). */
   torchElastic?: TorchElasticView;
 }

@@ -9,6 +9,7 @@ import type {
   JobKind,
   JobRef,
   JobView,
+  RefusableChange,
   Resources,
   RoleName,
   RoleView,
@@ -61,6 +62,8 @@ interface KindShape {
    * change: their owner re-applies its own spec over them.
    */
   ownerActsForIt?: boolean;
+  /** The status condition (status True) the kind's controller sets when the run succeeded; none for a StatefulSet. */
+  succeededCondition?: string;
   /** The job's suspend flag, where the kind has one (Kueue keeps a job it manages suspended until admitted). */
   suspended(obj: KubeObject): boolean;
   /** The Kueue Workload pod set a role's pods are counted in (Kueue's integration for the kind names it). */
@@ -110,6 +113,7 @@ function workerBoundsFromAnnotations(obj: KubeObject, role: RoleName, replicas: 
 }
 
 const PYTORCH_JOB: KindShape = {
+  succeededCondition: 'Succeeded',
   kind: 'PyTorchJob',
   apiVersion: 'kubeflow.org/v1',
   defaultContainer: 'pytorch',
@@ -133,6 +137,7 @@ const PYTORCH_JOB: KindShape = {
 };
 
 const TF_JOB: KindShape = {
+  succeededCondition: 'Succeeded',
   kind: 'TFJob',
   apiVersion: 'kubeflow.org/v1',
   defaultContainer: 'tensorflow',
@@ -249,6 +254,7 @@ function refusesTemplateChange(kind: string, change: Change): Refusal | undefine
 }
 
 const BATCH_JOB: KindShape = {
+  succeededCondition: 'Complete',
   kind: 'Job',
   apiVersion: 'batch/v1',
   defaultContainer: undefined,
@@ -311,6 +317,7 @@ function workerReplicatedJob(obj: KubeObject): { index: number; name: string } {
 }
 
 const JOB_SET: KindShape = {
+  succeededCondition: 'Completed',
   kind: 'JobSet',
   apiVersion: 'jobset.x-k8s.io/v1alpha2',
   defaultContainer: undefined,
@@ -372,6 +379,7 @@ const JOB_SET: KindShape = {
  * count in every decision about the cluster) and changes none.
  */
 const TRAIN_JOB: KindShape = {
+  succeededCondition: 'Complete',
   kind: 'TrainJob',
   apiVersion: 'trainer.kubeflow.org/v1alpha1',
   defaultContainer: 'node',
@@ -439,6 +447,40 @@ function shapeFor(kind: string): KindShape {
 
 export function apiVersionOf(kind: JobKind): string {
   return SHAPES[kind].apiVersion;
+}
+
+/**
+ * Whether the job's controller reports the run succeeded, by the condition its kind uses: `Succeeded`
+ * (training-operator), `Complete` (batch/v1 Job, Trainer's TrainJob), `Completed` (JobSet). A StatefulSet
+ * never finishes; an unknown kind has not succeeded.
+ */
+export function hasSucceeded(obj: { kind?: string; status?: unknown }): boolean {
+  return successCondition(obj) !== undefined;
+}
+
+/** The job's success condition (see hasSucceeded), when it is True: its lastTransitionTime dates the success. */
+export function successCondition(obj: {
+  kind?: string;
+  status?: unknown;
+}): Record<string, unknown> | undefined {
+  const kind = obj.kind ?? '';
+  const type = isSupportedKind(kind) ? SHAPES[kind].succeededCondition : undefined;
+  if (!type) return undefined;
+  const conditions = getArray(obj, ['status', 'conditions']) ?? [];
+  return conditions.filter(isObject).find((c) => c.type === type && c.status === 'True');
+}
+
+/**
+ * Whether another object controls this job and re-applies its spec over it (a JobSet's child Jobs, a
+ * TrainJob's JobSet, a CronJob's Jobs): such a job is never trainscaler's, its owner is.
+ */
+export function controlledByItsOwner(obj: {
+  kind?: string;
+  metadata?: { ownerReferences?: ReadonlyArray<{ controller?: boolean }> };
+}): boolean {
+  const kind = obj.kind ?? '';
+  if (!isSupportedKind(kind) || !SHAPES[kind].ownerActsForIt) return false;
+  return (obj.metadata?.ownerReferences ?? []).some((o) => o.controller === true);
 }
 
 function readResources(container: unknown, field: 'requests' | 'limits', pointer: string): Resources {
@@ -562,6 +604,43 @@ function toEpochSeconds(value: string | Date | undefined): number | undefined {
 }
 
 /**
+ * What the kind refuses whatever the value, asked of its own rules (shape.refuses) with a change that keeps the
+ * live value: the same answer buildJobPatch would give, so the two cannot disagree.
+ */
+function refusalsOf(
+  obj: KubeObject,
+  shape: KindShape,
+  roles: readonly RoleView[],
+): Partial<Record<RefusableChange, string>> {
+  const refusals: Partial<Record<RefusableChange, string>> = {};
+  const worker = roles.find((r) => r.role === 'Worker') ?? roles[0];
+  if (!shape.refuses || !worker) return refusals;
+  const loc = shape.roles(obj).find((l) => l.role === worker.role);
+  const probes: Record<RefusableChange, Change> = {
+    replicas: { kind: 'replicas', role: worker.role, from: worker.replicas, to: worker.replicas },
+    resources: {
+      kind: 'resources',
+      role: worker.role,
+      resource: 'memory',
+      field: 'limits',
+      from: worker.limits.memoryBytes,
+      to: worker.limits.memoryBytes,
+    },
+    'avoid-node': { kind: 'avoid-node', role: worker.role, node: '' },
+    'evict-pod': { kind: 'evict-pod', pod: '' },
+    pause: { kind: 'pause', reason: '' },
+    rendezvous: { kind: 'rendezvous', setting: 'last_call_timeout', value: '' },
+  };
+  for (const [kind, change] of Object.entries(probes) as [RefusableChange, Change][]) {
+    // A count of 0 is refused for its value (parallelism >= 1), not for what it is: not a refusal of the kind.
+    if (kind === 'replicas' && worker.replicas < (worker.replicaMultiple ?? 1)) continue;
+    const refusal = shape.refuses(obj, change, loc);
+    if (refusal) refusals[kind] = new UnsupportedChangeError(shape.kind, refusal.field, refusal.why).message;
+  }
+  return refusals;
+}
+
+/**
  * Reads any supported job into the one view the policies understand. Throws ValidationError on malformed jobs.
  * `scope` decides whether the job is managed (opt-in, lib/management.ts).
  */
@@ -593,6 +672,7 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
       containerIndex: index,
       requests: readResources(container, 'requests', pointer),
       limits: readResources(container, 'limits', pointer),
+      ...((loc.groups ?? 1) > 1 ? { replicaMultiple: loc.groups } : {}),
     };
   });
   const image = shape.image
@@ -611,6 +691,10 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
     managed: false,
     state: parseState(obj),
   };
+  const refusals = refusalsOf(obj, shape, roles);
+  if (Object.keys(refusals).length > 0) view.refusals = refusals;
+  // A count its API will not change (a NonIndexed or finished Job) is fixed, whatever the annotation says.
+  if (refusals.replicas) view.elastic = false;
   const management = managementOf({ ...obj.metadata, namespace: view.ref.namespace }, scope);
   view.managed = management.managed;
   if (!management.managed) view.unmanagedReason = management.why;

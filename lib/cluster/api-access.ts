@@ -21,16 +21,11 @@ const CLUSTER: AccessScope = { where: 'cluster' };
 const KUBEFLOW = 'kubeflow.org';
 const KUEUE = 'kueue.x-k8s.io';
 
-/** The kinds the runner's informers watch (lib/runner/informers.ts). */
-const WATCHED_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
+/** The kinds trainscaler writes to: scale, right-size, and its audit annotations. */
+const PATCHED_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
   { group: KUBEFLOW, resource: 'pytorchjobs' },
   { group: KUBEFLOW, resource: 'tfjobs' },
   { group: 'apps', resource: 'statefulsets' },
-];
-
-/** The kinds trainscaler writes to: scale, right-size, and its audit annotations. */
-const PATCHED_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
-  ...WATCHED_JOBS,
   { group: 'batch', resource: 'jobs' },
   { group: 'jobset.x-k8s.io', resource: 'jobsets' },
 ];
@@ -44,6 +39,12 @@ const READ_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
   ...PATCHED_JOBS,
   { group: 'trainer.kubeflow.org', resource: 'trainjobs' },
 ];
+
+/**
+ * The kinds the runner's informers and the forwarder watch (lib/runner/informers.ts): every kind read, for
+ * submit-time configuration and completion (TrainJobs too: their success updates a profile).
+ */
+const WATCHED_JOBS = READ_JOBS;
 
 function on(
   kinds: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>>,
@@ -96,7 +97,7 @@ export const CLUSTER_CLIENT_ACCESS = {
   ],
 } as const satisfies Record<string, readonly ApiAccess[]>;
 
-/** `trainscaler run` only: the informers (lib/runner/informers.ts) list and watch cluster-wide. */
+/** `trainscaler run` and `trainscaler forward`: the informers (lib/runner/informers.ts) list and watch cluster-wide. */
 export const INFORMER_ACCESS: readonly ApiAccess[] = [
   ...on(WATCHED_JOBS, 'list'),
   ...on(WATCHED_JOBS, 'watch'),

@@ -63,3 +63,17 @@ export async function childJobsOf(
   }
   return verified;
 }
+
+/**
+ * The job trainscaler manages for a series' identity: a TrainJob's series carry its JobSet (Prometheus sees
+ * only the pod, labelled with the JobSet's name), so a JobSet that the API server shows is controlled by a
+ * TrainJob of the same namespace stands for that TrainJob. Any other ref, and a JobSet gone or controlled
+ * by nothing (or something else), is itself.
+ */
+export async function managingJobOf(getJob: GetJob, ref: JobRef): Promise<JobRef> {
+  if (ref.kind !== 'JobSet') return ref;
+  const jobSet = await getOrUndefined(getJob, ref);
+  const owner = jobSet ? controllerOf(jobSet) : undefined;
+  if (owner?.kind !== 'TrainJob' || !owner.apiVersion.startsWith('trainer.kubeflow.org/')) return ref;
+  return { kind: 'TrainJob', namespace: ref.namespace, name: owner.name };
+}

@@ -6,7 +6,7 @@
 
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from '../adapters/annotations.js';
-import { isSupportedKind } from '../adapters/job-adapter.js';
+import { controlledByItsOwner, isSupportedKind, successCondition } from '../adapters/job-adapter.js';
 import { jobOfPod } from '../adapters/pod-view.js';
 import { getArray, getString, isObject } from '../adapters/unstructured.js';
 import type { InformerEvent, WatchedObject } from '../runner/event-router.js';
@@ -149,8 +149,9 @@ export function podFaults(pod: unknown): Fact[] {
 }
 
 function jobFact(job: WatchedObject, type: InformerEvent['type']): Fact | undefined {
-  const succeeded = conditionOf(job, 'Succeeded');
-  if (succeeded?.status === 'True') {
+  // The kind's own success condition: Succeeded, Complete (batch/v1 Job, TrainJob) or Completed (JobSet).
+  const succeeded = successCondition(job);
+  if (succeeded) {
     return { reason: 'JobSucceeded', fingerprint: 'Succeeded', at: timeOf(succeeded.lastTransitionTime) };
   }
   if (type !== 'ADDED') return undefined;
@@ -185,6 +186,8 @@ export function classify(event: InformerEvent, context: ClassifyContext): Forwar
     if (context.ownerWatched && !context.ownerWatched(owner.kind, namespace, owner.name)) return undefined;
     facts = podFaults(object);
   } else if (isSupportedKind(object.kind)) {
+    // A JobSet's child Jobs and a TrainJob's JobSet are their owner's parts: the owner is the job.
+    if (controlledByItsOwner(object)) return undefined;
     const fact = jobFact(object, event.type);
     if (fact) facts = [fact];
   }

@@ -1,4 +1,4 @@
-// The event forwarder: the runner's informers (PyTorchJobs, TFJobs, StatefulSets, pods), the classifier,
+// The event forwarder: the runner's informers (every supported job kind, pods), the classifier,
 // the ledger of what was already forwarded, and the publisher that puts events on the EventBridge bus.
 
 import type { PutEventsRequestEntry, PutEventsResponse } from '@aws-sdk/client-eventbridge';

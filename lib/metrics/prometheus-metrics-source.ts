@@ -95,9 +95,17 @@ export function podNamePattern(ref: JobRef): string {
   }
 }
 
-function selector(ref: JobRef): string {
-  return `namespace=${literal(ref.namespace)},job_kind=${literal(ref.kind)},job_name=${literal(ref.name)}`;
+/**
+ * The job's series, by the identity Prometheus gives them (infra/prometheus/prometheus.yml): a TrainJob's pods
+ * carry no label of it, only their JobSet's, which Trainer names after the TrainJob: its series are the
+ * JobSet's of the same name (the caller still keeps only pods the TrainJob owns, through that JobSet).
+ */
+export function seriesSelector(ref: JobRef): string {
+  const kind = ref.kind === 'TrainJob' ? 'JobSet' : ref.kind;
+  return `namespace=${literal(ref.namespace)},job_kind=${literal(kind)},job_name=${literal(ref.name)}`;
 }
+
+const selector = seriesSelector;
 
 /** A count from a label; an absent or empty label (Number gives NaN or 0) is no count. */
 function positiveCount(label: string | undefined): number | undefined {

@@ -6,6 +6,7 @@ import { freeOnNode, podsFitting, podsFittingOnNode, release, reserve } from '..
 import type { PolicyConfig } from '../config.js';
 import type { Change, ClusterCapacity, JobView, Plan, PodView, Resources, RoleView } from '../types.js';
 import { formatBytes, formatRatio } from './format.js';
+import { planWithinKind } from './kind-limits.js';
 import { plural } from './placement.js';
 
 export interface FaultInput {
@@ -21,12 +22,8 @@ const MEMORY_STEP_BYTES = 1024 ** 2;
 
 export function decideOnFault(input: FaultInput): Plan {
   const { job, pods, capacity, config } = input;
-  const plan = (changes: Change[], reason: string): Plan => ({
-    ref: job.ref,
-    policy: 'fault',
-    changes,
-    reason,
-  });
+  const plan = (changes: Change[], reason: string): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'fault', changes, reason });
 
   if (job.state.paused) {
     return plan([], `job is paused (${job.state.pauseReason ?? 'no reason recorded'}); not acting on faults`);
@@ -95,6 +92,12 @@ function decideOnOom(job: JobView, pods: PodView[], config: PolicyConfig): Decis
     const killedAt = `${names(fresh)} OOMKilled${exitCodeSuffix(fresh)} at ${formatBytes(base)} ${hasLimit ? 'limit' : 'request (no limit set)'}`;
     if (base <= 0) {
       notes.push(`${killedAt}; no memory limit or request to scale from, leaving ${role.role} alone`);
+      continue;
+    }
+    const refused = job.refusals?.resources;
+    if (refused !== undefined) {
+      // Evicting would bring the pod back at the same size: nothing to do but say why.
+      notes.push(`${killedAt}; memory not raised: ${refused}`);
       continue;
     }
     if (base >= config.maxMemoryBytes) {

@@ -13,6 +13,7 @@ import {
 } from '../torchelastic/recommended-rendezvous.js';
 import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleView } from '../types.js';
 import { formatBytes, formatMillicores, formatPercent } from './format.js';
+import { planWithinKind } from './kind-limits.js';
 import {
   findRole,
   formatRate,
@@ -41,12 +42,8 @@ const MEMORY_STEP_BYTES = 1024 ** 2;
 
 export function decideInitialConfig(input: InitialConfigInput): Plan {
   const { job, profile, model, capacity, config } = input;
-  const plan = (changes: Change[], reason: string): Plan => ({
-    ref: job.ref,
-    policy: 'initial',
-    changes,
-    reason,
-  });
+  const plan = (changes: Change[], reason: string): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'initial', changes, reason });
 
   if (!job.managed) return plan([], 'not managed by trainscaler (trainscaler.io/managed=false)');
   const worker = findRole(job, 'Worker');

@@ -10,6 +10,7 @@ import type { PolicyConfig } from '../config.js';
 import type { Placement, ThroughputModel } from '../model/throughput-model.js';
 import type { ClusterCapacity, JobView, Plan, Resources, RoleView } from '../types.js';
 import { formatPercent } from './format.js';
+import { planWithinKind } from './kind-limits.js';
 import {
   expectedThroughput,
   findRole,
@@ -742,12 +743,12 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
         `> ${config.gainOverCostFactor} x ${describeCost(s.costs, 'up')}`,
     );
   }
-  return {
+  return planWithinKind(s.entry.job, {
     ref: s.entry.job.ref,
     policy: 'rebalance',
     changes: [{ kind: 'replicas', role: 'Worker', from: s.k0, to: s.k }],
     reason: `${s.k0} -> ${s.k} workers: ${parts.join('; ')}`,
-  };
+  });
 }
 
 function refKey(job: JobView): string {

@@ -5,6 +5,7 @@
 import type { PolicyConfig } from '../config.js';
 import type { Change, ContainerUsage, JobView, Plan, RoleName, RoleView } from '../types.js';
 import { formatBytes, formatMillicores, formatPercent } from './format.js';
+import { planWithinKind } from './kind-limits.js';
 
 export interface RightsizingInput {
   job: JobView;
@@ -21,12 +22,8 @@ type Resource = 'cpu' | 'memory';
 
 export function decideRightsizing(input: RightsizingInput): Plan {
   const { job, usage, config, now } = input;
-  const plan = (changes: Change[], reason: string): Plan => ({
-    ref: job.ref,
-    policy: 'rightsizing',
-    changes,
-    reason,
-  });
+  const plan = (changes: Change[], reason: string): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'rightsizing', changes, reason });
 
   if (job.state.paused) {
     return plan([], `job is paused (${job.state.pauseReason ?? 'no reason recorded'}); not right-sizing`);
@@ -36,6 +33,8 @@ export function decideRightsizing(input: RightsizingInput): Plan {
     const left = Math.ceil(config.cooldownSeconds - (now - lastActionAt));
     return plan([], `in cooldown for ${left} s more after the last change; not right-sizing`);
   }
+  const refused = job.refusals?.resources;
+  if (refused !== undefined) return plan([], `not right-sizing: ${refused}`);
 
   const changes: Change[] = [];
   const notes: string[] = [];

@@ -17,6 +17,7 @@
 import type { PolicyConfig } from '../config.js';
 import type { Change, JobView, Plan, PodView, WorkerStepTimes } from '../types.js';
 import { formatRatio } from './format.js';
+import { planWithinKind } from './kind-limits.js';
 
 export type WorkerStatus = 'ok' | 'straggler' | 'persistently-slow';
 
@@ -223,12 +224,8 @@ const REPEAT_NODE_EPISODES = 2;
 
 export function decideOnStragglers(input: StragglerInput): Plan {
   const { job, series, pods, config, now } = input;
-  const plan = (changes: Change[], reason: string): Plan => ({
-    ref: job.ref,
-    policy: 'straggler',
-    changes,
-    reason,
-  });
+  const plan = (changes: Change[], reason: string): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'straggler', changes, reason });
 
   if (job.state.paused) {
     return plan(
@@ -268,7 +265,11 @@ export function decideOnStragglers(input: StragglerInput): Plan {
     } else {
       changes = [{ kind: 'evict-pod', pod: pod.name }];
       let steer = '';
-      if (pod.nodeName !== undefined && job.ref.kind !== 'StatefulSet') {
+      const steerRefused = job.refusals?.['avoid-node'];
+      if (pod.nodeName !== undefined && steerRefused !== undefined) {
+        // A running Job's or JobSet's pod template is immutable: no steering, the eviction alone.
+        steer = ` (not steered away from ${pod.nodeName}: ${steerRefused})`;
+      } else if (pod.nodeName !== undefined && job.ref.kind !== 'StatefulSet') {
         // Written before the eviction, so the pod the operator recreates already prefers other nodes.
         changes.unshift({ kind: 'avoid-node', role: pod.role, node: pod.nodeName });
         steer = `, preferring nodes other than ${pod.nodeName} for it`;

@@ -8,6 +8,7 @@ import type { PolicyConfig } from '../config.js';
 import type { Placement, ThroughputModel } from '../model/throughput-model.js';
 import type { Change, ClusterCapacity, JobView, Plan, RoleView } from '../types.js';
 import { formatPercent } from './format.js';
+import { planWithinKind } from './kind-limits.js';
 import {
   expectedThroughput,
   findRole,
@@ -122,12 +123,8 @@ interface Candidate {
 
 export function decideTuning(input: TuningInput): Plan {
   const { job, model, current, capacity, config, now } = input;
-  const plan = (changes: Change[], reason: string): Plan => ({
-    ref: job.ref,
-    policy: 'tuning',
-    changes,
-    reason,
-  });
+  const plan = (changes: Change[], reason: string): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'tuning', changes, reason });
 
   if (!job.managed) return plan([], 'not managed by trainscaler (trainscaler.io/managed=false)');
   if (job.state.paused) {

@@ -5,14 +5,16 @@
 //   pods listed at start are reviewed too, so faults that happened during a leader change are handled;
 // - a job seen ADDED by the watch was submitted: initial configuration; one listed at start counts as
 //   submitted only if it is recent and trainscaler never decided on it (a running job keeps its size);
-// - a job that turns Succeeded updates its signature's profile, once: jobs already Succeeded when listed
+// - a Job or JobSet that another object controls (a JobSet's child Jobs, a TrainJob's JobSet) is its owner's
+//   part, not a job of its own: its events are the owner's business and route nowhere;
+// - a job that turns Succeeded (Complete, Completed: each kind's own condition) updates its signature's profile, once: jobs already Succeeded when listed
 //   at start were recorded by an earlier leader.
 
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from '../adapters/annotations.js';
-import { isSupportedKind } from '../adapters/job-adapter.js';
+import { controlledByItsOwner, hasSucceeded, isSupportedKind } from '../adapters/job-adapter.js';
 import { jobOfPod } from '../adapters/pod-view.js';
-import { getArray, getString, isObject } from '../adapters/unstructured.js';
+import { getString } from '../adapters/unstructured.js';
 
 export type WatchType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -26,6 +28,13 @@ export interface WatchedObject {
     creationTimestamp?: string | Date;
     annotations?: Record<string, string>;
     labels?: Record<string, string>;
+    ownerReferences?: ReadonlyArray<{
+      apiVersion?: string;
+      kind?: string;
+      name?: string;
+      uid?: string;
+      controller?: boolean;
+    }>;
   };
 }
 
@@ -50,11 +59,6 @@ export interface EventRouterOptions {
   submitGraceMs?: number;
   /** Whether pods of this job concern trainscaler (e.g. only StatefulSets the informer selects); all by default. */
   ownerWatched?: (kind: string, namespace: string, name: string) => boolean;
-}
-
-function succeeded(obj: WatchedObject): boolean {
-  const conditions = getArray(obj, ['status', 'conditions']) ?? [];
-  return conditions.some((c) => isObject(c) && c.type === 'Succeeded' && c.status === 'True');
 }
 
 function createdAt(obj: WatchedObject): number {
@@ -88,13 +92,15 @@ export class EventRouter {
       return [{ key: `pods:${owner.kind}/${namespace}/${owner.name}`, trigger: 'cluster-event', payload }];
     }
     if (!isSupportedKind(object.kind)) return [];
+    // A JobSet's child Jobs and a TrainJob's JobSet are their owner's (submitted, succeeded): not separate jobs.
+    if (controlledByItsOwner(object)) return [];
     const key = `${object.kind}/${namespace}/${object.metadata.name}`;
     const uid = object.metadata.uid ?? '';
     if (event.type === 'DELETED') {
       this.finished.delete(key);
       return [];
     }
-    if (succeeded(object)) {
+    if (hasSucceeded(object)) {
       // A job recreated under the same name is a new run: compare uids, not names.
       if (this.finished.get(key) === uid) return [];
       this.finished.set(key, uid);

@@ -1,13 +1,16 @@
-// List+watch of the objects trainscaler reacts to, through client-node's informers: PyTorchJobs, TFJobs,
-// StatefulSets and pods, cluster-wide. Two things client-node leaves to the caller are done here:
+// List+watch of the objects trainscaler reacts to, through client-node's informers: every supported job kind
+// (PyTorchJobs, TFJobs, StatefulSets, batch/v1 Jobs, JobSets, TrainJobs) and pods, cluster-wide. Two things
+// client-node leaves to the caller are done here:
 // - a list returns items without kind/apiVersion, and typed lists as class instances with Date fields, while
 //   watch events carry the API server's JSON; every object is normalised to the JSON form with its kind,
 //   which is what the handlers (and the Lambda deployment) receive;
 // - an informer stops for good on a watch or list error (e.g. the Kubeflow CRDs are not installed yet);
-//   it is restarted here with capped exponential backoff until the set is stopped.
+//   it is restarted here with capped exponential backoff until the set is stopped (a cluster without JobSet or
+//   Trainer keeps retrying those two, logging a warning, while the other kinds are handled).
 
 import {
   AppsV1Api,
+  BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
@@ -16,7 +19,9 @@ import {
   makeInformer,
 } from '@kubernetes/client-node';
 import type { ActuatorLogger as Logger } from '../actuator.js';
+import { apiVersionOf } from '../adapters/job-adapter.js';
 import { isObject } from '../adapters/unstructured.js';
+import type { JobKind } from '../types.js';
 import type { InformerEvent, WatchedObject, WatchType } from './event-router.js';
 
 interface Source {
@@ -47,13 +52,18 @@ export interface InformerSet {
 function sources(kc: KubeConfig, statefulSetSelector: string | undefined): Source[] {
   const core = kc.makeApiClient(CoreV1Api);
   const apps = kc.makeApiClient(AppsV1Api);
+  const batch = kc.makeApiClient(BatchV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const crd = (kind: string, plural: string): Source => ({
-    kind,
-    apiVersion: 'kubeflow.org/v1',
-    path: `/apis/kubeflow.org/v1/${plural}`,
-    list: () => custom.listClusterCustomObject({ group: 'kubeflow.org', version: 'v1', plural }),
-  });
+  const crd = (kind: JobKind, plural: string): Source => {
+    const apiVersion = apiVersionOf(kind);
+    const [group = '', version = ''] = apiVersion.split('/');
+    return {
+      kind,
+      apiVersion,
+      path: `/apis/${apiVersion}/${plural}`,
+      list: () => custom.listClusterCustomObject({ group, version, plural }),
+    };
+  };
   const statefulSets: Source = {
     kind: 'StatefulSet',
     apiVersion: 'apps/v1',
@@ -65,6 +75,15 @@ function sources(kc: KubeConfig, statefulSetSelector: string | undefined): Sourc
     crd('PyTorchJob', 'pytorchjobs'),
     crd('TFJob', 'tfjobs'),
     statefulSets,
+    // Every Job, child Jobs of JobSets included: the event router skips those (their JobSet is the job).
+    {
+      kind: 'Job',
+      apiVersion: 'batch/v1',
+      path: '/apis/batch/v1/jobs',
+      list: () => batch.listJobForAllNamespaces(),
+    },
+    crd('JobSet', 'jobsets'),
+    crd('TrainJob', 'trainjobs'),
     { kind: 'Pod', apiVersion: 'v1', path: '/api/v1/pods', list: () => core.listPodForAllNamespaces() },
   ];
 }

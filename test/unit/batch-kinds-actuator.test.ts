@@ -15,8 +15,10 @@ import type {
   KubeObject,
 } from '../../lib/cluster/cluster-client.js';
 import { childJobsOf } from '../../lib/cluster/owner-chain.js';
+import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
 import { ConflictError, NotFoundError, UnsupportedChangeError } from '../../lib/errors.js';
 import { placedReplicasOf } from '../../lib/guardrails.js';
+import { decideOnFault } from '../../lib/policies/faults.js';
 import type { Change, JobRef, Plan } from '../../lib/types.js';
 import { childJob, indexedJob, jobSet, podOfJob, trainJob, trainJobSet } from '../fixtures/batch-jobs.js';
 
@@ -277,5 +279,53 @@ describe('actOnJob on the new kinds', () => {
     assert.equal(store.patches.length, 0);
     assert.equal(store.events.length, 0);
     assert.deepEqual((await store.getJob(ref(job))).metadata.annotations, job.metadata.annotations);
+  });
+});
+
+describe('a policy meeting what the kind forbids: a reason, not an error', () => {
+  it('an OOM kill in a running indexed Job: no memory raise attempted, nothing written, the refusal as reason', async () => {
+    const store = new ObjectStore();
+    const job = indexedJob();
+    store.put(job);
+    const killed = podOfJob(job, 1);
+    killed.status = {
+      phase: 'Running',
+      containerStatuses: [
+        {
+          name: 'trainer',
+          image: 'i',
+          imageID: '',
+          ready: true,
+          restartCount: 1,
+          lastState: { terminated: { reason: 'OOMKilled', exitCode: 137 } },
+        },
+      ],
+    };
+    killed.spec = {
+      ...killed.spec,
+      containers: [{ name: 'trainer', resources: { limits: { memory: '16Gi' } } }],
+    };
+    store.pods.push(podOfJob(job, 0), killed);
+    const outcome = await actOnJob(
+      ref(job),
+      ({ view, pods }) =>
+        decideOnFault({
+          job: view,
+          pods,
+          capacity: { nodes: [] },
+          config: DEFAULT_POLICY_CONFIG,
+          now: 1_800_000_000,
+        }),
+      deps(store),
+    );
+    assert.equal(outcome.applied, false);
+    assert.equal(outcome.skipped, 'no-change');
+    assert.deepEqual(outcome.plan.changes, []);
+    assert.match(
+      outcome.plan.reason,
+      /ddp-1-x7k2p OOMKilled .* memory not raised: Job cannot change \/spec: a running Job's pod template is immutable/,
+    );
+    assert.equal(store.patches.length, 0);
+    assert.equal(store.events.length, 0);
   });
 });

@@ -11,7 +11,6 @@ import { type ActuatorDeps, actOnJob, loadSnapshot } from '../../../lib/actuator
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
-import { UnsupportedChangeError } from '../../../lib/errors.js';
 import type { JobRef, Plan } from '../../../lib/types.js';
 import {
   createNamespace,
@@ -186,7 +185,7 @@ describe('JobSet v0.12 (ElasticJobSet) on the real controllers', () => {
     assert.equal(events.items.filter((e) => e.reason === 'TrainscalerTuning').length, 2);
   });
 
-  it('refuses a count that is no multiple of the child Jobs before writing; the webhook refuses the rest', async () => {
+  it('rounds a count that is no multiple of the child Jobs (here back to the live one: nothing written); the webhook refuses the rest', async () => {
     await cluster.admin.custom.createNamespacedCustomObject({
       ...JOBSET,
       namespace: ns,
@@ -194,11 +193,12 @@ describe('JobSet v0.12 (ElasticJobSet) on the real controllers', () => {
     });
     const ref: JobRef = { kind: 'JobSet', namespace: ns, name: 'pair' };
     const before = await readJobSet('pair');
-    await assert.rejects(
-      actOnJob(ref, resize(3), deps()),
-      (e: unknown) =>
-        e instanceof UnsupportedChangeError && /not a multiple of the 2 child Jobs/.test(e.message),
-    );
+    // The guardrails round 3 towards the live 2 (lib/guardrails.ts); the adapter would refuse 3 outright
+    // (UnsupportedChangeError, test/unit/adapters/batch-kinds.test.ts) had it got that far.
+    const rounded = await actOnJob(ref, resize(3), deps());
+    assert.equal(rounded.applied, false);
+    assert.equal(rounded.skipped, 'no-change');
+    assert.match(rounded.plan.reason, /Worker replicas 3 rounded to 2 \(a multiple of its 2 child Jobs/);
     // The JobSet controller writes its status meanwhile: the spec (generation) and annotations are what we own.
     const unchanged = await readJobSet('pair');
     assert.equal(unchanged.metadata.generation, before.metadata.generation, 'spec not written');

@@ -102,4 +102,104 @@ describe('EventRouter', () => {
     assert.equal(r.route(ev('MODIFIED', stsPod('postgres'))).length, 0);
     assert.equal(r.route(ev('MODIFIED', pod('bert-worker-0', 'bert'))).length, 1);
   });
+
+  describe('batch/v1 Jobs, JobSets and TrainJobs', () => {
+    const of = (
+      kind: string,
+      apiVersion: string,
+      name: string,
+      extra: Partial<WatchedObject['metadata']> = {},
+      status?: unknown,
+    ): WatchedObject =>
+      ({
+        apiVersion,
+        kind,
+        metadata: { name, namespace: 'ml', uid: `uid-${kind}-${name}`, ...extra },
+        ...(status ? { status } : {}),
+      }) as WatchedObject;
+    const kinds = [
+      ['Job', 'batch/v1', 'Complete'],
+      ['JobSet', 'jobset.x-k8s.io/v1alpha2', 'Completed'],
+      ['TrainJob', 'trainer.kubeflow.org/v1alpha1', 'Complete'],
+    ] as const;
+
+    for (const [kind, apiVersion, done] of kinds) {
+      it(`a ${kind} ADDED by the watch is submitted; its own condition ${done} records its success once`, () => {
+        const r = router();
+        assert.deepEqual(
+          r.route(ev('ADDED', of(kind, apiVersion, 'llm'))).map((t) => [t.trigger, t.key]),
+          [['submit', `submit:${kind}/ml/llm`]],
+        );
+        // Another kind's success condition is not this kind's success.
+        const other = done === 'Completed' ? 'Complete' : 'Completed';
+        const wrong = {
+          conditions: [
+            { type: other, status: 'True' },
+            { type: 'Succeeded', status: 'True' },
+          ],
+        };
+        assert.deepEqual(r.route(ev('MODIFIED', of(kind, apiVersion, 'llm', {}, wrong))), []);
+        const finished = of(kind, apiVersion, 'llm', {}, { conditions: [{ type: done, status: 'True' }] });
+        assert.deepEqual(
+          r.route(ev('MODIFIED', finished)).map((t) => [t.trigger, t.key]),
+          [['cluster-event', `job:${kind}/ml/llm`]],
+        );
+        assert.deepEqual(r.route(ev('MODIFIED', finished)), []);
+      });
+    }
+
+    it("a JobSet's child Jobs and a TrainJob's JobSet are their owner's parts: neither submitted nor finished", () => {
+      const r = router();
+      const child = of('Job', 'batch/v1', 'llm-node-0', {
+        ownerReferences: [{ kind: 'JobSet', name: 'llm', controller: true }],
+      });
+      assert.deepEqual(r.route(ev('ADDED', child)), []);
+      const completeChild = of(
+        'Job',
+        'batch/v1',
+        'llm-node-0',
+        { ownerReferences: [{ kind: 'JobSet', name: 'llm', controller: true }] },
+        { conditions: [{ type: 'Complete', status: 'True' }] },
+      );
+      assert.deepEqual(r.route(ev('MODIFIED', completeChild)), []);
+      const trainers = of('JobSet', 'jobset.x-k8s.io/v1alpha2', 'tj', {
+        ownerReferences: [{ kind: 'TrainJob', name: 'tj', controller: true }],
+      });
+      assert.deepEqual(r.route(ev('ADDED', trainers)), []);
+      // An owner reference that is not a controller does not make it another object's part.
+      const referenced = of('Job', 'batch/v1', 'solo', {
+        ownerReferences: [{ kind: 'ConfigMap', name: 'x', controller: false }],
+      });
+      assert.equal(r.route(ev('ADDED', referenced)).length, 1);
+    });
+
+    it("pods of a Job review the Job, pods of a JobSet's child Job review the JobSet", () => {
+      const r = router();
+      const jobPod = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name: 'solo-0-abc',
+          namespace: 'ml',
+          ownerReferences: [{ kind: 'Job', name: 'solo', controller: true }],
+        },
+      } as WatchedObject;
+      assert.deepEqual(
+        r.route(ev('MODIFIED', jobPod)).map((t) => t.key),
+        ['pods:Job/ml/solo'],
+      );
+      const setPod = {
+        ...jobPod,
+        metadata: {
+          ...jobPod.metadata,
+          labels: { 'jobset.sigs.k8s.io/jobset-name': 'llm' },
+          ownerReferences: [{ kind: 'Job', name: 'llm-node-0', controller: true }],
+        },
+      } as WatchedObject;
+      assert.deepEqual(
+        r.route(ev('MODIFIED', setPod)).map((t) => t.key),
+        ['pods:JobSet/ml/llm'],
+      );
+    });
+  });
 });

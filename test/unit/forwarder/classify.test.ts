@@ -298,4 +298,49 @@ describe('forwarder classifier: jobs', () => {
     assert.ok(done);
     assert.equal(parseClusterEvent(delivered(done)).subject, 'job');
   });
+
+  it("forwards a Job, JobSet or TrainJob submitted or completed (each kind's own condition), not their parts", () => {
+    const of = (kind: string, apiVersion: string, metadata: Record<string, unknown> = {}, status?: unknown) =>
+      ({
+        apiVersion,
+        kind,
+        metadata: {
+          name: 'llm',
+          namespace: 'ml',
+          uid: `uid-${kind}`,
+          creationTimestamp: RECENT,
+          ...metadata,
+        },
+        ...(status ? { status } : {}),
+      }) as WatchedObject;
+    for (const [kind, apiVersion, done] of [
+      ['Job', 'batch/v1', 'Complete'],
+      ['JobSet', 'jobset.x-k8s.io/v1alpha2', 'Completed'],
+      ['TrainJob', 'trainer.kubeflow.org/v1alpha1', 'Complete'],
+    ] as const) {
+      const submitted = classify(ev('ADDED', of(kind, apiVersion)), ctx());
+      assert.equal(submitted?.reason, 'JobSubmitted', kind);
+      assert.deepEqual(parseSubmit(delivered(submitted)), { kind, namespace: 'ml', name: 'llm' });
+      const finished = of(
+        kind,
+        apiVersion,
+        {},
+        {
+          conditions: [{ type: done, status: 'True', lastTransitionTime: RECENT }],
+        },
+      );
+      const forwarded = classify(ev('MODIFIED', finished), ctx('Submitted'));
+      assert.equal(forwarded?.reason, 'JobSucceeded', kind);
+      assert.equal(parseClusterEvent(delivered(forwarded)).subject, 'job');
+      // Not finished while the condition is False.
+      const running = of(kind, apiVersion, {}, { conditions: [{ type: done, status: 'False' }] });
+      assert.equal(classify(ev('MODIFIED', running), ctx('Submitted')), undefined, kind);
+    }
+    const child = of('Job', 'batch/v1', {
+      ownerReferences: [
+        { apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobSet', name: 'llm', uid: 'u', controller: true },
+      ],
+    });
+    assert.equal(classify(ev('ADDED', child), ctx()), undefined);
+  });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { getArray, getPath, getString, isObject } from '../../../lib/adapters/unstructured.js';
+import { INFORMER_ACCESS } from '../../../lib/cluster/api-access.js';
 import { renderKustomization, skipWithoutKubectl } from '../../support/kustomize.js';
 
 const skip = skipWithoutKubectl;
@@ -14,19 +15,20 @@ function find(docs: unknown[], kind: string): Record<string, unknown> {
 describe('infra/k8s/forwarder kustomization', { skip }, () => {
   const docs = skip ? [] : renderKustomization('infra/k8s/forwarder');
 
-  it('grants list and watch of exactly the kinds it forwards, and nothing else cluster-wide', () => {
+  it('grants exactly what its informers request (lib/cluster/api-access.ts), and nothing else cluster-wide', () => {
     const rules = (getArray(find(docs, 'ClusterRole'), ['rules']) ?? []).filter(isObject);
     const grants = rules.flatMap((r) =>
-      (r.resources as string[]).map(
-        (res) => `${(r.apiGroups as string[]).join()}/${res}:${(r.verbs as string[]).join()}`,
+      (r.apiGroups as string[]).flatMap((group) =>
+        (r.resources as string[]).flatMap((res) =>
+          (r.verbs as string[]).map((verb) => `${group}/${res}:${verb}`),
+        ),
       ),
     );
-    assert.deepEqual(grants.sort(), [
-      '/pods:list,watch',
-      'apps/statefulsets:list,watch',
-      'kubeflow.org/pytorchjobs:list,watch',
-      'kubeflow.org/tfjobs:list,watch',
-    ]);
+    // The forwarder runs the runner's informers (lib/forwarder/forwarder.ts): every job kind and pods.
+    const requested = [...new Set(INFORMER_ACCESS.map((a) => `${a.group}/${a.resource}:${a.verb}`))].sort();
+    assert.deepEqual([...new Set(grants)].sort(), requested);
+    for (const kind of ['batch/jobs', 'jobset.x-k8s.io/jobsets', 'trainer.kubeflow.org/trainjobs'])
+      assert.ok(requested.includes(`${kind}:watch`), `${kind} is watched`);
   });
 
   it('lets it read and patch only its ledger ConfigMap', () => {

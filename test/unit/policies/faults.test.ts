@@ -108,6 +108,21 @@ describe('decideOnFault: no fault and paused', () => {
 });
 
 describe('decideOnFault: OOM kills', () => {
+  it('on a kind whose pod template cannot change (a running Job): no raise, no eviction, the refusal as reason', () => {
+    const refused =
+      "Job cannot change /spec: a running Job's pod template is immutable (resources cannot change without recreating it)";
+    const batch = job({
+      ref: { kind: 'Job', namespace: 'ml', name: 'ddp' },
+      refusals: { resources: refused },
+    });
+    const plan = decide(batch, [pod(0), pod(1), oomKilled(2), pod(3)]);
+    assert.deepEqual(plan.changes, []);
+    assert.match(
+      plan.reason,
+      /worker-2 OOMKilled \(exit 137\) at 8\.0 GiB limit; memory not raised: Job cannot change \/spec: a running Job's pod template is immutable/,
+    );
+  });
+
   it('raises the memory limit by the factor and keeps a lower request untouched', () => {
     const plan = decide(job(), [pod(0), pod(1), oomKilled(2), pod(3)]);
     assert.deepEqual(plan.changes, [

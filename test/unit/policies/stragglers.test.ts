@@ -310,6 +310,17 @@ describe('decideOnStragglers', () => {
     );
   });
 
+  it('only evicts on a kind whose pod template cannot change (a running Job or JobSet), and says so', () => {
+    const refused =
+      "JobSet cannot change /spec: a running JobSet's pod template is immutable (node affinity changes only while suspended and never started)";
+    const plan = decide(oneSlow(), { ...job(), refusals: { 'avoid-node': refused } });
+    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
+    assert.match(
+      plan.reason,
+      /evicting worker-2 so the controller replaces it \(not steered away from node-2: JobSet cannot change/,
+    );
+  });
+
   it('reports a straggling worker-0 of an elastic c10d job instead of evicting it (it hosts the store)', () => {
     const c10d = {
       ...job(),
