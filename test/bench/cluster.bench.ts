@@ -142,7 +142,14 @@ function byApplication(run: SimulationResult['runs'][number]): string {
       const jct = jobs.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
       const wait = jobs.reduce((s, j) => s + (j.queuedSeconds ?? 0), 0);
       const preempted = jobs.reduce((s, j) => s + (j.preemptions ?? 0), 0);
-      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT${run.policy === 'tiresias' ? `, ${preempted} preemptions` : ''}`;
+      const mean = (f: (j: (typeof jobs)[number]) => number) =>
+        jobs.reduce((s, j) => s + f(j), 0) / Math.max(1, jobs.length);
+      const running = mean((j) => j.time?.runningSeconds ?? 0);
+      const restarting = mean((j) => j.time?.restartingSeconds ?? 0);
+      const workers = mean((j) => j.time?.meanWorkersRunning ?? 0);
+      const asked = mean((j) => j.workersAsked);
+      const rescales = mean((j) => j.rescales);
+      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, running ${Math.round(running)} s at ${workers.toFixed(1)} workers (asked ${asked.toFixed(1)}), restarting ${Math.round(restarting)} s, ${rescales.toFixed(1)} rescales, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT${run.policy === 'tiresias' ? `, ${preempted} preemptions` : ''}`;
     })
     .join('; ');
 }
