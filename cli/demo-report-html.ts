@@ -178,6 +178,7 @@ table{border-collapse:collapse;margin:.5rem 0} th,td{border:1px solid #dee2e6;pa
 </head>
 <body>
 <h1>trainscaler demo on a SIMULATED cluster</h1>
+<p>World FITTED: step times from the profiles fitted on the Pollux measurements (lib/sim/app-profiles.ts, the form trainscaler's own model fits), not the measurements themselves.</p>
 <p>${escapeHtml(result.scenario)}; seed ${result.seed}. The same jobs ran twice: as submitted (manual) and driven by trainscaler's handlers. Dashed blue lines mark trainscaler's decisions; hover for the reason.</p>
 <p class="legend"><span><i class="swatch" style="background:${COLORS.manual}"></i>manual</span><span><i class="swatch" style="background:${COLORS.trainscaler}"></i>trainscaler</span><span><i class="swatch" style="background:${COLORS.decision}"></i>decision</span></p>
 <table>

@@ -88,6 +88,7 @@ export function renderDemoTables(result: DemoResult): string {
   ]);
   const out: string[] = [
     `trainscaler demo on a SIMULATED cluster (${result.scenario}), seed ${result.seed}`,
+    `world FITTED: step times from the profiles fitted on the Pollux measurements (lib/sim/app-profiles.ts, the form trainscaler's own model fits), not the measurements themselves`,
     '',
     table(
       ['job', 'kind', 'app', 'manual configuration', 'trainscaler configuration (initial -> final)'],

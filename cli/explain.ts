@@ -2,6 +2,7 @@
 // from what the cluster stores: the outcome ConfigMaps `trainscaler run` keeps (lib/decisions/outcome-store.ts)
 // and the decisions written on the job itself (trainscaler.io/history), the newer of the two per policy.
 import type { Command } from 'commander';
+import { SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
 import type { ClusterClient } from '../lib/cluster/cluster-client.js';
 import { type JobOutcomes, readJobOutcomes } from '../lib/decisions/outcome-store.js';
 import type { Change, JobKind, JobRef } from '../lib/types.js';
@@ -83,7 +84,7 @@ export function registerExplainCommand(program: Command): Command {
       '--kubeconfig <path>',
       'kubeconfig to use (default: KUBECONFIG, in-cluster ServiceAccount, ~/.kube/config)',
     )
-    .option('--kind <kind>', 'PyTorchJob, TFJob or StatefulSet', kindOption, 'PyTorchJob' as JobKind)
+    .option('--kind <kind>', SUPPORTED_KINDS.join(', '), kindOption, 'PyTorchJob' as JobKind)
     .option(
       '--store-namespace <namespace>',
       "trainscaler's namespace (default: TRAINSCALER_PROFILES_NAMESPACE or trainscaler-system)",

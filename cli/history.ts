@@ -2,7 +2,7 @@
 // trainscaler.io/history annotation, the last ten writes), read through the real Kubernetes client.
 import { type Command, InvalidArgumentError } from 'commander';
 import { ANNOTATION } from '../lib/adapters/annotations.js';
-import { isSupportedKind } from '../lib/adapters/job-adapter.js';
+import { isSupportedKind, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
 import type { ClusterClient } from '../lib/cluster/cluster-client.js';
 import type { Change, JobKind, JobRef } from '../lib/types.js';
 
@@ -22,7 +22,8 @@ export function jobRef(value: string, kind: JobKind): JobRef {
 }
 
 export function kindOption(value: string): JobKind {
-  if (!isSupportedKind(value)) throw new InvalidArgumentError('expected PyTorchJob, TFJob or StatefulSet');
+  if (!isSupportedKind(value))
+    throw new InvalidArgumentError(`expected one of ${SUPPORTED_KINDS.join(', ')}`);
   return value;
 }
 
@@ -81,7 +82,7 @@ export function registerHistoryCommand(program: Command): Command {
       '--kubeconfig <path>',
       'kubeconfig to use (default: KUBECONFIG, in-cluster ServiceAccount, ~/.kube/config)',
     )
-    .option('--kind <kind>', 'PyTorchJob, TFJob or StatefulSet', kindOption, 'PyTorchJob' as JobKind)
+    .option('--kind <kind>', SUPPORTED_KINDS.join(', '), kindOption, 'PyTorchJob' as JobKind)
     .option('--json', 'print the records as JSON')
     .action(async (job: string, options: { kubeconfig?: string; kind: JobKind; json?: boolean }) => {
       const ref = jobRef(job, options.kind);

@@ -25,6 +25,8 @@ const RUN_HEADER = [
   'makespan s',
   'GPU util',
   'rescales/job',
+  'idle GPU-h while jobs could grow',
+  'of it > 2 ticks',
 ];
 
 function runRow(run: WorkloadRun): string[] {
@@ -38,6 +40,8 @@ function runRow(run: WorkloadRun): string[] {
     secs(s.makespanSeconds),
     pct(s.gpuUtilisation),
     s.rescalesPerJob.toFixed(2),
+    s.idleGpuHoursWhileJobsCouldGrow.toFixed(1),
+    s.idleGpuHoursBeyondTwoTicks.toFixed(1),
   ];
 }
 
@@ -51,6 +55,8 @@ function meanRow(policy: string, a: PolicyAggregate): string[] {
     secs(a.meanMakespanSeconds),
     pct(a.meanGpuUtilisation),
     a.meanRescalesPerJob.toFixed(2),
+    a.meanIdleGpuHoursWhileJobsCouldGrow.toFixed(1),
+    a.meanIdleGpuHoursBeyondTwoTicks.toFixed(1),
   ];
 }
 
@@ -89,7 +95,8 @@ export function renderSimulationTables(result: SimulationResult): string {
   const lines: string[] = [];
   const c = result.cluster;
   lines.push(
-    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, decision interval ${result.decisionIntervalSeconds} s, alarms every ${result.alarmEveryIntervals} intervals, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
+    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, world ${result.world.toUpperCase()} (step times: ${result.world === 'measured' ? 'the measured Pollux tables' : 'the fitted profiles'}), decision interval ${result.decisionIntervalSeconds} s, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
+    result.triggers,
     '',
   );
   const rows = [RUN_HEADER, ...result.runs.map(runRow)];

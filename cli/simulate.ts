@@ -13,8 +13,9 @@
 //   threshold    a BASELINE, not trainscaler: admitted like manual, then a Kubernetes HPA (or KEDA ScaledObject)
 //                emulation on each running job's Worker replicas with a GPU-utilisation target
 //                (lib/sim/baselines/threshold.ts), patching the job every decision interval like any client.
-// Jobs progress at the throughput fitted on the Pollux measurements (lib/sim/app-profiles.ts), keep their
-// global batch and end at their application's target (lib/sim/workload.ts).
+// Jobs progress at the step times of the chosen world (lib/sim/simulation-world.ts: the MEASURED Pollux
+// tables, or the FITTED profiles of lib/sim/app-profiles.ts), keep their global batch and end at their
+// application's target (lib/sim/workload.ts).
 import { writeFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError } from 'commander';
 import { handleAlarm } from '../functions/alarm.js';
@@ -23,6 +24,14 @@ import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
+import {
+  describeProductionTriggers,
+  loadProductionTriggerConfig,
+  type ProductionTriggerConfig,
+  ProductionTriggers,
+  scheduleTickSeconds,
+  type TriggerCounts,
+} from '../lib/sim/alerting/production-triggers.js';
 import { backfillAdmissions } from '../lib/sim/baselines/backfill.js';
 import { fcfsAdmissions } from '../lib/sim/baselines/manual.js';
 import type { QueuedJob } from '../lib/sim/baselines/queue.js';
@@ -40,13 +49,19 @@ import {
   type TiresiasParams,
   tiresiasPass,
 } from '../lib/sim/baselines/tiresias.js';
-import { PROFILED_APP_MODEL } from '../lib/sim/profiled-app-model.js';
+import { IdleWhileWantedMeter, unheldGpus, workersWorthAdding } from '../lib/sim/idle-capacity.js';
 import {
   type JobTimelinePoint,
   SimulatedCluster,
   type SimulatedNodeSpec,
 } from '../lib/sim/simulated-cluster.js';
-import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
+import { eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
+import {
+  FITTED_WORLD,
+  SIMULATION_WORLDS,
+  type SimulationWorld,
+  type SimulationWorldName,
+} from '../lib/sim/simulation-world.js';
 import {
   loadWorkloads,
   type TenantTraits,
@@ -66,6 +81,7 @@ import {
 import type { JobRef } from '../lib/types.js';
 import { median } from './demo.js';
 import { simulatedHandlerDeps } from './simulated-handler-deps.js';
+import { defaultTracesDir, loadSimulationWorld } from './simulation-world.js';
 
 export const SIMULATION_POLICIES = ['manual', 'backfill', 'tiresias', 'threshold', 'trainscaler'] as const;
 export type SimulationPolicy = (typeof SIMULATION_POLICIES)[number];
@@ -94,14 +110,14 @@ export const PUBLISHED_SOURCE =
 export interface SimulationOptions {
   workloads: Workload[];
   policies: readonly SimulationPolicy[];
+  /** Where the true step times come from; FITTED_WORLD (needs no data) when undefined. */
+  world?: SimulationWorld;
   seed?: number;
   /** 16 nodes x 4 GPUs (the Pollux testbed); 32 cores and 128 GiB per node. */
   nodes?: number;
   gpusPerNode?: number;
   /** Scheduling and decision interval: the schedule trigger and the FCFS admission run this often. */
   decisionIntervalSeconds?: number;
-  /** An alarm per running job every this many decision intervals. */
-  alarmEveryIntervals?: number;
   /** Stop a run after this many simulated seconds; unfinished jobs count as not completed. */
   timeCapSeconds?: number;
   /** Seeded tenant behaviour (priorities, OOM, over-requests, node failures); off when undefined. */
@@ -175,6 +191,12 @@ export interface RunSummary {
   /** GPU-time of running training containers / (cluster GPUs x makespan). */
   gpuUtilisation: number;
   rescalesPerJob: number;
+  /**
+   * GPU-hours no pod held while a running elastic job would have taken them at a true gain above the
+   * rescale cost (lib/sim/idle-capacity.ts); and the part idle longer than two schedule ticks.
+   */
+  idleGpuHoursWhileJobsCouldGrow: number;
+  idleGpuHoursBeyondTwoTicks: number;
   /** Time-averaged shares of the cluster's CPU and memory: requested by bound pods, and really used. */
   cpuRequested: number;
   cpuUsed: number;
@@ -190,6 +212,8 @@ export interface WorkloadRun {
   /** Cluster-wide GPUs held by running training containers, sampled every decision interval. */
   gpusBusy: Array<[number, number]>;
   handlerErrors: number;
+  /** trainscaler only: rule evaluations, webhooks and alerts sent by alert name, schedule ticks. */
+  triggerCounts?: TriggerCounts;
   wallSeconds: number;
 }
 
@@ -200,6 +224,8 @@ export interface PolicyAggregate {
   meanMakespanSeconds: number;
   meanGpuUtilisation: number;
   meanRescalesPerJob: number;
+  meanIdleGpuHoursWhileJobsCouldGrow: number;
+  meanIdleGpuHoursBeyondTwoTicks: number;
   meanCompletionRate: number;
   meanCpuRequested: number;
   meanCpuUsed: number;
@@ -209,9 +235,11 @@ export interface PolicyAggregate {
 
 export interface SimulationResult {
   seed: number;
+  world: SimulationWorldName;
   cluster: { nodes: number; gpusPerNode: number; cpuMillisPerNode: number; memoryBytesPerNode: number };
   decisionIntervalSeconds: number;
-  alarmEveryIntervals: number;
+  /** How trainscaler is triggered (production's rules, routing and cron, read from infra/). */
+  triggers: string;
   rescaleCostSeconds: number;
   multiTenant: string[] | null;
   assumptions: string[];
@@ -223,10 +251,10 @@ export interface SimulationResult {
 
 export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
-  "throughput: the simulator's step times fitted on the Pollux placements.csv (lib/sim/app-profiles.ts), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
+  "throughput: workers x local batch / the world's step time (the world lines above), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
   'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
   'every re-formed world (rescale, restarted or replaced pod) costs 30 s without progress; the first start costs the 20 s pod start',
-  'decision interval 60 s: the schedule trigger (rebalance) every interval; an alarm per running job every few intervals (--alarm-every)',
+  "decision interval 60 s: FCFS admission (manual, threshold) and the threshold baseline run every interval; trainscaler is triggered only as production triggers it (see triggers): an alarm only when the project's alert rules fire on the simulated sidecar series, the schedule on its cron",
   "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
   "backfill (a baseline): the user's num_replicas, fixed; FIFO with backfilling like a Kueue BestEffortFIFO queue: at every arrival and decision interval the waiting jobs are tried in arrival order and each one that fits in the GPUs then free starts; no reservation for the head (it can be delayed by later small jobs); no preemption",
   `tiresias (a baseline): the user's num_replicas, fixed; discretized 2D-LAS with preemption (Tiresias, NSDI'19): attained service = GPUs x seconds held since the last promotion; ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.length + 1} queues, demotion at ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.map((t) => `${t / 3600} GPU-h`).join(', ')} (the Pollux artifact's Tiresias); FIFO by queue entry within a queue; GPUs given in priority order, a job that does not fit is skipped; promotion to the top queue after waiting ${TIRESIAS_DEFAULTS.promoteKnob}x its service (PROMOTEKNOB, our choice; the artifact disables it); passes at every arrival and decision interval; a preemption sets Worker replicas to 0 (pods deleted, progress kept at the checkpoint) and a resume costs the 20 s pod start plus the 30 s restart from checkpoint without progress`,
@@ -241,7 +269,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const nodes = options.nodes ?? 16;
   const gpusPerNode = options.gpusPerNode ?? 4;
   const interval = options.decisionIntervalSeconds ?? 60;
-  const alarmEvery = options.alarmEveryIntervals ?? 5;
+  const world = options.world ?? FITTED_WORLD;
+  const triggers = loadProductionTriggerConfig();
   const runs: WorkloadRun[] = [];
   for (const workload of options.workloads) {
     for (const policy of options.policies) {
@@ -251,7 +280,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
           nodes,
           gpusPerNode,
           interval,
-          alarmEvery,
+          triggers,
+          world,
           cap: options.timeCapSeconds ?? 14 * 86_400,
           multiTenant: options.multiTenant,
           tiresias: options.tiresias ?? TIRESIAS_DEFAULTS,
@@ -266,12 +296,13 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     policies[policy] = aggregate(runs.filter((r) => r.policy === policy));
   return {
     seed,
+    world: world.name,
     cluster: { nodes, gpusPerNode, cpuMillisPerNode: 32_000, memoryBytesPerNode: 128 * GiB },
     decisionIntervalSeconds: interval,
-    alarmEveryIntervals: alarmEvery,
+    triggers: describeProductionTriggers(triggers),
     rescaleCostSeconds: 30,
     multiTenant: options.multiTenant ? describeMultiTenant(options.multiTenant) : null,
-    assumptions: [...SIMULATION_ASSUMPTIONS],
+    assumptions: [...world.assumptions, ...SIMULATION_ASSUMPTIONS],
     runs,
     policies,
     published: { ...PUBLISHED_MEAN_AVG_JCT_SECONDS },
@@ -284,7 +315,8 @@ interface RunSettings {
   nodes: number;
   gpusPerNode: number;
   interval: number;
-  alarmEvery: number;
+  triggers: ProductionTriggerConfig;
+  world: SimulationWorld;
   cap: number;
   multiTenant: MultiTenantOptions | undefined;
   tiresias: TiresiasParams;
@@ -321,9 +353,10 @@ async function runWorkload(
   const wallStart = performance.now();
   const clusterGpus = settings.nodes * settings.gpusPerNode;
   const nodes = nodeSpecs(settings.nodes, settings.gpusPerNode);
+  const apps = settings.world.apps;
   const sim = new SimulatedCluster({
     seed: settings.seed,
-    apps: PROFILED_APP_MODEL,
+    apps: settings.world.apps,
     nodes,
     priorityClasses: WORKLOAD_PRIORITY_CLASSES,
   });
@@ -336,6 +369,8 @@ async function runWorkload(
     ? nodeFailureTimes(settings.seed, settings.nodes, settings.cap, settings.multiTenant)
     : [];
   const tracked = new Map<string, Tracked>();
+  const triggers =
+    policy === 'trainscaler' ? new ProductionTriggers(sim, WORKLOAD_NAMESPACE, settings.triggers) : undefined;
   let handlerErrors = 0;
   const call = async (handler: Handler, payload: unknown) => {
     let result: HandlerResult;
@@ -493,6 +528,13 @@ async function runWorkload(
   const usage = { cpuReq: 0, cpuUsed: 0, memReq: 0, memUsed: 0, samples: 0 };
   const gpusBusy: Array<[number, number]> = [];
   let gpuSeconds = 0;
+  // Idle beyond two schedule ticks of production's cron is what the work-conservation goal forbids.
+  const idleMeter = new IdleWhileWantedMeter(settings.interval, 2 * scheduleTickSeconds(settings.triggers));
+  const idleWorld = {
+    apps,
+    gpusPerNode: settings.gpusPerNode,
+    rescaleCostSeconds: sim.timing.rescaleCostSeconds,
+  };
   let ticks = 0;
   let scheduleCount = 0;
   let failureIndex = 0;
@@ -510,11 +552,18 @@ async function runWorkload(
     if (policy !== 'trainscaler') await admit();
     const tickEnd = (Math.floor(elapsed / settings.interval) + 1) * settings.interval;
     const upcoming = arrivals[nextArrival]?.job.time;
-    const until = upcoming !== undefined && upcoming < tickEnd ? upcoming : tickEnd;
+    const triggerAt = triggers ? triggers.nextAfter(start + elapsed) - start : Number.POSITIVE_INFINITY;
+    const until = Math.min(upcoming ?? Number.POSITIVE_INFINITY, tickEnd, triggerAt);
     sim.step(until - elapsed);
     elapsed = until;
     const events = sim.drainEvents();
     if (policy === 'trainscaler') for (const event of events) await call(handleClusterEvent, event);
+    if (triggers) {
+      // Alerts only when the project's rules fire on the simulated series; the schedule on its cron.
+      const due = await triggers.due(start + elapsed);
+      for (const hook of due.webhooks) await call(handleAlarm, hook.payload);
+      if (due.schedule) await call(handleSchedule, eventBridgeScheduledEvent(sim.now(), scheduleCount++));
+    }
     if (elapsed !== tickEnd) continue;
 
     ticks += 1;
@@ -525,20 +574,12 @@ async function runWorkload(
     }
     const busy = await sampleCluster(sim, usage, settings.multiTenant !== undefined && ticks % 5 === 0);
     gpuSeconds += busy * settings.interval;
+    let wanted = 0;
+    for (const status of sim.jobStatuses())
+      if (status.phase === 'Running')
+        wanted += workersWorthAdding(await sim.getJob(status.ref), status, idleWorld);
+    idleMeter.sample(unheldGpus(clusterGpus, await sim.listPods(WORKLOAD_NAMESPACE)), wanted);
     gpusBusy.push([elapsed, busy]);
-    if (policy === 'trainscaler') {
-      if (ticks % settings.alarmEvery === 0) {
-        for (const t of unfinished()) {
-          const phase = sim.jobStatus(t.ref).phase;
-          if (phase === 'Running' || phase === 'Restarting')
-            await call(
-              handleAlarm,
-              alertmanagerWebhook(t.ref, sim.now() - settings.alarmEvery * settings.interval),
-            );
-        }
-      }
-      await call(handleSchedule, eventBridgeScheduledEvent(sim.now(), scheduleCount++));
-    }
     if (policy === 'threshold') await thresholdInterval();
     const allIn = nextArrival >= arrivals.length && fcfs.length === 0;
     const open = unfinished().length;
@@ -601,6 +642,8 @@ async function runWorkload(
     makespanSeconds: makespan,
     gpuUtilisation: makespan > 0 ? Math.min(1, gpuSeconds / (clusterGpus * makespan)) : 0,
     rescalesPerJob: jobs.length > 0 ? jobs.reduce((s, j) => s + j.rescales, 0) / jobs.length : 0,
+    idleGpuHoursWhileJobsCouldGrow: idleMeter.totalGpuSeconds / 3600,
+    idleGpuHoursBeyondTwoTicks: idleMeter.beyondGraceGpuSeconds / 3600,
     cpuRequested: usage.cpuReq / n,
     cpuUsed: usage.cpuUsed / n,
     memoryRequested: usage.memReq / n,
@@ -610,7 +653,16 @@ async function runWorkload(
   settings.report(
     `[${workload.name} ${policy}] done: ${completed}/${jobs.length} completed, makespan ${(makespan / 3600).toFixed(1)} h, ${wallSeconds.toFixed(1)} s wall`,
   );
-  return { workload: workload.name, policy, summary, jobs, gpusBusy, handlerErrors, wallSeconds };
+  return {
+    workload: workload.name,
+    policy,
+    summary,
+    jobs,
+    gpusBusy,
+    handlerErrors,
+    ...(triggers ? { triggerCounts: triggers.counts } : {}),
+    wallSeconds,
+  };
 }
 
 /** A node reboot: every pod on it is evicted at once (its controller recreates them elsewhere or there). */
@@ -704,6 +756,8 @@ export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {
     meanMakespanSeconds: pick((s) => s.makespanSeconds),
     meanGpuUtilisation: pick((s) => s.gpuUtilisation),
     meanRescalesPerJob: pick((s) => s.rescalesPerJob),
+    meanIdleGpuHoursWhileJobsCouldGrow: pick((s) => s.idleGpuHoursWhileJobsCouldGrow),
+    meanIdleGpuHoursBeyondTwoTicks: pick((s) => s.idleGpuHoursBeyondTwoTicks),
     meanCompletionRate: pick((s) => s.completionRate),
     meanCpuRequested: pick((s) => s.cpuRequested),
     meanCpuUsed: pick((s) => s.cpuUsed),
@@ -731,12 +785,19 @@ export function parsePolicies(value: string): SimulationPolicy[] {
   return [...new Set(names)] as SimulationPolicy[];
 }
 
+export function parseWorld(value: string): SimulationWorldName {
+  if (!(SIMULATION_WORLDS as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`unknown world '${value}': choose from ${SIMULATION_WORLDS.join(', ')}`);
+  return value as SimulationWorldName;
+}
+
 export interface SimulateCommandOptions {
   workload: string;
   policy: SimulationPolicy[];
+  world: SimulationWorldName;
+  traces?: string;
   seed: number;
   limit?: number;
-  alarmEvery: number;
   multiTenant?: boolean;
   timeCapHours?: number;
   json?: boolean;
@@ -756,22 +817,32 @@ export function registerSimulateCommand(program: Command): Command {
       parsePolicies,
       [...SIMULATION_POLICIES],
     )
+    .option(
+      '--world <name>',
+      "where the true step times come from: measured (the Pollux artifact's placements.csv and scalability.csv, played as its simulator plays them) or fitted (the parametric profiles of lib/sim/app-profiles.ts, the form trainscaler's own model fits: its model is right by construction there)",
+      parseWorld,
+      'measured',
+    )
+    .option(
+      '--traces <dir>',
+      'the Pollux traces folder for --world measured (default: the traces folder beside the workload folder)',
+    )
     .option('--seed <n>', 'random seed of the simulation', positiveInt, 1)
     .option('--limit <n>', 'only the first n workloads of a folder', positiveInt)
-    .option('--alarm-every <n>', 'an alarm per running job every n decision intervals (60 s)', positiveInt, 5)
     .option('--multi-tenant', 'seeded tenants: high-priority arrivals, OOM, over-requests, node failures')
     .option('--time-cap-hours <h>', 'stop each run after this many simulated hours', positiveInt)
     .option('--json', 'print one JSON object instead of tables')
     .option('--report <file>', 'also write an HTML page with plots')
     .action(async (options: SimulateCommandOptions) => {
       const workloads = loadWorkloads(options.workload).slice(0, options.limit);
+      const world = loadSimulationWorld(options.world, options.traces ?? defaultTracesDir(options.workload));
       const progress = (line: string) =>
         process.stderr.write(process.stderr.isTTY ? `\r${line.padEnd(100)}` : `${line}\n`);
       const simulationOptions: SimulationOptions = {
         workloads,
         policies: options.policy,
+        world,
         seed: options.seed,
-        alarmEveryIntervals: options.alarmEvery,
         onProgress: progress,
       };
       if (options.multiTenant) simulationOptions.multiTenant = DEFAULT_MULTI_TENANT;

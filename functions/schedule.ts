@@ -192,7 +192,11 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
 /** Some pods of the job run (or are bound) while others wait unbound: the peers may wait for them forever. */
 export function hasStrandedPods(snapshot: JobSnapshot): boolean {
   const live = snapshot.pods.filter((p) => p.phase !== 'Succeeded' && p.phase !== 'Failed');
-  return live.some((p) => p.nodeName) && live.some((p) => p.phase === 'Pending' && !p.nodeName);
+  // Gated pods wait on purpose (Kueue ungates a scale-up's pods once their workload slice is admitted).
+  return (
+    live.some((p) => p.nodeName) &&
+    live.some((p) => p.phase === 'Pending' && !p.nodeName && !p.schedulingGated)
+  );
 }
 
 function keepReason(snapshot: JobSnapshot, deps: HandlerDeps): string {
@@ -200,6 +204,8 @@ function keepReason(snapshot: JobSnapshot, deps: HandlerDeps): string {
   const workers = view.roles.find((r) => r.role === 'Worker')?.replicas;
   const what = workers === undefined ? 'no Worker role' : `keep ${workers} workers`;
   if (view.state.paused) return `${what}: paused (${view.state.pauseReason ?? 'by trainscaler'})`;
+  if (view.kueue)
+    return `${what}: managed by Kueue (${view.kueue}); the cluster-wide rebalance leaves it to Kueue's priorities and preemption`;
   if (!view.elastic) return `${what}: not elastic`;
   const last = view.state.lastActionAt;
   if (last !== undefined && deps.clock() - last < deps.config.cooldownSeconds)
@@ -214,7 +220,7 @@ export function pendingDemands(snapshot: JobSnapshot): PendingDemand[] {
     const pods = snapshot.pods.filter(
       (p) => p.role === role.role && p.phase !== 'Succeeded' && p.phase !== 'Failed',
     );
-    const waiting = pods.filter((p) => p.phase === 'Pending' && !p.nodeName);
+    const waiting = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && !p.schedulingGated);
     const shape = waiting[0];
     if (!shape) continue;
     out.push({

@@ -1,9 +1,18 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from './adapters/annotations.js';
-import { buildJobPatch, podSelectorFor, readJob, roleOf } from './adapters/job-adapter.js';
+import {
+  buildJobPatch,
+  guardrailPodIndex,
+  kueueFactsOf,
+  podSelectorFor,
+  readJob,
+  roleOf,
+} from './adapters/job-adapter.js';
 import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
+import { clusterQueueQuotaOf, kueueJobOf } from './cluster/kueue-state.js';
+import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { ConflictError, TrainscalerError } from './errors.js';
 import {
@@ -13,7 +22,15 @@ import {
   gpusPerReplica,
   placedReplicasOf,
 } from './guardrails.js';
+import { applyKueueRules, type KueueJob, touchesPodSets } from './kueue/kueue-guard.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
+import {
+  type PodResizeResult,
+  planPodResizes,
+  resizeTargetsOf,
+  sendPodResizes,
+  withPodResizes,
+} from './pod-resizes.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -43,6 +60,8 @@ export interface JobSnapshot {
   view: JobView;
   pods: PodView[];
   rawPods: V1Pod[];
+  /** Set when Kueue manages the job: its Workloads and what Kueue's rules need (lib/kueue/kueue-guard.ts). */
+  kueue?: KueueJob;
 }
 
 export interface Outcome {
@@ -52,9 +71,12 @@ export interface Outcome {
   applied: boolean;
   decisionId?: string;
   patch?: JsonPatchOp[];
-  skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed';
+  /** `kueue`: Kueue's rules held the plan's changes back (its reason says which and why). */
+  skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed' | 'kueue';
   /** Conflicts met and retried before the outcome. */
   conflicts?: number;
+  /** The in-place resizes sent (pods/resize), one per pod, when the plan changed CPU or memory. */
+  podResizes?: PodResizeResult[];
 }
 
 export type Decide = (snapshot: JobSnapshot) => Plan | Promise<Plan>;
@@ -97,17 +119,28 @@ export async function loadSnapshot(
 ): Promise<JobSnapshot> {
   const obj = await cluster.getJob(ref);
   const view = readJob(obj, management);
-  // The selector is a label anyone can set: keep only the pods the job really owns (owner reference).
-  const rawPods = (await cluster.listPods(ref.namespace, podSelectorFor(obj))).filter((p) =>
-    ownedByJob(p, view),
-  );
+  // The selector is a label anyone can set: keep only the pods the job really owns (owner reference, through
+  // the child Jobs of a JobSet or TrainJob, read back to the job).
+  const selected = await cluster.listPods(ref.namespace, podSelectorFor(obj));
+  const childJobs = await childJobsOf(view, selected, (child) => cluster.getJob(child));
+  const rawPods = selected.filter((p) => ownedByJob(p, view, childJobs));
   const container = roleOf(view, 'Worker')?.containerName ?? view.roles[0]?.containerName;
-  const pods = rawPods.map((p) => readPod(p, container));
+  const pods = rawPods.map((p) => {
+    const pod = readPod(p, container);
+    const index = guardrailPodIndex(obj, p.metadata?.labels);
+    return index === undefined ? pod : { ...pod, index };
+  });
   // The API server resolves priority classes on pods, not on custom resources: take it from the pods.
   const podPriority = Math.max(...rawPods.map((p) => p.spec?.priority ?? Number.NEGATIVE_INFINITY));
   const classPriority = view.priorityClassName ? priorityClasses?.[view.priorityClassName] : undefined;
   view.priority = Number.isFinite(podPriority) ? podPriority : (classPriority ?? 0);
-  return { obj, view, pods, rawPods };
+  const snapshot: JobSnapshot = { obj, view, pods, rawPods };
+  const kueue = await kueueJobOf(cluster, obj, view);
+  if (kueue) {
+    view.kueue = kueue.managedBy;
+    snapshot.kueue = kueue;
+  }
+  return snapshot;
 }
 
 function readHistory(obj: KubeObject): DecisionRecord[] {
@@ -221,8 +254,34 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     const guarded = applyGuardrails(decided, context);
     if (guarded.violations.length > 0)
       deps.logger.warn({ job: ref, policy: decided.policy, violations: guarded.violations }, 'plan clamped');
-    const plan: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
-    if (plan.changes.length === 0) return { ref, plan, applied: false, skipped: 'no-change', conflicts };
+    let plan: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
+    // Then Kueue's rules, for a job Kueue manages: nothing Kueue would answer with a suspension, no growth
+    // beyond the ClusterQueue's free quota.
+    let heldByKueue = false;
+    if (snapshot.kueue && plan.changes.some(touchesPodSets)) {
+      const quota = await clusterQueueQuotaOf(
+        deps.cluster,
+        ref.namespace,
+        snapshot.kueue,
+        kueueFactsOf(obj).queueName,
+      );
+      const ruled = applyKueueRules({ plan, job: view, kueue: snapshot.kueue, quota });
+      if (ruled.notes.length > 0) {
+        heldByKueue = true;
+        deps.logger.info(
+          { job: ref, policy: plan.policy, kueue: ruled.notes },
+          'plan held back by Kueue rules',
+        );
+      }
+      plan = ruled.plan;
+    }
+    if (plan.changes.length === 0)
+      return { ref, plan, applied: false, skipped: heldByKueue ? 'kueue' : 'no-change', conflicts };
+    // CPU/memory changes reach the running pods in place where the API server serves pods/resize (discovery).
+    const served = resizeTargetsOf(plan.changes).size > 0 && (await podResizeServed(deps, ref));
+    const podResizes = planPodResizes(snapshot, plan, served);
+    const kept = plan; // its evictions of OOM-killed pods, should their in-place resize be refused
+    plan = withPodResizes(plan, podResizes);
     // No duplicate check here: the id covers the resourceVersion read, which every write bumps, so a
     // decision already written can never be found again under the same id. Duplicate triggers are stopped by
     // the resourceVersion pin (all but one patch conflict and re-read) and then by what the winner wrote
@@ -261,16 +320,47 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       );
       return { ref, plan, applied: false, skipped: 'dry-run', decisionId: id, patch, conflicts };
     }
-    for (const change of plan.changes) {
-      if (change.kind === 'evict-pod')
-        await deps.cluster.evictPod(ref.namespace, change.pod, { dryRun: false });
-    }
-    await recordEvent(deps, view, obj, plan, id);
+    // After the template: a conflict on the job above leaves every pod untouched.
+    const resized = await sendPodResizes(deps.cluster, snapshot, plan, podResizes, () =>
+      loadSnapshot(deps.cluster, ref, deps.priorityClasses, management),
+    );
+    const failed = resized.filter((r) => r.result === 'failed');
+    // An OOM-killed pod whose resize the API server refused is recreated at the new size the old way.
+    const evictions = [
+      ...plan.changes.flatMap((c) => (c.kind === 'evict-pod' ? [c.pod] : [])),
+      ...kept.changes.flatMap((c) =>
+        c.kind === 'evict-pod' && c.toResize && failed.some((f) => f.pod === c.pod) ? [c.pod] : [],
+      ),
+    ];
+    for (const pod of evictions) await deps.cluster.evictPod(ref.namespace, pod, { dryRun: false });
+    if (failed.length > 0)
+      deps.logger.warn({ job: ref, decisionId: id, failed }, 'in-place resize refused; pods keep their size');
+    const told =
+      failed.length > 0
+        ? {
+            ...plan,
+            reason: `${plan.reason}; resize refused: ${failed.map((f) => `${f.pod} (${f.detail ?? 'no detail'})`).join(', ')}`,
+          }
+        : plan;
+    await recordEvent(deps, view, obj, told, id);
     deps.logger.info(
       { job: ref, decisionId: id, policy: plan.policy, reason: plan.reason },
       'decision applied',
     );
-    return { ref, plan, applied: true, decisionId: id, patch, conflicts };
+    const outcome: Outcome = { ref, plan, applied: true, decisionId: id, patch, conflicts };
+    if (resized.length > 0) outcome.podResizes = resized;
+    return outcome;
+  }
+}
+
+/** Discovery that fails is answered as "not served": the template-only (and eviction) path is always safe. */
+async function podResizeServed(deps: ActuatorDeps, ref: JobRef): Promise<boolean> {
+  try {
+    return (await deps.cluster.servesPodResize?.()) === true;
+  } catch (error) {
+    const detail = error instanceof TrainscalerError ? error.message : String(error);
+    deps.logger.warn({ job: ref, error: detail }, 'pods/resize discovery failed; resizing no pod in place');
+    return false;
   }
 }
 

@@ -4,6 +4,7 @@
 export type ErrorCode =
   | 'VALIDATION'
   | 'UNSUPPORTED_JOB_KIND'
+  | 'UNSUPPORTED_CHANGE'
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'FORBIDDEN'
@@ -34,9 +35,21 @@ export class UnsupportedJobKindError extends TrainscalerError {
   constructor(kind: string) {
     super(
       'UNSUPPORTED_JOB_KIND',
-      `unsupported job kind '${kind}' (supported: PyTorchJob, TFJob, StatefulSet)`,
+      `unsupported job kind '${kind}' (supported: PyTorchJob, TFJob, StatefulSet, Job, JobSet, TrainJob)`,
     );
     this.kind = kind;
+  }
+}
+
+/**
+ * The job's own API forbids this change (an immutable field, a finished job, a completion mode that cannot
+ * scale): refused before anything is written, so no part of the plan reaches the job.
+ */
+export class UnsupportedChangeError extends TrainscalerError {
+  readonly field: string;
+  constructor(kind: string, field: string, message: string) {
+    super('UNSUPPORTED_CHANGE', `${kind} cannot change ${field || '/'}: ${message}`);
+    this.field = field;
   }
 }
 

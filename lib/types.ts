@@ -1,7 +1,7 @@
 // Shared vocabulary of the pure core. Units are fixed so that no policy has to guess:
 // CPU in millicores, memory in bytes, GPUs as whole devices, time in seconds (epoch seconds for instants).
 
-export type JobKind = 'PyTorchJob' | 'TFJob' | 'StatefulSet';
+export type JobKind = 'PyTorchJob' | 'TFJob' | 'StatefulSet' | 'Job' | 'JobSet' | 'TrainJob';
 
 export interface JobRef {
   kind: JobKind;
@@ -67,6 +67,12 @@ export interface JobView {
   unmanagedReason?: string;
   state: JobAutoscalerState;
   creationTimestamp?: number;
+  /**
+   * Set when Kueue manages the job, saying how that was seen (its kueue.x-k8s.io/queue-name label, or a
+   * Workload it controls): its size then follows Kueue's rules (lib/kueue/kueue-guard.ts), and the cluster-wide
+   * rebalance leaves it to Kueue's priorities and preemption.
+   */
+  kueue?: string;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -92,6 +98,13 @@ export interface PodView {
   reason?: string;
   requests: Resources;
   limits: Resources;
+  /** The pod waits behind scheduling gates (e.g. Kueue's, until its workload slice is admitted): not unplaceable. */
+  schedulingGated?: boolean;
+  /**
+   * What the kubelet reports the training container runs with (status.containerStatuses[].resources, on nodes
+   * that resize in place), when it reports it: after a resize it can lag the spec (PodResizePending/InProgress).
+   */
+  actual?: { requests: Resources; limits: Resources };
 }
 
 export interface NodeView {
@@ -152,7 +165,11 @@ export type Change =
       from: number;
       to: number;
     }
-  | { kind: 'evict-pod'; pod: string }
+  /**
+   * `toResize`: evicted only so that the controller recreates it at the role's new size (an OOM kill); where
+   * the pod can be resized in place (pods/resize) the actuator does that instead and does not evict it.
+   */
+  | { kind: 'evict-pod'; pod: string; toResize?: boolean }
   /**
    * Prefer other nodes for the role's pods created from now on (a preferred node anti-affinity on the pod
    * template): what the operators let one replacement pod be steered by. Written with the eviction of a

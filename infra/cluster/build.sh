@@ -10,6 +10,7 @@
 #
 # Usage: infra/cluster/build.sh [component...]   (default: all)
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator
+#               jobset trainer kueue
 #               (+ kubectl v$KUBE_VERSION, by default only when no kubectl is on PATH)
 # Env:
 #   TRAINSCALER_CACHE        cache root (see above)
@@ -22,6 +23,15 @@ KUBE_VERSION=v1.33.13            # kube-apiserver, kube-controller-manager, kube
 ETCD_VERSION=v3.5.21             # etcd (the version Kubernetes 1.33 is tested against)
 KWOK_VERSION=v0.7.0              # kwok (fake nodes + pod lifecycle)
 TRAINING_OPERATOR_VERSION=v1.9.3 # Kubeflow training-operator (CRDs identical to v1.9.0)
+JOBSET_VERSION=v0.12.0           # sigs.k8s.io/jobset (ElasticJobSet gate)
+TRAINER_VERSION=v2.3.0           # github.com/kubeflow/trainer/v2 (TrainJob; runs on JobSet)
+KUEUE_VERSION=v0.18.1            # sigs.k8s.io/kueue (elastic jobs via workload slices)
+# go.sum hashes of the three controller modules (module zip, go.mod), pinned here because the
+# checksum database does not (yet) list every one of them (sum.golang.org answers 404 for
+# kueue v0.18.1): the build refuses a module whose content differs from these.
+JOBSET_SUMS="h1:YYPuV0px8Ongq/RXmJg6V0w2UC67aiR+rCMD06vhQQQ= h1:JpUzWItLGW1ysjbENDk/tRz0rvAwVPFHgHnMv/W2HVY="
+TRAINER_SUMS="h1:Je+e7zvTLzB4qW09J1fB7pZrqvPtWuGng2NqdN5p5QU= h1:7R2Eib9BHAbPniXQR11CuMAF72/847Ogznj7od5q6DY="
+KUEUE_SUMS="h1:XHPgRGhYYMTzsUHAKfZQ8V70jtXBKkIC18QbFLD72t8= h1:Pxmlj5cBKfZTzKNK7LKlyb/tB4HFErf6JM8qmklpFV8="
 # Bump when the build recipe (flags, patches) changes so stamps are invalidated.
 RECIPE=3
 
@@ -49,6 +59,9 @@ stamp_of() { # component -> expected stamp content
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) v="$KUBE_VERSION" ;;
     kwok) v="$KWOK_VERSION" ;;
     training-operator) v="$TRAINING_OPERATOR_VERSION" ;;
+    jobset) v="$JOBSET_VERSION" ;;
+    trainer) v="$TRAINER_VERSION" ;;
+    kueue) v="$KUEUE_VERSION" ;;
     *) die "unknown component $1" ;;
   esac
   printf '%s %s recipe=%s %s\n' "$1" "$v" "$RECIPE" "$(go env GOVERSION)"
@@ -66,19 +79,21 @@ now() { date +%s; }
 # "<date> <label> <seconds>s maxrss=<MiB>MiB" to the timings log.
 run_timed() {
   local label="$1"; shift
-  local t0 t1 tf rss=""
+  local t0 t1 tf rss="" cpu=""
   tf="$(mktemp)"
   t0=$(now)
   if [[ -x /usr/bin/time ]]; then
     /usr/bin/time -v -o "$tf" "$@" || { cat "$tf" >&2; rm -f "$tf"; die "$label failed"; }
     rss=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); printf "%d", $2/1024}' "$tf")
+    # CPU seconds (user + system) do not depend on how loaded the machine is, unlike the wall time.
+    cpu=$(awk -F: '/User time|System time/ {gsub(/ /,"",$2); t += $2} END {printf "%.0f", t}' "$tf")
   else
     "$@" || die "$label failed"
   fi
   t1=$(now)
   rm -f "$tf"
-  printf '%s %-40s %5ss maxrss=%sMiB go=%s\n' "$(date -u +%FT%TZ)" "$label" "$((t1 - t0))" "${rss:-?}" "$(go env GOVERSION)" >>"$TIMES"
-  log "$label: $((t1 - t0))s${rss:+ (peak RSS ${rss} MiB)}"
+  printf '%s %-40s %5ss maxrss=%sMiB cpu=%ss go=%s\n' "$(date -u +%FT%TZ)" "$label" "$((t1 - t0))" "${rss:-?}" "${cpu:-?}" "$(go env GOVERSION)" >>"$TIMES"
+  log "$label: $((t1 - t0))s${rss:+ (peak RSS ${rss} MiB, ${cpu} CPU-s)}"
 }
 
 install_bin() { # component built-file
@@ -193,17 +208,90 @@ build_training_operator() {
   install_bin training-operator "$dir/training-operator.new"
 }
 
+# JobSet, Trainer and Kueue need no patch: each takes its webhook host/port/cert dir, metrics and
+# probe addresses and feature gates from its own configuration file (up.sh writes them), so they
+# are built unmodified from a wrapper module that requires the pinned module.  The wrapper's
+# go.sum starts as the pinned hashes of the module itself plus upstream's own go.sum (read from
+# the module cache), so the build list and every checksum are exactly upstream's.
+controller_module() { # component -> sets MOD VER SUMS PKG LD, and UPGRADE ("" or "component ...")
+  UPGRADE=""
+  case "$1" in
+    jobset) MOD=sigs.k8s.io/jobset VER="$JOBSET_VERSION" SUMS="$JOBSET_SUMS" PKG=sigs.k8s.io/jobset
+      LD="-X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION" ;;
+    trainer) MOD=github.com/kubeflow/trainer/v2 VER="$TRAINER_VERSION" SUMS="$TRAINER_SUMS"
+      PKG=github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager LD="" ;;
+    # kueue v0.18.1's go.mod requires a Trainer pre-release (v2.2.1-0.20260515134202-448c432a7073) that the
+    # module proxy here refuses (403); the wrapper requires the released Trainer we run, so minimal version
+    # selection builds Kueue's TrainJob integration against v2.3.0 (and whatever v2.3.0 itself requires).
+    kueue) MOD=sigs.k8s.io/kueue VER="$KUEUE_VERSION" SUMS="$KUEUE_SUMS" PKG=sigs.k8s.io/kueue/cmd/kueue
+      LD="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" UPGRADE="trainer" ;;
+    *) die "unknown controller $1" ;;
+  esac
+}
+
+# Writes a wrapper module requiring the pinned controller module into DIR and downloads the module
+# (verified against the pinned hashes, no checksum-database lookup); prints its source dir in the
+# module cache.
+controller_source() { # component dir
+  local dir="$2" zipsum modsum moddir u requires=() sums=""
+  for u in $(controller_module "$1"; echo "$UPGRADE") "$1"; do
+    controller_module "$u"
+    read -r zipsum modsum <<<"$SUMS"
+    requires+=("$MOD $VER")
+    sums+="$(printf '%s %s %s\n%s %s/go.mod %s' "$MOD" "$VER" "$zipsum" "$MOD" "$VER" "$modsum")"$'\n'
+  done
+  new_module "$dir" "trainscaler.local/$1-build" "${requires[@]}"
+  printf '%s' "$sums" >"$dir/go.sum"
+  moddir="$(cd "$dir" && go mod download -json "$MOD@$VER" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -f "$moddir/go.sum" ]] || die "could not download $MOD@$VER (or its content differs from the pinned hash)"
+  printf '%s\n' "$moddir"
+}
+
+# The source dir of a controller's module (downloads it if needed), through a private wrapper module so
+# that concurrent callers (several clusters starting at once) never share one.
+module_dir_of() { # component
+  local tmp dir
+  tmp="$(mktemp -d "$SRC/.module-dir.XXXXXX")"
+  dir="$(controller_module "$1"; controller_source "$1" "$tmp")" || { rm -rf "$tmp"; return 1; }
+  rm -rf "$tmp"
+  printf '%s\n' "$dir"
+}
+
+build_controller() { # component
+  local c="$1" dir moddir
+  is_current "$c" && return 0
+  controller_module "$c"
+  dir="$SRC/$c-$VER"
+  log "building $c $VER"
+  moddir="$(controller_source "$c" "$dir")"
+  cat "$moddir/go.sum" >>"$dir/go.sum"
+  local u; for u in $UPGRADE; do cat "$(module_dir_of "$u")/go.sum" >>"$dir/go.sum"; done
+  (cd "$dir" && run_timed "$c $VER: resolve+download deps" go list -mod=mod -deps "$PKG" >/dev/null)
+  (cd "$dir" && run_timed "$c $VER: compile+link" \
+    go build -mod=mod -p "$JOBS" -ldflags "-s -w $LD" -o "$dir/$c.new" "$PKG")
+  install_bin "$c" "$dir/$c.new"
+}
+
 build_one() {
   case "$1" in
     etcd) build_etcd ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) build_kube "$1" ;;
     kwok) build_kwok ;;
     training-operator) build_training_operator ;;
+    jobset|trainer|kueue) build_controller "$1" ;;
     *) die "unknown component: $1" ;;
   esac
 }
 
-ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator)
+# up.sh reads CRDs, webhook configurations and runtimes from the controllers' module sources:
+#   build.sh --module-dir jobset|trainer|kueue   prints that directory (downloading it if needed).
+if [[ "${1:-}" == --module-dir ]]; then
+  [[ $# -eq 2 ]] || die "usage: build.sh --module-dir jobset|trainer|kueue"
+  module_dir_of "$2"
+  exit 0
+fi
+
+ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator jobset trainer kueue)
 # kubectl is only built when none is on PATH (the scripts then use $BIN/kubectl).
 command -v kubectl >/dev/null || ALL+=(kubectl)
 want=("$@"); [[ ${#want[@]} -gt 0 ]] || want=("${ALL[@]}")

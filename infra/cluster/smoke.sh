@@ -8,7 +8,9 @@
 # in place under OnFailure, phase Failed under Never); eviction through the Eviction API
 # (as the SA) removes a pod and the training-operator re-creates it; a TFJob gets a pod;
 # the training-operator's validating webhook rejects an invalid PyTorchJob; when up.sh started the host
-# node, a pod there really runs.
+# node, a pod there really runs; JobSet/Trainer/Kueue: controllers ready and API groups served, a JobSet
+# runs its Job's pods and (ElasticJobSet) grows parallelism=completions 2 -> 3, a TrainJob on the torch
+# runtime creates a JobSet whose pods run, numNodes is immutable, webhooks reject invalid JobSets and TrainJobs, Kueue admits a Job in the LocalQueue and keeps one over the GPU quota suspended.
 #
 # Env: SMOKE_KEEP=1 keeps the smoke namespace; SMOKE_TIMEOUT (s, default 90) per wait.
 set -uo pipefail
@@ -229,6 +231,137 @@ EOF
     fail "training-operator webhook rejects Master.replicas=2" "$out"
   fi
 fi
+
+# ---- 9. JobSet, Kubeflow Trainer, Kueue ---------------------------------------------------------------
+controllers_ready() {
+  local p
+  for p in "$JOBSET_PROBE_PORT" "$TRAINER_PROBE_PORT" "$KUEUE_PROBE_PORT"; do curl -fsS --max-time 5 "http://127.0.0.1:$p/readyz" || return 1; done
+}
+check "jobset, trainer and kueue /readyz" controllers_ready
+groups_served() {
+  local v g; v="$(kc api-versions)" || return 1
+  for g in jobset.x-k8s.io/v1alpha2 trainer.kubeflow.org/v1alpha1 kueue.x-k8s.io/v1beta2; do grep -qx "$g" <<<"$v" || return 1; done
+}
+check "API groups served: jobset.x-k8s.io/v1alpha2, trainer.kubeflow.org/v1alpha1, kueue.x-k8s.io/v1beta2" groups_served
+check "ClusterTrainingRuntime torch-distributed exists" kc get clustertrainingruntime torch-distributed
+
+jobs_of_jobset() { kc -n "$NS" get jobs -l "jobset.sigs.k8s.io/jobset-name=$1" -o name | wc -l; }
+running_pods() { # label-selector expected-count
+  local n
+  n=$(kc -n "$NS" get pods -l "$1" -o jsonpath='{range .items[*]}{.status.phase} {.spec.nodeName}{"\n"}{end}' \
+      | awk '$1=="Running" && $2 ~ /^kwok-node-/' | wc -l)
+  [[ "$n" -eq "$2" ]]
+}
+jobset_yaml() { # name parallelism
+  cat <<EOF
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: $1, namespace: $NS}
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: 1
+    template:
+      spec:
+        parallelism: $2
+        completions: $2
+        completionMode: Indexed
+        backoffLimit: 0
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+            - {name: main, image: busybox, resources: {requests: {cpu: 100m}}}
+EOF
+}
+jobset_yaml smoke-js 2 | kc apply -f - >/dev/null
+jobset_has_one_job() { [[ "$(jobs_of_jobset smoke-js)" -eq 1 ]]; }
+check "JobSet creates its Job" poll "$TIMEOUT" jobset_has_one_job
+check "JobSet Job's 2 pods Running on kwok nodes" poll "$TIMEOUT" running_pods jobset.sigs.k8s.io/jobset-name=smoke-js 2
+# ElasticJobSet: parallelism and completions may change together (the JobSet webhook refuses it when the gate is off).
+out="$(kc -n "$NS" patch jobset smoke-js --type json \
+  -p '[{"op":"replace","path":"/spec/replicatedJobs/0/template/spec/parallelism","value":3},{"op":"replace","path":"/spec/replicatedJobs/0/template/spec/completions","value":3}]' 2>&1)"
+if [[ $? -eq 0 ]]; then pass "ElasticJobSet: parallelism=completions 2 -> 3 accepted"; else fail "ElasticJobSet: parallelism=completions 2 -> 3 accepted" "$out"; fi
+check "ElasticJobSet: the Job grows to 3 running pods" poll "$TIMEOUT" running_pods jobset.sigs.k8s.io/jobset-name=smoke-js 3
+out="$(kc -n "$NS" patch jobset smoke-js --type json -p '[{"op":"replace","path":"/spec/replicatedJobs/0/template/spec/parallelism","value":2}]' 2>&1)"
+if [[ $? -ne 0 ]]; then pass "JobSet webhook rejects parallelism != completions"; else fail "JobSet webhook rejects parallelism != completions" "$out"; fi
+
+kc apply -f - >/dev/null <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: smoke-tj, namespace: $NS}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer:
+    numNodes: 2
+    resourcesPerNode: {requests: {cpu: 100m}}
+EOF
+check "TrainJob (torch-distributed, numNodes 2) creates a JobSet" poll "$TIMEOUT" kc -n "$NS" get jobset smoke-tj
+check "TrainJob's 2 nodes Running on kwok nodes" poll "$TIMEOUT" running_pods jobset.sigs.k8s.io/jobset-name=smoke-tj 2
+out="$(kc -n "$NS" patch trainjob smoke-tj --type merge -p '{"spec":{"trainer":{"numNodes":3}}}' 2>&1)"
+if [[ $? -ne 0 && "$out" == *immutable* ]]; then pass "TrainJob spec.trainer.numNodes is immutable"; else fail "TrainJob spec.trainer.numNodes is immutable" "$out"; fi
+out="$(kc -n "$NS" apply -f - 2>&1 <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: smoke-tj-invalid, namespace: $NS}
+spec: {runtimeRef: {name: no-such-runtime}}
+EOF
+)"
+# Trainer's validator (validator.trainjob.trainer.kubeflow.org) and Kueue's (vtrainjob.kb.io) both refuse it;
+# the API server calls validating webhooks in no fixed order, so either may answer.
+if [[ "$out" == *"denied the request"* && "$out" == *no-such-runtime* ]]; then
+  pass "a TrainJob with an unknown runtime is rejected by a webhook"
+else
+  fail "a TrainJob with an unknown runtime is rejected by a webhook" "$out"
+fi
+
+# Kueue: a Job in a LocalQueue is suspended on create (webhook), admitted within the ClusterQueue's quota and
+# unsuspended; one asking for more GPUs than the quota stays suspended, its Workload not admitted.
+check "LocalQueue $KUEUE_LOCAL_QUEUE in default Active" kc wait --for condition=Active --timeout 5s -n default "localqueue/$KUEUE_LOCAL_QUEUE"
+kc apply -f - >/dev/null <<EOF
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: $KUEUE_LOCAL_QUEUE, namespace: $NS}
+spec: {clusterQueue: $KUEUE_CLUSTER_QUEUE}
+EOF
+queued_job() { # name parallelism gpus-per-pod
+  cat <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+  namespace: $NS
+  labels: {kueue.x-k8s.io/queue-name: $KUEUE_LOCAL_QUEUE}
+spec:
+  parallelism: $2
+  completions: $2
+  completionMode: Indexed
+  suspend: false
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox
+        resources: {requests: {cpu: 100m, nvidia.com/gpu: "$3"}, limits: {nvidia.com/gpu: "$3"}}
+EOF
+}
+queued_job smoke-kq 2 1 | kc apply -f - >/dev/null
+workload_of() { kc -n "$NS" get workloads -o jsonpath="{range .items[?(@.metadata.ownerReferences[0].name==\"$1\")]}{.metadata.name}{end}"; }
+wl_condition() { # job condition -> status
+  local wl; wl="$(workload_of "$1")"; [[ -n "$wl" ]] || return 1
+  kc -n "$NS" get workload "$wl" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}"
+}
+admitted() { [[ "$(wl_condition "$1" Admitted)" == True ]]; }
+check "Kueue admits a Job (2 x 1 GPU) in $KUEUE_LOCAL_QUEUE" poll "$TIMEOUT" admitted smoke-kq
+check "the admitted Job is unsuspended and its 2 pods Running" poll "$TIMEOUT" running_pods batch.kubernetes.io/job-name=smoke-kq 2
+queued_job smoke-kq-big 3 4 | kc apply -f - >/dev/null
+pending() { [[ "$(wl_condition "$1" QuotaReserved)" == False && "$(kc -n "$NS" get job "$1" -o jsonpath='{.spec.suspend}')" == true ]]; }
+check "a Job over the GPU quota (3 x 4 > $KUEUE_GPU_QUOTA) stays suspended, not admitted" poll "$TIMEOUT" pending smoke-kq-big
+# kwok completes a Job's pods only when a test labels them (stages.yaml); the Workload then finishes.
+kc -n "$NS" label pods -l batch.kubernetes.io/job-name=smoke-kq kwok.trainscaler.io/complete=true >/dev/null
+finished() { [[ "$(wl_condition "$1" Finished)" == True ]]; }
+check "pods labelled kwok.trainscaler.io/complete=true complete the Job; its Workload is Finished" poll "$TIMEOUT" finished smoke-kq
 
 # ---- host node (only when up.sh started it): a pod there runs a real process ------------------------
 if kc get node "$HOST_NODE_NAME" >/dev/null 2>&1; then

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Starts a real (single-host, loopback-only) Kubernetes control plane for integration tests:
 #   etcd -> kube-apiserver -> kube-controller-manager + kube-scheduler -> kwok (fake nodes
-#   and pod lifecycle) -> Kubeflow training-operator (out of cluster).
+#   and pod lifecycle) -> Kubeflow training-operator -> JobSet -> Kubeflow Trainer -> Kueue (the
+#   controllers run out of cluster, as processes on 127.0.0.1; see up-controllers.sh).
 # Then applies the Kubeflow PyTorchJob/TFJob CRDs and infra/k8s/rbac.yaml, creates fake GPU
-# nodes, writes kubeconfigs, and prints the admin kubeconfig's path as the LAST stdout line.
+# nodes, installs the JobSet/Trainer/Kueue CRDs and webhooks from their Go module sources, a torch
+# ClusterTrainingRuntime and Kueue queues, writes kubeconfigs, and prints the admin kubeconfig's
+# path as the LAST stdout line.
 # Everything else goes to stderr.  If the cluster is already up and healthy it only prints
 # the path.
 #
@@ -21,7 +24,7 @@ T0=$(date +%s)
 take_cluster_lock
 
 # ---- already up? -----------------------------------------------------------------------
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator jobset trainer kueue)
 # The host node needs root (network namespaces, mounts, hostnames) and the repo's node_modules (tsx).
 host_node_possible() {
   [[ "$(id -u)" == 0 ]] && command -v ip >/dev/null && command -v nsenter >/dev/null && command -v unshare >/dev/null \
@@ -50,8 +53,10 @@ apiserver_ready() {
     --key "$RUN_DIR/pki/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
 operator_ready() { curl -fsS --max-time 5 "http://127.0.0.1:$OPERATOR_PROBE_PORT/readyz" >/dev/null 2>&1; }
+probe_ready() { curl -fsS --max-time 5 "http://127.0.0.1:$1/readyz" >/dev/null 2>&1; }
+controllers_ready() { probe_ready "$JOBSET_PROBE_PORT" && probe_ready "$TRAINER_PROBE_PORT" && probe_ready "$KUEUE_PROBE_PORT"; }
 
-if all_pids_alive && apiserver_ready && operator_ready && [[ -s "$KUBECONFIG_ADMIN" && -s "$KUBECONFIG_SA" ]]; then
+if all_pids_alive && apiserver_ready && operator_ready && controllers_ready && [[ -s "$KUBECONFIG_ADMIN" && -s "$KUBECONFIG_SA" ]]; then
   log "cluster already up"
   echo "$KUBECONFIG_ADMIN"
   exit 0
@@ -64,20 +69,28 @@ fi
 # ---- binaries ----------------------------------------------------------------------------
 "$CLUSTER_SCRIPT_DIR/build.sh" >&2
 [[ -x "$KUBECTL" ]] || die "no kubectl on PATH and $KUBECTL was not built"
+[[ -x "$NODE_BIN" && -d "$REPO_ROOT/node_modules/js-yaml" ]] || die "run npm ci first (up.sh renders the controllers' installs with $NODE_BIN)"
+# JobSet/Trainer/Kueue CRDs, webhook configurations and runtimes are read in place from their module sources.
+JOBSET_SRC="$("$CLUSTER_SCRIPT_DIR/build.sh" --module-dir jobset)"
+TRAINER_SRC="$("$CLUSTER_SCRIPT_DIR/build.sh" --module-dir trainer)"
+KUEUE_SRC="$("$CLUSTER_SCRIPT_DIR/build.sh" --module-dir kueue)"
 
 [[ -f "$CRD_DIR/kubeflow.org_pytorchjobs.yaml" && -f "$CRD_DIR/kubeflow.org_tfjobs.yaml" ]] \
   || die "Kubeflow CRDs not found in $CRD_DIR (expected ../shared/k8s-crds beside the repo; set TRAINSCALER_CRD_DIR)"
 
 for p in "$APISERVER_PORT" "$ETCD_PORT" "$((ETCD_PORT + 1))" "$KCM_PORT" "$SCHEDULER_PORT" "$KWOK_PORT" \
-         "$OPERATOR_METRICS_PORT" "$OPERATOR_PROBE_PORT" "$OPERATOR_WEBHOOK_PORT"; do
+         "$OPERATOR_METRICS_PORT" "$OPERATOR_PROBE_PORT" "$OPERATOR_WEBHOOK_PORT" \
+         "$JOBSET_METRICS_PORT" "$JOBSET_PROBE_PORT" "$JOBSET_WEBHOOK_PORT" \
+         "$TRAINER_METRICS_PORT" "$TRAINER_PROBE_PORT" "$TRAINER_WEBHOOK_PORT" \
+         "$KUEUE_METRICS_PORT" "$KUEUE_PROBE_PORT" "$KUEUE_WEBHOOK_PORT"; do
   port_in_use "$p" && die "port $p is already in use (another cluster? set TRAINSCALER_*_PORT, see README)"
 done
 
 mkdir -p "$RUN_DIR"
 chmod 700 "$RUN_DIR"
 touch "$RUN_DIR/.trainscaler-cluster-run"   # down.sh only deletes directories carrying this marker
-rm -rf "$RUN_DIR/etcd" "$RUN_DIR/pki" "$RUN_DIR/operator-tmp"   # always start from a clean slate
-mkdir -p "$LOG_DIR" "$RUN_DIR/pki" "$RUN_DIR/etcd" "$RUN_DIR/operator-tmp"
+rm -rf "$RUN_DIR/etcd" "$RUN_DIR/pki" "$RUN_DIR/operator-tmp" "$RUN_DIR/controllers"   # always start from a clean slate
+mkdir -p "$LOG_DIR" "$RUN_DIR/pki" "$RUN_DIR/etcd" "$RUN_DIR/operator-tmp" "$RUN_DIR/controllers"
 : >"$PIDFILE"
 
 # If anything below fails, stop what we started (leave logs for debugging).
@@ -145,6 +158,31 @@ mkdir -p "$CERTDIR"
 cp "$WH/tls.crt" "$WH/tls.key" "$WH/ca.crt" "$CERTDIR/"
 chmod 600 "$PKI"/*.key "$WH"/*.key
 
+# JobSet, Trainer and Kueue webhook certs: one CA and one serving cert (for their in-cluster Service
+# names and for 127.0.0.1, which the API server calls).  Kueue's cert rotator (open-policy-agent
+# cert-controller) adopts them from its Secret because the CA is valid for "kueue-ca", the serving cert
+# for kueue-webhook-service.kueue-system.svc and the keys are PKCS#1.
+CWH="$PKI/controllers-webhook"
+mkdir -p "$CWH"
+openssl genrsa -traditional -out "$CWH/ca.key" 2048 2>/dev/null
+openssl req -x509 -new -key "$CWH/ca.key" -out "$CWH/ca.crt" -days 3650 -subj "/O=kueue/CN=kueue-ca" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment" \
+  -addext "subjectAltName=DNS:kueue-ca" 2>/dev/null
+openssl genrsa -traditional -out "$CWH/tls.key" 2048 2>/dev/null
+openssl req -new -key "$CWH/tls.key" -out "$CWH/tls.csr" -subj "/CN=kueue-webhook-service.kueue-system.svc" 2>/dev/null
+openssl x509 -req -in "$CWH/tls.csr" -CA "$CWH/ca.crt" -CAkey "$CWH/ca.key" -set_serial "0x$(openssl rand -hex 16)" -days 3650 \
+  -out "$CWH/tls.crt" -extfile <(printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+    'extendedKeyUsage=serverAuth' 'subjectAltName=DNS:kueue-webhook-service.kueue-system.svc,DNS:jobset-webhook-service.jobset-system.svc,DNS:kubeflow-trainer-controller-manager.kubeflow-system.svc,IP:127.0.0.1') 2>/dev/null
+rm -f "$CWH/tls.csr"
+chmod 600 "$CWH"/*.key
+for c in jobset trainer kueue; do
+  mkdir -p "$RUN_DIR/controllers/$c/certs" "$RUN_DIR/controllers/$c/tmp"
+  cp "$CWH/tls.crt" "$CWH/tls.key" "$CWH/ca.crt" "$RUN_DIR/controllers/$c/certs/"
+  chmod 600 "$RUN_DIR/controllers/$c/certs/tls.key"
+  # Like the training-operator, the controllers run as cluster-admin out of cluster.
+  gen_cert "$c" "/O=system:masters/CN=$c" "$CLIENT_EXT"
+done
+
 # ---- kubeconfigs ---------------------------------------------------------------------------
 write_kubeconfig() { # file user cert key
   local f="$1"
@@ -157,7 +195,7 @@ write_kubeconfig() { # file user cert key
   chmod 600 "$f"
 }
 rm -f "$KUBECONFIG_ADMIN" "$KUBECONFIG_SA"
-for c in kube-controller-manager kube-scheduler kwok training-operator host-node-agent; do
+for c in kube-controller-manager kube-scheduler kwok training-operator host-node-agent jobset trainer kueue; do
   write_kubeconfig "$RUN_DIR/$c.kubeconfig" "$c" "$PKI/$c.crt" "$PKI/$c.key"
 done
 write_kubeconfig "$KUBECONFIG_ADMIN.tmp" trainscaler-admin "$PKI/admin.crt" "$PKI/admin.key"
@@ -336,6 +374,10 @@ start training-operator \
   --leader-elect=false --zap-devel=false --zap-log-level info
 wait_for "training-operator /readyz" 120 operator_ready || die "training-operator did not become ready"
 
+# ---- JobSet, Kubeflow Trainer, Kueue -----------------------------------------------------------
+# shellcheck source=up-controllers.sh
+source "$CLUSTER_SCRIPT_DIR/up-controllers.sh"
+
 # ---- ServiceAccount kubeconfig for the autoscaler ------------------------------------------
 wait_for "ServiceAccount trainscaler-system/trainscaler" 60 kc -n trainscaler-system get serviceaccount trainscaler \
   || die "ServiceAccount trainscaler-system/trainscaler missing"
@@ -356,6 +398,9 @@ export KUBECONFIG=$KUBECONFIG_ADMIN
 export TRAINSCALER_KUBECONFIG=$KUBECONFIG_ADMIN
 export TRAINSCALER_SA_KUBECONFIG=$KUBECONFIG_SA
 export TRAINSCALER_APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
+export TRAINSCALER_KUEUE_CLUSTER_QUEUE=$KUEUE_CLUSTER_QUEUE
+export TRAINSCALER_KUEUE_LOCAL_QUEUE=$KUEUE_LOCAL_QUEUE
+export TRAINSCALER_KUEUE_FLAVOR=$KUEUE_FLAVOR
 EOF
 
 started_ok=1

@@ -4,6 +4,7 @@ export const ANNOTATION = {
   managed: 'trainscaler.io/managed',
   signature: 'trainscaler.io/signature',
   container: 'trainscaler.io/container',
+  replicatedJob: 'trainscaler.io/replicated-job',
   localBatchSize: 'trainscaler.io/local-batch-size',
   globalBatchSize: 'trainscaler.io/global-batch-size',
   targetSamples: 'trainscaler.io/target-samples',

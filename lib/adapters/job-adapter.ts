@@ -1,5 +1,6 @@
 import type { JsonPatchOp, KubeObject } from '../cluster/cluster-client.js';
-import { UnsupportedJobKindError, ValidationError } from '../errors.js';
+import { UnsupportedChangeError, UnsupportedJobKindError, ValidationError } from '../errors.js';
+import { ELASTIC_JOB_ANNOTATION, QUEUE_NAME_LABEL } from '../kueue/kueue-objects.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope, managementOf } from '../management.js';
 import type {
   Change,
@@ -21,9 +22,21 @@ type Path = readonly (string | number)[];
 interface RoleLocation {
   role: RoleName;
   replicasPath: Path;
+  /** Written with the same value as replicasPath: an elastic indexed Job's completions track its parallelism. */
+  tandemPaths?: readonly Path[];
+  /** Pods per unit of replicasPath: a JobSet's replicated job runs `replicas` child Jobs of `parallelism` pods. */
+  groups?: number;
   /** Path of the pod template's `spec`. */
   podSpecPath: Path;
+  /** Where the node's resources live when the kind has no pod template (a TrainJob's resourcesPerNode). */
+  resourcesPath?: Path;
   defaultReplicas: number;
+}
+
+/** Why the kind's own API refuses a change, and at which field; undefined when it allows it. */
+interface Refusal {
+  field: string;
+  why: string;
 }
 
 interface KindShape {
@@ -37,6 +50,19 @@ interface KindShape {
   bounds(obj: KubeObject, role: RoleName, replicas: number): { min: number; max: number };
   priorityClassName(obj: KubeObject): string | undefined;
   podSelector(obj: KubeObject): string;
+  /** The kind's API rules for a change, read from its validation (CRD CEL, webhooks, the API server's own). */
+  refuses?(obj: KubeObject, change: Change, loc: RoleLocation | undefined): Refusal | undefined;
+  /** The training image, where the kind does not keep it in a pod template. */
+  image?(obj: KubeObject): string | undefined;
+  /**
+   * Objects whose controller owns them (a JobSet's child Jobs, a TrainJob's JobSet) are not trainscaler's to
+   * change: their owner re-applies its own spec over them.
+   */
+  ownerActsForIt?: boolean;
+  /** The job's suspend flag, where the kind has one (Kueue keeps a job it manages suspended until admitted). */
+  suspended(obj: KubeObject): boolean;
+  /** The Kueue Workload pod set a role's pods are counted in (Kueue's integration for the kind names it). */
+  kueuePodSet(obj: KubeObject, role: RoleName): string;
 }
 
 const ROLE_NAMES: readonly RoleName[] = ['Master', 'Chief', 'PS', 'Worker', 'Evaluator'];
@@ -100,6 +126,8 @@ const PYTORCH_JOB: KindShape = {
     getString(obj, ['spec', 'runPolicy', 'schedulingPolicy', 'priorityClass']) ??
     getString(obj, ['spec', 'pytorchReplicaSpecs', 'Worker', 'template', 'spec', 'priorityClassName']),
   podSelector: (obj) => `training.kubeflow.org/job-name=${obj.metadata.name}`,
+  suspended: (obj) => getPath(obj, ['spec', 'runPolicy', 'suspend']) === true,
+  kueuePodSet: (_obj, role) => role.toLowerCase(),
 };
 
 const TF_JOB: KindShape = {
@@ -124,6 +152,8 @@ const TF_JOB: KindShape = {
     getString(obj, ['spec', 'runPolicy', 'schedulingPolicy', 'priorityClass']) ??
     getString(obj, ['spec', 'tfReplicaSpecs', 'Worker', 'template', 'spec', 'priorityClassName']),
   podSelector: (obj) => `training.kubeflow.org/job-name=${obj.metadata.name}`,
+  suspended: (obj) => getPath(obj, ['spec', 'runPolicy', 'suspend']) === true,
+  kueuePodSet: (_obj, role) => role.toLowerCase(),
 };
 
 const STATEFUL_SET: KindShape = {
@@ -154,15 +184,247 @@ const STATEFUL_SET: KindShape = {
       .map(([k, v]) => `${k}=${String(v)}`)
       .join(',');
   },
+  // No suspend field: Kueue gates a StatefulSet's pods and lets it scale only to or from zero.
+  suspended: () => false,
+  kueuePodSet: () => 'main',
+};
+
+const INDEXED = 'Indexed';
+
+function conditionTrue(obj: KubeObject, types: readonly string[]): string | undefined {
+  const conditions = getArray(obj, ['status', 'conditions']) ?? [];
+  for (const c of conditions) {
+    const type = getString(c, ['type']);
+    if (type && types.includes(type) && getString(c, ['status']) === 'True') return type;
+  }
+  return undefined;
+}
+
+/**
+ * A replica change of an indexed Job template (a batch/v1 Job's spec, or a JobSet replicated job's
+ * template.spec): Kubernetes lets parallelism and completions change together on a running Job only when
+ * completionMode is Indexed and the two stay equal (elastic indexed Jobs, GA in 1.31); JobSet's webhook with
+ * the ElasticJobSet gate takes the same rule and adds >= 1.
+ */
+function refusesIndexedResize(
+  obj: KubeObject,
+  jobSpecPath: Path,
+  change: Change & { kind: 'replicas' },
+  groups: number,
+  finished: string | undefined,
+): Refusal | undefined {
+  const field = jsonPointer([...jobSpecPath, 'parallelism']);
+  const mode = getString(obj, [...jobSpecPath, 'completionMode']) ?? 'NonIndexed';
+  if (mode !== INDEXED)
+    return {
+      field: jsonPointer([...jobSpecPath, 'completionMode']),
+      why: `completionMode is ${mode}: only Indexed jobs change parallelism and completions together`,
+    };
+  if (finished) return { field, why: `the job is ${finished}; a finished job is not resized` };
+  if (!Number.isInteger(change.to) || change.to < groups)
+    return { field, why: `parallelism must be >= 1 (asked ${change.to / groups})` };
+  if (change.to % groups !== 0)
+    return {
+      field,
+      why: `${change.to} pods are not a multiple of the ${groups} child Jobs (replicas is immutable)`,
+    };
+  return undefined;
+}
+
+/** Changes that need the pod template (resources, node affinity), which a running Job and JobSet keep fixed. */
+function refusesTemplateChange(kind: string, change: Change): Refusal | undefined {
+  if (change.kind === 'resources')
+    return {
+      field: '/spec',
+      why: `a running ${kind}'s pod template is immutable (resources cannot change without recreating it)`,
+    };
+  if (change.kind === 'avoid-node')
+    return {
+      field: '/spec',
+      why: `a running ${kind}'s pod template is immutable (node affinity changes only while suspended and never started)`,
+    };
+  return undefined;
+}
+
+const BATCH_JOB: KindShape = {
+  kind: 'Job',
+  apiVersion: 'batch/v1',
+  defaultContainer: undefined,
+  roles: () => [
+    {
+      role: 'Worker',
+      replicasPath: ['spec', 'parallelism'],
+      tandemPaths: [['spec', 'completions']],
+      podSpecPath: ['spec', 'template', 'spec'],
+      // The API server defaults an absent parallelism to 1.
+      defaultReplicas: 1,
+    },
+  ],
+  // Kubernetes resizes an indexed Job; whether the training inside survives it is the user's to say.
+  elastic: (obj) => obj.metadata.annotations?.[ANNOTATION.elastic] === 'true',
+  bounds: workerBoundsFromAnnotations,
+  priorityClassName: (obj) => getString(obj, ['spec', 'template', 'spec', 'priorityClassName']),
+  // Set by the Job controller on every pod it creates (ownership is still checked by owner reference).
+  podSelector: (obj) => `batch.kubernetes.io/job-name=${obj.metadata.name}`,
+  refuses(obj, change) {
+    if (change.kind !== 'replicas') return refusesTemplateChange('Job', change);
+    return refusesIndexedResize(obj, ['spec'], change, 1, conditionTrue(obj, ['Complete', 'Failed']));
+  },
+  ownerActsForIt: true,
+  // Kueue sets kueue.x-k8s.io/stopping while it suspends a Job and restores its pod sets; until that is
+  // removed the Job does not count as suspended (pkg/controller/jobs/job IsSuspended).
+  suspended: (obj) =>
+    getPath(obj, ['spec', 'suspend']) === true &&
+    obj.metadata.annotations?.['kueue.x-k8s.io/stopping'] !== 'true',
+  kueuePodSet: () => 'main',
+};
+
+const JOBSET_NAME_LABEL = 'jobset.sigs.k8s.io/jobset-name';
+const REPLICATED_JOB_LABEL = 'jobset.sigs.k8s.io/replicatedjob-name';
+/** Names of the replicated job that trains, by convention (Kubeflow Trainer's runtimes name it `node`). */
+const WORKER_REPLICATED_JOBS = ['node', 'worker', 'workers', 'trainer'];
+
+/** The index of the replicated job that trains: the annotation's, else a conventional name, else the only one. */
+function workerReplicatedJob(obj: KubeObject): { index: number; name: string } {
+  const jobs = getArray(obj, ['spec', 'replicatedJobs']);
+  if (!jobs || jobs.length === 0)
+    throw new ValidationError('/spec/replicatedJobs', 'missing replicated jobs');
+  const names = jobs.map((j) => getString(j, ['name']) ?? '');
+  const wanted = obj.metadata.annotations?.[ANNOTATION.replicatedJob];
+  let index = wanted === undefined ? -1 : names.indexOf(wanted);
+  if (wanted !== undefined && index < 0)
+    throw new ValidationError(
+      jsonPointer(['metadata', 'annotations', ANNOTATION.replicatedJob]),
+      `no replicated job named '${wanted}' (have: ${names.join(', ')})`,
+    );
+  if (index < 0) index = names.findIndex((n) => WORKER_REPLICATED_JOBS.includes(n));
+  if (index < 0 && names.length === 1) index = 0;
+  const name = names[index];
+  if (index < 0 || !name)
+    throw new ValidationError(
+      '/spec/replicatedJobs',
+      `which replicated job trains is ambiguous (${names.join(', ')}): set the annotation ${ANNOTATION.replicatedJob}`,
+    );
+  return { index, name };
+}
+
+const JOB_SET: KindShape = {
+  kind: 'JobSet',
+  apiVersion: 'jobset.x-k8s.io/v1alpha2',
+  defaultContainer: undefined,
+  roles(obj) {
+    const { index } = workerReplicatedJob(obj);
+    const base: Path = ['spec', 'replicatedJobs', index];
+    const groups = getNumber(obj, [...base, 'replicas']) ?? 1;
+    if (!Number.isInteger(groups) || groups < 1)
+      throw new ValidationError(jsonPointer([...base, 'replicas']), 'expected a positive integer');
+    return [
+      {
+        role: 'Worker',
+        replicasPath: [...base, 'template', 'spec', 'parallelism'],
+        tandemPaths: [[...base, 'template', 'spec', 'completions']],
+        groups,
+        podSpecPath: [...base, 'template', 'spec', 'template', 'spec'],
+        defaultReplicas: 1,
+      },
+    ];
+  },
+  elastic: (obj) => obj.metadata.annotations?.[ANNOTATION.elastic] === 'true',
+  bounds: workerBoundsFromAnnotations,
+  priorityClassName: (obj) =>
+    getString(obj, [
+      'spec',
+      'replicatedJobs',
+      workerReplicatedJob(obj).index,
+      'template',
+      'spec',
+      'template',
+      'spec',
+      'priorityClassName',
+    ]),
+  podSelector: (obj) =>
+    `${JOBSET_NAME_LABEL}=${obj.metadata.name},${REPLICATED_JOB_LABEL}=${workerReplicatedJob(obj).name}`,
+  refuses(obj, change, loc) {
+    if (change.kind !== 'replicas') return refusesTemplateChange('JobSet', change);
+    const { index } = workerReplicatedJob(obj);
+    return refusesIndexedResize(
+      obj,
+      ['spec', 'replicatedJobs', index, 'template', 'spec'],
+      change,
+      loc?.groups ?? 1,
+      conditionTrue(obj, ['Completed', 'Failed']),
+    );
+  },
+  ownerActsForIt: true,
+  suspended: (obj) => getPath(obj, ['spec', 'suspend']) === true,
+  // Kueue's JobSet integration: one pod set per replicated job, named after it (lower-cased).
+  kueuePodSet: (obj) => workerReplicatedJob(obj).name.toLowerCase(),
+};
+
+/**
+ * Kubeflow Trainer v2.3 TrainJob. Its size and resources are `spec.trainer` (numNodes, resourcesPerNode), which
+ * the CRD makes immutable as a whole (CEL `self == oldSelf`, suspended or not); `runtimePatches`, writable only
+ * while suspended, carry metadata, scheduling and env fields but no size or resources; and Trainer re-applies
+ * its JobSet (server-side apply, force) whenever the TrainJob is or was suspended, so a change to the child
+ * is undone on the next suspend/resume. trainscaler therefore reads TrainJobs (their size, GPUs and pods
+ * count in every decision about the cluster) and changes none.
+ */
+const TRAIN_JOB: KindShape = {
+  kind: 'TrainJob',
+  apiVersion: 'trainer.kubeflow.org/v1alpha1',
+  defaultContainer: 'node',
+  roles(obj) {
+    if (getNumber(obj, ['spec', 'trainer', 'numNodes']) === undefined)
+      throw new ValidationError(
+        '/spec/trainer/numNodes',
+        'not set: the size then comes from the training runtime, which trainscaler does not read',
+      );
+    return [
+      {
+        role: 'Worker',
+        replicasPath: ['spec', 'trainer', 'numNodes'],
+        podSpecPath: [],
+        resourcesPath: ['spec', 'trainer', 'resourcesPerNode'],
+        defaultReplicas: 1,
+      },
+    ];
+  },
+  elastic: () => false,
+  bounds: (_obj, _role, replicas) => ({ min: replicas, max: replicas }),
+  priorityClassName: () => undefined,
+  // Trainer names the JobSet after the TrainJob; its torch runtimes train in the replicated job `node`.
+  podSelector: (obj) => `${JOBSET_NAME_LABEL}=${obj.metadata.name},${REPLICATED_JOB_LABEL}=node`,
+  refuses(_obj, change) {
+    const field = change.kind === 'replicas' ? '/spec/trainer/numNodes' : '/spec/trainer';
+    return {
+      field,
+      why:
+        'Kubeflow Trainer v2.3 makes spec.trainer immutable (CEL self == oldSelf, even while suspended) and ' +
+        'runtimePatches carry no size or resources; trainscaler reads TrainJobs and changes none',
+    };
+  },
+  image: (obj) => getString(obj, ['spec', 'trainer', 'image']),
+  suspended: (obj) => getPath(obj, ['spec', 'suspend']) === true,
+  kueuePodSet: () => 'node',
 };
 
 const SHAPES: Record<JobKind, KindShape> = {
   PyTorchJob: PYTORCH_JOB,
   TFJob: TF_JOB,
   StatefulSet: STATEFUL_SET,
+  Job: BATCH_JOB,
+  JobSet: JOB_SET,
+  TrainJob: TRAIN_JOB,
 };
 
-export const SUPPORTED_KINDS: readonly JobKind[] = ['PyTorchJob', 'TFJob', 'StatefulSet'];
+export const SUPPORTED_KINDS: readonly JobKind[] = [
+  'PyTorchJob',
+  'TFJob',
+  'StatefulSet',
+  'Job',
+  'JobSet',
+  'TrainJob',
+];
 
 export function isSupportedKind(kind: string): kind is JobKind {
   return (SUPPORTED_KINDS as readonly string[]).includes(kind);
@@ -248,11 +510,19 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
   const annotations = obj.metadata.annotations ?? {};
   const roles: RoleView[] = shape.roles(obj).map((loc) => {
     const replicasRaw = getPath(obj, loc.replicasPath);
-    const replicas = replicasRaw === undefined ? loc.defaultReplicas : replicasRaw;
-    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
+    const perGroup = replicasRaw === undefined ? loc.defaultReplicas : replicasRaw;
+    if (typeof perGroup !== 'number' || !Number.isInteger(perGroup) || perGroup < 0) {
       throw new ValidationError(jsonPointer(loc.replicasPath), 'expected a non-negative integer');
     }
-    const { index, name, container, pointer } = findContainer(obj, loc, shape.defaultContainer);
+    const replicas = perGroup * (loc.groups ?? 1);
+    const { index, name, container, pointer } = loc.resourcesPath
+      ? {
+          index: 0,
+          name: shape.defaultContainer ?? 'node',
+          container: { resources: getPath(obj, loc.resourcesPath) },
+          pointer: jsonPointer(loc.resourcesPath.slice(0, -1)),
+        }
+      : findContainer(obj, loc, shape.defaultContainer);
     const bounds = shape.bounds(obj, loc.role, replicas);
     return {
       role: loc.role,
@@ -265,8 +535,9 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
       limits: readResources(container, 'limits', pointer),
     };
   });
-  const image =
-    roles.length > 0
+  const image = shape.image
+    ? shape.image(obj)
+    : roles.length > 0
       ? getString(obj, [...workerPodSpecPath(obj, shape), 'containers', 0, 'image'])
       : undefined;
   const view: JobView = {
@@ -283,6 +554,13 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
   const management = managementOf({ ...obj.metadata, namespace: view.ref.namespace }, scope);
   view.managed = management.managed;
   if (!management.managed) view.unmanagedReason = management.why;
+  const controller = obj.metadata.ownerReferences?.find((o) => o.controller === true);
+  if (shape.ownerActsForIt && controller && view.managed) {
+    view.managed = false;
+    view.unmanagedReason = `controlled by ${controller.kind} ${controller.name}, which re-applies its own spec over it (manage the ${controller.kind})`;
+  }
+  const queueName = obj.metadata.labels?.[QUEUE_NAME_LABEL];
+  if (queueName) view.kueue = `label ${QUEUE_NAME_LABEL}=${queueName}`;
   const priorityClassName = shape.priorityClassName(obj);
   if (priorityClassName) view.priorityClassName = priorityClassName;
   const local = annotationInt(obj, ANNOTATION.localBatchSize);
@@ -299,6 +577,26 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
 function workerPodSpecPath(obj: KubeObject, shape: KindShape): Path {
   const locs = shape.roles(obj);
   return (locs.find((l) => l.role === 'Worker') ?? locs[0])?.podSpecPath ?? [];
+}
+
+const COMPLETION_INDEX_LABEL = 'batch.kubernetes.io/job-completion-index';
+
+/**
+ * A JobSet pod's index as the guardrails need it, when its replicated job runs several child Jobs: each child
+ * Job drops its highest completion indices on a shrink, so a shrink to `to` pods (to / groups per Job) starts
+ * no placed pod anew exactly when every placed pod's completion index c is below to / groups, i.e. when `to`
+ * >= groups * (c + 1): the value returned is that bound minus one (placedReplicasOf takes index + 1). Undefined
+ * for every other kind and for a single child Job, where the completion index is the pod's index already.
+ */
+export function guardrailPodIndex(
+  obj: KubeObject,
+  labels: Record<string, string> | undefined,
+): number | undefined {
+  if (obj.kind !== 'JobSet') return undefined;
+  const groups = JOB_SET.roles(obj)[0]?.groups ?? 1;
+  const completion = Number(labels?.[COMPLETION_INDEX_LABEL]);
+  if (groups === 1 || !Number.isInteger(completion)) return undefined;
+  return groups * (completion + 1) - 1;
 }
 
 export function podSelectorFor(obj: KubeObject): string {
@@ -332,12 +630,22 @@ export function buildJobPatch(
     ops.push({ op: 'add', path: pointer, value: {} });
     created.add(pointer);
   };
+  // Every change is checked against the kind's API before the first op is built: one it forbids fails the
+  // whole plan, so nothing of it is written.
+  for (const change of changes) {
+    const loc = 'role' in change ? locations.get(change.role) : undefined;
+    const refusal = shape.refuses?.(obj, change, loc);
+    if (refusal) throw new UnsupportedChangeError(shape.kind, refusal.field, refusal.why);
+  }
   for (const change of changes) {
     if (change.kind === 'replicas') {
       const loc = locations.get(change.role);
       if (!loc) throw new ValidationError(`/spec`, `job has no ${change.role} role`);
-      const op = getPath(obj, loc.replicasPath) === undefined ? 'add' : 'replace';
-      ops.push({ op, path: jsonPointer(loc.replicasPath), value: change.to });
+      const value = change.to / (loc.groups ?? 1);
+      for (const path of [loc.replicasPath, ...(loc.tandemPaths ?? [])]) {
+        const op = getPath(obj, path) === undefined ? 'add' : 'replace';
+        ops.push({ op, path: jsonPointer(path), value });
+      }
     } else if (change.kind === 'resources') {
       const loc = locations.get(change.role);
       if (!loc) throw new ValidationError(`/spec`, `job has no ${change.role} role`);
@@ -424,4 +732,30 @@ export function refOf(obj: KubeObject): JobRef {
     namespace: obj.metadata.namespace ?? 'default',
     name: obj.metadata.name,
   };
+}
+
+/** What Kueue's rules need to know of a job from the job itself (lib/kueue/kueue-guard.ts). */
+export interface KueueJobFacts {
+  /** The LocalQueue its `kueue.x-k8s.io/queue-name` label names, when it has one. */
+  queueName?: string;
+  /** A batch/v1 Job annotated `kueue.x-k8s.io/elastic-job: "true"`: Kueue resizes it through workload slices. */
+  elasticSlices: boolean;
+  suspended: boolean;
+  podSetOf: Partial<Record<RoleName, string>>;
+}
+
+export function kueueFactsOf(obj: KubeObject): KueueJobFacts {
+  const shape = shapeFor(obj.kind);
+  const podSetOf: Partial<Record<RoleName, string>> = {};
+  for (const loc of shape.roles(obj)) podSetOf[loc.role] = shape.kueuePodSet(obj, loc.role);
+  const facts: KueueJobFacts = {
+    // Kueue supports workload slices for batch/v1 Job (and Ray kinds) only; its webhook refuses the
+    // annotation elsewhere (jobframework.ValidateElasticJobAnnotation).
+    elasticSlices: shape.kind === 'Job' && obj.metadata.annotations?.[ELASTIC_JOB_ANNOTATION] === 'true',
+    suspended: shape.suspended(obj),
+    podSetOf,
+  };
+  const queueName = obj.metadata.labels?.[QUEUE_NAME_LABEL];
+  if (queueName) facts.queueName = queueName;
+  return facts;
 }

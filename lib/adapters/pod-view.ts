@@ -7,6 +7,8 @@ const REPLICA_INDEX_LABEL = 'training.kubeflow.org/replica-index';
 const JOB_NAME_LABEL = 'training.kubeflow.org/job-name';
 const OPERATOR_LABEL = 'training.kubeflow.org/operator-name';
 const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
+const COMPLETION_INDEX_LABEL = 'batch.kubernetes.io/job-completion-index';
+const JOBSET_NAME_LABEL = 'jobset.sigs.k8s.io/jobset-name';
 
 const ROLE_BY_LABEL: Record<string, RoleName> = {
   worker: 'Worker',
@@ -36,7 +38,10 @@ function terminationOf(status: V1ContainerStatus | undefined): PodTermination | 
 function indexOf(pod: V1Pod): number {
   const labels = pod.metadata?.labels ?? {};
   const raw =
-    labels[REPLICA_INDEX_LABEL] ?? labels[POD_INDEX_LABEL] ?? /-(\d+)$/.exec(pod.metadata?.name ?? '')?.[1];
+    labels[REPLICA_INDEX_LABEL] ??
+    labels[POD_INDEX_LABEL] ??
+    labels[COMPLETION_INDEX_LABEL] ??
+    /-(\d+)$/.exec(pod.metadata?.name ?? '')?.[1];
   const index = Number(raw);
   return Number.isInteger(index) ? index : 0;
 }
@@ -58,7 +63,14 @@ export function readPod(pod: V1Pod, containerName?: string): PodView {
     requests: resourcesOf(container?.resources?.requests as Record<string, string> | undefined),
     limits: resourcesOf(container?.resources?.limits as Record<string, string> | undefined),
   };
+  const reported = status?.resources;
+  if (reported)
+    view.actual = {
+      requests: resourcesOf(reported.requests as Record<string, string> | undefined),
+      limits: resourcesOf(reported.limits as Record<string, string> | undefined),
+    };
   if (pod.spec?.nodeName) view.nodeName = pod.spec.nodeName;
+  if ((pod.spec?.schedulingGates?.length ?? 0) > 0) view.schedulingGated = true;
   const termination = terminationOf(status);
   if (termination) view.lastTermination = termination;
   if (pod.status?.reason) view.reason = pod.status.reason;
@@ -67,14 +79,22 @@ export function readPod(pod: V1Pod, containerName?: string): PodView {
 
 /**
  * Whether the live pod really belongs to the job: same namespace, and its controller owner reference is the
- * job itself (kind, name and, when known, uid). Labels and names are not enough: any pod in the namespace
- * can carry `training.kubeflow.org/job-name=<job>`, or a name starting with the job's, and a metric series
- * can name any pod at all. The training-operator and the StatefulSet controller set this owner reference.
+ * job itself (kind, name and, when known, uid), or one of `childJobs`: the batch/v1 Jobs (by uid) through
+ * which a JobSet or TrainJob runs its pods, each already verified to be controlled by the job (owner-chain.ts).
+ * Labels and names are not enough: any pod in the namespace can carry `training.kubeflow.org/job-name=<job>`
+ * or `jobset.sigs.k8s.io/jobset-name=<job>`, or a name starting with the job's, and a metric series can name
+ * any pod at all. The training-operator, the StatefulSet and Job controllers set this owner reference.
  */
-export function ownedByJob(pod: V1Pod, job: { ref: JobRef; uid: string }): boolean {
+export function ownedByJob(
+  pod: V1Pod,
+  job: { ref: JobRef; uid: string },
+  childJobs: ReadonlySet<string> = new Set(),
+): boolean {
   if (pod.metadata?.namespace !== job.ref.namespace) return false;
   const owner = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
-  if (!owner || owner.kind !== job.ref.kind || owner.name !== job.ref.name) return false;
+  if (!owner) return false;
+  if (owner.kind === 'Job' && owner.apiVersion === 'batch/v1' && childJobs.has(owner.uid)) return true;
+  if (owner.kind !== job.ref.kind || owner.name !== job.ref.name) return false;
   return job.uid === '' || owner.uid === job.uid;
 }
 
@@ -84,7 +104,10 @@ export function jobOfPod(pod: V1Pod): { kind: string; namespace: string; name: s
   const namespace = pod.metadata?.namespace ?? 'default';
   const owner =
     pod.metadata?.ownerReferences?.find((o) => o.controller) ?? pod.metadata?.ownerReferences?.[0];
-  if (owner && ['PyTorchJob', 'TFJob', 'StatefulSet'].includes(owner.kind)) {
+  // A JobSet's pods belong to its child Jobs; the JobSet's label says which (a hint: ownership is verified).
+  const jobSet = labels[JOBSET_NAME_LABEL];
+  if (owner?.kind === 'Job' && jobSet) return { kind: 'JobSet', namespace, name: jobSet };
+  if (owner && ['PyTorchJob', 'TFJob', 'StatefulSet', 'Job'].includes(owner.kind)) {
     return { kind: owner.kind, namespace, name: owner.name };
   }
   const jobName = labels[JOB_NAME_LABEL];

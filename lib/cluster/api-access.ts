@@ -19,25 +19,59 @@ export const LEADER_LEASE = 'trainscaler-leader';
 
 const CLUSTER: AccessScope = { where: 'cluster' };
 const KUBEFLOW = 'kubeflow.org';
+const KUEUE = 'kueue.x-k8s.io';
 
-function onJobs(verb: ApiAccess['verb']): ApiAccess[] {
-  return [
-    { group: KUBEFLOW, resource: 'pytorchjobs', verb, scope: CLUSTER },
-    { group: KUBEFLOW, resource: 'tfjobs', verb, scope: CLUSTER },
-    { group: 'apps', resource: 'statefulsets', verb, scope: CLUSTER },
-  ];
+/** The kinds the runner's informers watch (lib/runner/informers.ts). */
+const WATCHED_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
+  { group: KUBEFLOW, resource: 'pytorchjobs' },
+  { group: KUBEFLOW, resource: 'tfjobs' },
+  { group: 'apps', resource: 'statefulsets' },
+];
+
+/** The kinds trainscaler writes to: scale, right-size, and its audit annotations. */
+const PATCHED_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
+  ...WATCHED_JOBS,
+  { group: 'batch', resource: 'jobs' },
+  { group: 'jobset.x-k8s.io', resource: 'jobsets' },
+];
+
+/**
+ * Every kind read. TrainJobs are read and never written: Trainer v2.3 allows no change of their size or
+ * resources (lib/adapters/job-adapter.ts). Jobs and JobSets are read also as the links from a JobSet or
+ * TrainJob to its pods (lib/cluster/owner-chain.ts).
+ */
+const READ_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
+  ...PATCHED_JOBS,
+  { group: 'trainer.kubeflow.org', resource: 'trainjobs' },
+];
+
+function on(
+  kinds: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>>,
+  verb: ApiAccess['verb'],
+): ApiAccess[] {
+  return kinds.map((k) => ({ ...k, verb, scope: CLUSTER }));
 }
 
 /** KubernetesClusterClient, method by method: what every handler (Lambda or runner) needs. */
 export const CLUSTER_CLIENT_ACCESS = {
-  getJob: onJobs('get'),
-  listJobs: onJobs('list'),
-  patchJob: onJobs('patch'),
+  getJob: on(READ_JOBS, 'get'),
+  listJobs: on(READ_JOBS, 'list'),
+  patchJob: on(PATCHED_JOBS, 'patch'),
   listPods: [{ group: '', resource: 'pods', verb: 'list', scope: CLUSTER }],
   listNodes: [{ group: '', resource: 'nodes', verb: 'list', scope: CLUSTER }],
   // Through the Eviction API: PodDisruptionBudgets are honoured and pods are never deleted directly.
   evictPod: [{ group: '', resource: 'pods/eviction', verb: 'create', scope: CLUSTER }],
+  // In-place CPU/memory resize of a job's running pods (Kubernetes 1.33+); the pod itself is never patched.
+  resizePod: [{ group: '', resource: 'pods/resize', verb: 'patch', scope: CLUSTER }],
+  // Discovery (GET /api/v1) is a non-resource URL every authenticated user may read (the built-in
+  // system:discovery ClusterRole): nothing for trainscaler's RBAC to grant.
+  servesPodResize: [],
   createEvent: [{ group: '', resource: 'events', verb: 'create', scope: CLUSTER }],
+  // Kueue (lib/cluster/kueue-state.ts): whether Kueue manages a job (its Workloads) and the quota left in its
+  // ClusterQueue. Read only: trainscaler never writes a Kueue object.
+  listWorkloads: [{ group: KUEUE, resource: 'workloads', verb: 'list', scope: CLUSTER }],
+  getLocalQueue: [{ group: KUEUE, resource: 'localqueues', verb: 'get', scope: CLUSTER }],
+  getClusterQueue: [{ group: KUEUE, resource: 'clusterqueues', verb: 'get', scope: CLUSTER }],
   getConfigMap: [
     {
       group: '',
@@ -64,8 +98,8 @@ export const CLUSTER_CLIENT_ACCESS = {
 
 /** `trainscaler run` only: the informers (lib/runner/informers.ts) list and watch cluster-wide. */
 export const INFORMER_ACCESS: readonly ApiAccess[] = [
-  ...onJobs('list'),
-  ...onJobs('watch'),
+  ...on(WATCHED_JOBS, 'list'),
+  ...on(WATCHED_JOBS, 'watch'),
   { group: '', resource: 'pods', verb: 'list', scope: CLUSTER },
   { group: '', resource: 'pods', verb: 'watch', scope: CLUSTER },
 ];

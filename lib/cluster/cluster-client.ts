@@ -1,6 +1,14 @@
 import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { JobKind, JobRef } from '../types.js';
 
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+}
+
 /** A Kubernetes object as the API returns it; adapters interpret spec/status per kind. */
 export interface KubeObject {
   apiVersion: string;
@@ -14,6 +22,7 @@ export interface KubeObject {
     creationTimestamp?: string | Date;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
+    ownerReferences?: OwnerReference[];
   };
   spec?: unknown;
   status?: unknown;
@@ -62,7 +71,23 @@ export interface ClusterClient {
   listNodes(): Promise<V1Node[]>;
   /** Through the Eviction API, so PodDisruptionBudgets are honoured. */
   evictPod(namespace: string, name: string, options: WriteOptions): Promise<void>;
+  /**
+   * Whether the API server serves the `pods/resize` subresource (discovery of the core API group's resources;
+   * Kubernetes 1.33+). A client without it (the simulated cluster) resizes nothing in place.
+   */
+  servesPodResize?(): Promise<boolean>;
+  /** JSON Patch on `pods/<name>/resize`: a running pod's container CPU and memory, in place. */
+  resizePod?(namespace: string, name: string, patch: JsonPatchOp[], options: WriteOptions): Promise<V1Pod>;
   createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined>;
+  /**
+   * Kueue Workloads (kueue.x-k8s.io/v1beta2) in a namespace matching a label selector; none when the cluster
+   * does not serve them (Kueue not installed).
+   */
+  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]>;
+  /** A Kueue LocalQueue; NotFoundError when absent. */
+  getLocalQueue(namespace: string, name: string): Promise<KubeObject>;
+  /** A Kueue ClusterQueue (cluster-scoped); NotFoundError when absent. */
+  getClusterQueue(name: string): Promise<KubeObject>;
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
   /** Create, or replace guarded by resourceVersion when `resourceVersion` is given. */
   putConfigMap(

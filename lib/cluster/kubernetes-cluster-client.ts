@@ -1,6 +1,7 @@
 import {
   ApiException,
   AppsV1Api,
+  BatchV1Api,
   type ConfigurationOptions,
   CoreV1Api,
   type CoreV1Event,
@@ -27,9 +28,20 @@ import type {
 const CUSTOM: Partial<Record<JobKind, { group: string; version: string; plural: string }>> = {
   PyTorchJob: { group: 'kubeflow.org', version: 'v1', plural: 'pytorchjobs' },
   TFJob: { group: 'kubeflow.org', version: 'v1', plural: 'tfjobs' },
+  JobSet: { group: 'jobset.x-k8s.io', version: 'v1alpha2', plural: 'jobsets' },
+  TrainJob: { group: 'trainer.kubeflow.org', version: 'v1alpha1', plural: 'trainjobs' },
 };
 
+/** A typed client-node object back to the API server's JSON (Dates as strings) with its kind. */
+function asKubeObject(typed: object, apiVersion: string, kind: string): KubeObject {
+  const plain = JSON.parse(JSON.stringify(typed)) as KubeObject;
+  return { ...plain, apiVersion, kind };
+}
+
 const FIELD_MANAGER = 'trainscaler';
+/** Kueue v0.18 stores and serves v1beta2 (v1beta1 only through its conversion webhook). */
+const KUEUE = { group: 'kueue.x-k8s.io', version: 'v1beta2' };
+const KUEUE_API_VERSION = `${KUEUE.group}/${KUEUE.version}`;
 
 /** Loads credentials the way kubectl does: KUBECONFIG / ~/.kube/config, or the in-cluster ServiceAccount. */
 export function loadKubeConfig(options: { kubeconfig?: string; inCluster?: boolean } = {}): KubeConfig {
@@ -100,11 +112,13 @@ async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
 export class KubernetesClusterClient implements ClusterClient {
   private readonly core: CoreV1Api;
   private readonly apps: AppsV1Api;
+  private readonly batch: BatchV1Api;
   private readonly custom: CustomObjectsApi;
 
   constructor(kubeConfig: KubeConfig) {
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.apps = kubeConfig.makeApiClient(AppsV1Api);
+    this.batch = kubeConfig.makeApiClient(BatchV1Api);
     this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
   }
 
@@ -115,6 +129,12 @@ export class KubernetesClusterClient implements ClusterClient {
       return call(what, () =>
         this.custom.getNamespacedCustomObject({ ...crd, namespace: ref.namespace, name: ref.name }),
       );
+    if (ref.kind === 'Job') {
+      const job = await call(what, () =>
+        this.batch.readNamespacedJob({ namespace: ref.namespace, name: ref.name }),
+      );
+      return asKubeObject(job, 'batch/v1', 'Job');
+    }
     const sts = await call(what, () =>
       this.apps.readNamespacedStatefulSet({ namespace: ref.namespace, name: ref.name }),
     );
@@ -131,6 +151,12 @@ export class KubernetesClusterClient implements ClusterClient {
           : this.custom.listClusterCustomObject(crd),
       );
       return (list.items ?? []).map((item) => ({ ...item, apiVersion: `${crd.group}/${crd.version}`, kind }));
+    }
+    if (kind === 'Job') {
+      const jobs = await call(what, () =>
+        namespace ? this.batch.listNamespacedJob({ namespace }) : this.batch.listJobForAllNamespaces(),
+      );
+      return jobs.items.map((item) => asKubeObject(item, 'batch/v1', 'Job'));
     }
     const list = await call(what, () =>
       namespace
@@ -159,6 +185,15 @@ export class KubernetesClusterClient implements ClusterClient {
           headers,
         ),
       );
+    }
+    if (ref.kind === 'Job') {
+      const job = await call(what, () =>
+        this.batch.patchNamespacedJob(
+          { namespace: ref.namespace, name: ref.name, body: patch, dryRun, fieldManager: FIELD_MANAGER },
+          headers,
+        ),
+      );
+      return asKubeObject(job, 'batch/v1', 'Job');
     }
     const sts = await call(what, () =>
       this.apps.patchNamespacedStatefulSet(
@@ -202,6 +237,43 @@ export class KubernetesClusterClient implements ClusterClient {
     );
   }
 
+  private podResizeServed: Promise<boolean> | undefined;
+
+  /**
+   * Discovery of the core group (GET /api/v1, open to every authenticated user through the built-in
+   * system:discovery role): whether `pods/resize` is listed. Asked once per client; a failed answer is not kept.
+   */
+  servesPodResize(): Promise<boolean> {
+    this.podResizeServed ??= call('discover the core API resources', () => this.core.getAPIResources())
+      .then((list) => list.resources.some((r) => r.name === 'pods/resize'))
+      .catch((error: unknown) => {
+        this.podResizeServed = undefined;
+        throw error;
+      });
+    return this.podResizeServed;
+  }
+
+  async resizePod(
+    namespace: string,
+    name: string,
+    patch: JsonPatchOp[],
+    options: WriteOptions,
+  ): Promise<V1Pod> {
+    const headers = writeRequestOptions(options, setHeaderOptions('Content-Type', PatchStrategy.JsonPatch));
+    return call(`resize pod ${namespace}/${name}`, () =>
+      this.core.patchNamespacedPodResize(
+        {
+          namespace,
+          name,
+          body: patch,
+          dryRun: options.dryRun ? 'All' : undefined,
+          fieldManager: FIELD_MANAGER,
+        },
+        headers,
+      ),
+    );
+  }
+
   async createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
     if (options.dryRun) return undefined;
     const { ref, uid, apiVersion } = event.involved;
@@ -239,6 +311,35 @@ export class KubernetesClusterClient implements ClusterClient {
       if (error instanceof ConflictError && event.decisionId) return undefined;
       throw error;
     }
+  }
+
+  async listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
+    try {
+      const list: { items?: KubeObject[] } = await call(
+        `list workloads in ${namespace} (${labelSelector})`,
+        () =>
+          this.custom.listNamespacedCustomObject({ ...KUEUE, plural: 'workloads', namespace, labelSelector }),
+      );
+      return (list.items ?? []).map((item) => ({ ...item, apiVersion: KUEUE_API_VERSION, kind: 'Workload' }));
+    } catch (error) {
+      // The resource is not served: Kueue is not installed, so no job is Kueue's.
+      if (error instanceof NotFoundError) return [];
+      throw error;
+    }
+  }
+
+  async getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+    const queue: KubeObject = await call(`get localqueue ${namespace}/${name}`, () =>
+      this.custom.getNamespacedCustomObject({ ...KUEUE, plural: 'localqueues', namespace, name }),
+    );
+    return { ...queue, apiVersion: KUEUE_API_VERSION, kind: 'LocalQueue' };
+  }
+
+  async getClusterQueue(name: string): Promise<KubeObject> {
+    const queue: KubeObject = await call(`get clusterqueue ${name}`, () =>
+      this.custom.getClusterCustomObject({ ...KUEUE, plural: 'clusterqueues', name }),
+    );
+    return { ...queue, apiVersion: KUEUE_API_VERSION, kind: 'ClusterQueue' };
   }
 
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

@@ -200,6 +200,18 @@ export class RetryingClusterClient implements ClusterClient {
     return this.read('list nodes', () => this.inner.listNodes());
   }
 
+  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
+    return this.read('list workloads', () => this.inner.listWorkloads(namespace, labelSelector));
+  }
+
+  getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+    return this.read('get localqueue', () => this.inner.getLocalQueue(namespace, name));
+  }
+
+  getClusterQueue(name: string): Promise<KubeObject> {
+    return this.read('get clusterqueue', () => this.inner.getClusterQueue(name));
+  }
+
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.read('get configmap', () => this.inner.getConfigMap(namespace, name));
   }
@@ -244,6 +256,37 @@ export class RetryingClusterClient implements ClusterClient {
 
   evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
     return this.inner.evictPod(namespace, name, options);
+  }
+
+  servesPodResize(): Promise<boolean> {
+    const inner = this.inner;
+    if (!inner.servesPodResize) return Promise.resolve(false);
+    return this.read('discover pods/resize', () => inner.servesPodResize?.() ?? Promise.resolve(false));
+  }
+
+  /**
+   * Retried on transient failures like a read: the patch is pinned to the pod's resourceVersion, so a repeat
+   * of a resize that did land answers 409 (and the actuator re-reads the pod), never a second resize.
+   */
+  async resizePod(
+    namespace: string,
+    name: string,
+    patch: JsonPatchOp[],
+    options: WriteOptions,
+  ): Promise<V1Pod> {
+    const resize = this.inner.resizePod?.bind(this.inner);
+    if (!resize) throw new Error('this cluster client cannot resize pods in place');
+    const what = `resize pod ${namespace}/${name}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(what, (signal) =>
+          resize(namespace, name, patch, this.attemptOptions(options, signal)),
+        );
+      } catch (error) {
+        if (!isTransient(error) || attempt >= this.options.maxAttempts) throw error;
+        await this.pause(what, attempt, error);
+      }
+    }
   }
 
   /**

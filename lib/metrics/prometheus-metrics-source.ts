@@ -70,13 +70,27 @@ export function regexLiteral(value: string): string {
 
 /**
  * The names the job's controller gives its pods: `<job>-<role>-<index>` (training-operator),
- * `<name>-<ordinal>` (StatefulSet). Exact, not a prefix: job `train` must not read `train-2`'s pods
- * (`train-2-worker-0`). Prometheus anchors the regex at both ends. Callers still keep only the pods the job
- * owns on the API server (ownedByJob), since a name is not proof of ownership.
+ * `<name>-<ordinal>` (StatefulSet), `<job>-<index>-<suffix>` (indexed Job),
+ * `<jobset>-<replicated job>-<job index>-<pod index>-<suffix>` (JobSet; a TrainJob's replicated job is `node`).
+ * Exact, not a prefix: job `train` must not read `train-2`'s pods (`train-2-worker-0`), except for a JobSet,
+ * whose replicated job's name the ref does not carry. Prometheus anchors the regex at both ends. Callers still
+ * keep only the pods the job owns on the API server (ownedByJob), since a name is not proof of ownership.
  */
 export function podNamePattern(ref: JobRef): string {
   const name = regexLiteral(ref.name);
-  return ref.kind === 'StatefulSet' ? `${name}-[0-9]+` : `${name}-(worker|master|ps|chief|evaluator)-[0-9]+`;
+  const suffix = '[a-z0-9]{5}';
+  switch (ref.kind) {
+    case 'StatefulSet':
+      return `${name}-[0-9]+`;
+    case 'Job':
+      return `${name}-[0-9]+-${suffix}`;
+    case 'JobSet':
+      return `${name}-[a-z0-9]([-a-z0-9]*[a-z0-9])?-[0-9]+-[0-9]+-${suffix}`;
+    case 'TrainJob':
+      return `${name}-node-[0-9]+-[0-9]+-${suffix}`;
+    default:
+      return `${name}-(worker|master|ps|chief|evaluator)-[0-9]+`;
+  }
 }
 
 function selector(ref: JobRef): string {

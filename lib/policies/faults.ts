@@ -80,13 +80,14 @@ function decideOnOom(job: JobView, pods: PodView[], config: PolicyConfig): Decis
     const sizedBy = (r: { limits: Resources; requests: Resources }) =>
       hasLimit ? r.limits.memoryBytes : r.requests.memoryBytes;
     const base = sizedBy(role);
-    // A pod that ran with less than the role's current size died before our last raise reached it.
-    const fresh = killed.filter((p) => sizedBy(p) >= base);
+    // A pod that ran with less than the role's current size died before our last raise reached it. What it ran
+    // with is what its kubelet reports, when it does: an in-place resize may still be pending there.
+    const fresh = killed.filter((p) => sizedBy(p.actual ?? p) >= base);
     if (fresh.length === 0) {
       // A container restarts inside its pod with the pod's old size: only a recreated pod gets the new one.
       changes.push(...recreate(killed));
       notes.push(
-        `${names(killed)} OOMKilled at ${formatBytes(Math.max(...killed.map(sizedBy)))}, but ${role.role} memory was already raised to ${formatBytes(base)}; evicting so that the controller recreates them at the new size`,
+        `${names(killed)} OOMKilled at ${formatBytes(Math.max(...killed.map((p) => sizedBy(p.actual ?? p))))}, but ${role.role} memory was already raised to ${formatBytes(base)}; evicting so that the controller recreates them at the new size`,
       );
       continue;
     }
@@ -125,7 +126,7 @@ function decideOnOom(job: JobView, pods: PodView[], config: PolicyConfig): Decis
 function recreate(killed: PodView[]): Change[] {
   return killed
     .filter((p) => p.phase !== 'Failed' && p.phase !== 'Succeeded')
-    .map((p): Change => ({ kind: 'evict-pod', pod: p.name }));
+    .map((p): Change => ({ kind: 'evict-pod', pod: p.name, toResize: true }));
 }
 
 /**
@@ -173,7 +174,8 @@ function lostPodCause(pod: PodView, capacity: ClusterCapacity): string | undefin
   if (isEvictedOrPreempted(pod)) return pod.reason;
   if (isOomKilled(pod)) return undefined;
   if (pod.phase === 'Failed') return `Failed (${pod.lastTermination?.reason ?? pod.reason ?? 'no reason'})`;
-  if (pod.phase === 'Pending' && !pod.nodeName && !fitsOnSomeNode(capacity, pod)) {
+  // A gated pod is held back on purpose (Kueue's workload-slice gate until its slice is admitted), not unplaceable.
+  if (pod.phase === 'Pending' && !pod.nodeName && !pod.schedulingGated && !fitsOnSomeNode(capacity, pod)) {
     return UNPLACEABLE;
   }
   return undefined;

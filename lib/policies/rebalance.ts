@@ -92,6 +92,9 @@ interface Slot {
   remaining: number;
   notes: Map<string, Note>;
   predictions: Map<number, number | undefined>;
+  meanPredictions: Map<number, number | undefined>;
+  /** Grown by one probe worker on the mean prediction (probeUncertain): its plan is explained on the mean. */
+  probed: boolean;
 }
 
 export function decideRebalance(input: RebalanceInput): Plan[] {
@@ -99,9 +102,13 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
   const slots = buildSlots(input);
   let cap = input.capacity;
 
-  cap = admitPending(slots, input.pending ?? [], cap, config);
+  // Kueue admits, preempts and orders the jobs it manages by its own priorities and quota: their waiting pods
+  // are its to place, and they neither give nor take workers here (lib/kueue/kueue-guard.ts keeps the rest).
+  const pending = (input.pending ?? []).filter((p) => p.job.kueue === undefined);
+  cap = admitPending(slots, pending, cap, config);
   cap = growIntoIdle(slots, cap, config);
   cap = probeUnmodelled(slots, cap, config);
+  cap = probeUncertain(slots, cap, config);
   reclaimLowValueWorkers(slots, cap, config);
 
   return slots.filter((s) => s.k !== s.k0).map((s) => planFor(s, config));
@@ -131,6 +138,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
     const movable =
       job.managed &&
       job.elastic &&
+      job.kueue === undefined &&
       !job.state.paused &&
       cooldownRemaining(job, input.now, input.config) === 0 &&
       worker.replicas === current.replicas;
@@ -146,6 +154,8 @@ function buildSlots(input: RebalanceInput): Slot[] {
       remaining: entry.remainingSeconds ?? ASSUMED_REMAINING_SECONDS,
       notes: new Map(),
       predictions: new Map(),
+      meanPredictions: new Map(),
+      probed: false,
     });
   }
   return slots.sort(
@@ -501,10 +511,66 @@ function growthOption(s: Slot, config: PolicyConfig): GrowthOption | undefined {
   const start = predict(s, s.k0);
   if (now === undefined || next === undefined || start === undefined) return undefined;
   const gain = next / now - 1;
-  // Each added worker must clear hysteresis on its own, or tuning would take it back next round.
-  if (gain < config.minRelativeGain) return undefined;
+  // Every added worker must speed the job up, and the decision must clear the hysteresis as a whole: a
+  // worker of a 40-worker job adds 2.5% at best, so asking 5% of each one stopped the growth of every job
+  // near 20 workers while GPUs idled (tuning judges its scale-ups the same way, up to maxReplicaStep at once).
+  if (!(gain > 0)) return undefined;
+  if (reachableGain(s, config, predict) < config.minRelativeGain) return undefined;
   if (!scaleUpPaysOff(s.remaining, start, next, config)) return undefined;
   return { slot: s, gain, gainPerGpu: (gain / gpuWeight(s)) * urgency(s) };
+}
+
+/** The best relative gain over k0 this decision could reach within the growth limit, by `tp`. */
+function reachableGain(
+  s: Slot,
+  config: PolicyConfig,
+  tp: (s: Slot, k: number) => number | undefined,
+): number {
+  const start = tp(s, s.k0);
+  if (start === undefined) return Number.NEGATIVE_INFINITY;
+  const limit = Math.min(s.worker.maxReplicas, s.k0 + slotGrowthLimit(s, config).workers);
+  let best = Number.NEGATIVE_INFINITY;
+  for (let k = s.k0 + 1; k <= limit; k++) {
+    const at = tp(s, k);
+    if (at !== undefined) best = Math.max(best, at / start - 1);
+  }
+  return best;
+}
+
+/**
+ * Idle GPUs left after growth and probes of unmodelled jobs: a job whose cautious prediction (step time +
+ * 1 sd) forecasts no gain but whose mean prediction says one more worker pays gets that one worker. The
+ * doubt is about a size the job has not run at, and measuring it there is cheaper than leaving the GPU idle;
+ * the next fit sees the new scale. Best mean gain per GPU (urgency-weighted) first, one worker per job.
+ */
+function probeUncertain(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
+  let cap = capacity;
+  const candidates: Array<{ s: Slot; gain: number; value: number }> = [];
+  for (const s of slots) {
+    if (s.entry.model === undefined || oneScale(s) || !s.movable || s.direction !== 0) continue;
+    if (s.k !== s.k0 || s.k >= s.worker.maxReplicas) continue;
+    const now = meanPredict(s, s.k);
+    const next = meanPredict(s, s.k + 1);
+    if (now === undefined || next === undefined || !(next > now)) continue;
+    if (reachableGain(s, config, meanPredict) < config.minRelativeGain) continue;
+    if (!scaleUpPaysOff(s.remaining, now, next, config)) continue;
+    const gain = next / now - 1;
+    candidates.push({ s, gain, value: (gain / gpuWeight(s)) * urgency(s) });
+  }
+  candidates.sort((a, b) => b.value - a.value || compareStrings(a.s.key, b.s.key));
+  for (const { s, gain } of candidates) {
+    if (podsFitting(cap, s.worker.requests) < 1) continue;
+    cap = reserve(cap, s.worker.requests, 1);
+    grow(s);
+    s.probed = true;
+    addNote(
+      s,
+      'probe',
+      1,
+      `probe on idle capacity: at step time + 1 sd the model sees no gain beyond ${plural(s.k0, 'worker')}, its mean predicts ${formatChange(gain)}; one worker measures it`,
+    );
+  }
+  return cap;
 }
 
 function compareOptions(a: GrowthOption, b: GrowthOption): number {
@@ -562,24 +628,37 @@ function shrink(s: Slot): void {
 }
 
 /** The current size is observed, so it gets the expected value; any other size the cautious one. */
-function predict(s: Slot, k: number): number | undefined {
-  const model = s.entry.model;
-  if (!model || k < 1) return undefined;
-  if (s.predictions.has(k)) return s.predictions.get(k);
+function placementAt(s: Slot, k: number): Placement {
   const { job, current } = s.entry;
-  const placement: Placement = {
+  return {
     replicas: k,
     nodes: nodesAfterResize(current, k, s.perNode),
     ...(current.ps !== undefined ? { ps: current.ps } : {}),
     localBatchSize: localBatchFor(job, k, current.localBatchSize),
   };
+}
+
+function predict(s: Slot, k: number): number | undefined {
+  const model = s.entry.model;
+  if (!model || k < 1) return undefined;
+  if (s.predictions.has(k)) return s.predictions.get(k);
   // Off the one observed scale the cautious prediction always forecasts a loss (its spread is unbounded), so
   // a one-scale job's probe is judged on the mean, as tuning's probe is.
   const tp =
     k === s.k0 || oneScale(s)
-      ? expectedThroughput(model, placement)
-      : pessimisticThroughput(model, placement);
+      ? expectedThroughput(model, placementAt(s, k))
+      : pessimisticThroughput(model, placementAt(s, k));
   s.predictions.set(k, tp);
+  return tp;
+}
+
+/** The mean prediction (step time without the 1 sd of caution). */
+function meanPredict(s: Slot, k: number): number | undefined {
+  const model = s.entry.model;
+  if (!model || k < 1) return undefined;
+  if (s.meanPredictions.has(k)) return s.meanPredictions.get(k);
+  const tp = expectedThroughput(model, placementAt(s, k));
+  s.meanPredictions.set(k, tp);
   return tp;
 }
 
@@ -626,8 +705,8 @@ function addNote(s: Slot, key: string, delta: number, detail: string): void {
 
 function planFor(s: Slot, config: PolicyConfig): Plan {
   const parts: string[] = [];
-  const before = predict(s, s.k0);
-  const after = predict(s, s.k);
+  const before = s.probed ? meanPredict(s, s.k0) : predict(s, s.k0);
+  const after = s.probed ? meanPredict(s, s.k) : predict(s, s.k);
   if (before !== undefined && after !== undefined) {
     parts.push(`predicted ${formatRateChange(before, after)}`);
   }

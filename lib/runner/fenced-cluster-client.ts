@@ -76,6 +76,15 @@ export class LeaderFencedClusterClient implements ClusterClient {
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.inner.getConfigMap(namespace, name);
   }
+  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
+    return this.inner.listWorkloads(namespace, labelSelector);
+  }
+  getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+    return this.inner.getLocalQueue(namespace, name);
+  }
+  getClusterQueue(name: string): Promise<KubeObject> {
+    return this.inner.getClusterQueue(name);
+  }
 
   patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
     return this.fenced(`patch ${ref.kind} ${ref.namespace}/${ref.name}`, options, (o) =>
@@ -86,6 +95,14 @@ export class LeaderFencedClusterClient implements ClusterClient {
     return this.fenced(`evict pod ${namespace}/${name}`, options, (o) =>
       this.inner.evictPod(namespace, name, o),
     );
+  }
+  servesPodResize(): Promise<boolean> {
+    return this.inner.servesPodResize?.() ?? Promise.resolve(false);
+  }
+  resizePod(namespace: string, name: string, patch: JsonPatchOp[], options: WriteOptions): Promise<V1Pod> {
+    const resize = this.inner.resizePod?.bind(this.inner);
+    if (!resize) throw new Error('this cluster client cannot resize pods in place');
+    return this.fenced(`resize pod ${namespace}/${name}`, options, (o) => resize(namespace, name, patch, o));
   }
   createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined> {
     const { ref } = event.involved;

@@ -8,10 +8,16 @@ import { TrainscalerError } from '../errors.js';
 export type Trigger = HandlerResult['trigger'];
 
 /**
- * Per-job codes that are not trainscaler failing: the job was deleted before its review, or it has no
- * metrics yet (a job just started). Counted apart from handler errors, which should alert someone.
+ * Per-job codes that are not trainscaler failing: the job was deleted before its review, it has no metrics
+ * yet (a job just started), or its kind's API forbids the change a policy asked for (a running Job's
+ * resources, any TrainJob change), which is refused before any write. Counted apart from handler errors,
+ * which should alert someone.
  */
-export const NO_DECISION_CODES: ReadonlySet<string> = new Set(['NOT_FOUND', 'MISSING_METRICS']);
+export const NO_DECISION_CODES: ReadonlySet<string> = new Set([
+  'NOT_FOUND',
+  'MISSING_METRICS',
+  'UNSUPPORTED_CHANGE',
+]);
 
 export class RunnerMetrics {
   readonly registry = new Registry();
@@ -49,7 +55,7 @@ export class RunnerMetrics {
     });
     this.withoutDecision = new Counter({
       name: 'trainscaler_jobs_without_decision_total',
-      help: 'Jobs a trigger named but that got no decision, not by failure: deleted (NOT_FOUND), no metrics yet',
+      help: 'Jobs a trigger named but that got no decision, not by failure: deleted (NOT_FOUND), no metrics yet, a change its kind forbids',
       labelNames: ['trigger', 'code'],
       registers,
     });

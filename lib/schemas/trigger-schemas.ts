@@ -4,7 +4,10 @@
 
 const dnsLabel = { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 } as const;
 const dnsSubdomain = { type: 'string', pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', maxLength: 253 } as const;
-const jobKind = { type: 'string', enum: ['PyTorchJob', 'TFJob', 'StatefulSet'] } as const;
+const jobKind = {
+  type: 'string',
+  enum: ['PyTorchJob', 'TFJob', 'StatefulSet', 'Job', 'JobSet', 'TrainJob'],
+} as const;
 
 export const jobRefSchema = {
   $id: 'JobRef',

@@ -1,7 +1,13 @@
 // What the simulator needs to know about an application to play it: how fast it steps at a placement
 // and what it really consumes. The demo plugs in the profiles fitted from Pollux measurements
-// (profiled-app-model.ts); tests plug in a model whose numbers they can check by hand.
+// (profiled-app-model.ts), the cluster benchmark the measured tables (measured-app-model.ts); tests plug in
+// a model whose numbers they can check by hand.
 import type { Placement } from '../model/throughput-model.js';
+
+/** A placement as the simulator knows it: also how many replicas run on each node, in the cluster's node order. */
+export interface SimulatedPlacement extends Placement {
+  perNode?: readonly number[];
+}
 
 export interface SimulatedAppModel {
   /** Whether the app (a job's trainscaler.io/signature) is known; unknown apps cannot be simulated. */
@@ -15,7 +21,7 @@ export interface SimulatedAppModel {
   /** Samples a job of the app processes before it completes when its manifest declares none. */
   defaultTargetSamples(app: string): number;
   /** True seconds per optimizer step at the placement (the simulator adds measurement noise on top). */
-  stepTime(app: string, placement: Placement): number;
+  stepTime(app: string, placement: SimulatedPlacement): number;
   /** The synchronisation part of stepTime, when the app model knows it; reported as a sample's syncTime. */
-  syncTime?(app: string, placement: Placement): number;
+  syncTime?(app: string, placement: SimulatedPlacement): number;
 }

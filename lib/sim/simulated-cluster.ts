@@ -62,6 +62,7 @@ import {
   advanceTraining,
   localBatchSizeFor,
   placementOf,
+  replicasPerNode,
   type TrainingWorld,
   worldStepTime,
 } from './training-progress.js';
@@ -485,6 +486,19 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     return structuredClone(created);
   }
 
+  /** The simulated cluster runs no Kueue: no Workloads, no queues. */
+  async listWorkloads(_namespace: string, _labelSelector: string): Promise<KubeObject[]> {
+    return [];
+  }
+
+  async getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+    throw new NotFoundError(`LocalQueue ${namespace}/${name}`);
+  }
+
+  async getClusterQueue(name: string): Promise<KubeObject> {
+    throw new NotFoundError(`ClusterQueue ${name}`);
+  }
+
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     const configMap = this.#configMaps.get(`${namespace}/${name}`);
     return configMap ? structuredClone(configMap) : undefined;
@@ -835,6 +849,10 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     const world: TrainingWorld = {
       replicas: training.length,
       nodes: new Set(training.map((r) => r.pod.spec?.nodeName)).size,
+      perNode: replicasPerNode(
+        this.#nodes.map((n) => n.name),
+        training.map((r) => r.pod.spec?.nodeName),
+      ),
       ps: members.filter((r) => r.role === 'PS').length,
       localBatchSize: localBatchSizeFor(
         job.spec,

@@ -45,10 +45,14 @@ export interface PodSizing {
 
 export const DEFAULT_BACKOFF_LIMIT = 3;
 
+// The simulator runs the first three kinds only (readSimulatedJobSpec refuses the others).
 const FRAMEWORK_CONTAINER: Record<JobKind, string | undefined> = {
   PyTorchJob: 'pytorch',
   TFJob: 'tensorflow',
   StatefulSet: undefined,
+  Job: undefined,
+  JobSet: undefined,
+  TrainJob: undefined,
 };
 
 const ROLE_SPECS: Record<'PyTorchJob' | 'TFJob', { field: string; roles: RoleName[] }> = {

@@ -1,14 +1,15 @@
 // The arithmetic of training progress, kept apart from the cluster bookkeeping so it can be checked by
 // hand: throughput = K * m / stepTime, no progress while the job pays a rescale cost, and completion at
 // the exact instant the target is reached (not at the end of a simulation step).
-import type { Placement } from '../model/throughput-model.js';
-import type { SimulatedAppModel } from './app-model.js';
+import type { SimulatedAppModel, SimulatedPlacement } from './app-model.js';
 
 export interface TrainingWorld {
   /** Data-parallel replicas (K). */
   replicas: number;
   /** Distinct nodes the replicas run on. */
   nodes: number;
+  /** Replicas on each of those nodes, in the cluster's node order (a measured world looks the placement up). */
+  perNode?: number[];
   ps: number;
   /** Per-replica batch (m). */
   localBatchSize: number;
@@ -26,14 +27,28 @@ export function localBatchSizeFor(
   return job.localBatchSize ?? defaultLocalBatchSize;
 }
 
-export function placementOf(world: TrainingWorld): Placement {
-  const placement: Placement = {
+export function placementOf(world: TrainingWorld): SimulatedPlacement {
+  const placement: SimulatedPlacement = {
     replicas: world.replicas,
     nodes: world.nodes,
     localBatchSize: world.localBatchSize,
   };
   if (world.ps > 0) placement.ps = world.ps;
+  if (world.perNode) placement.perNode = world.perNode;
   return placement;
+}
+
+/** How many of `podNodes` run on each node, in `nodeOrder`, nodes without one left out. */
+export function replicasPerNode(
+  nodeOrder: readonly string[],
+  podNodes: ReadonlyArray<string | undefined>,
+): number[] {
+  const counts = new Map<string, number>();
+  for (const node of podNodes) if (node !== undefined) counts.set(node, (counts.get(node) ?? 0) + 1);
+  return nodeOrder.flatMap((node) => {
+    const count = counts.get(node);
+    return count ? [count] : [];
+  });
 }
 
 /** True seconds per step of the world, slowdown included. */

@@ -9,6 +9,9 @@
 //                                                   (--offset N skips the first N, to resume a stopped run)
 //   --policies manual,backfill,tiresias   only these policies (default: all five, side by side)
 //   ... --no-replay --no-multi-tenant --no-latency --check-targets (re-derive the target table from validation-B.csv)
+//   --workload PATH                a workload CSV or folder instead of the Pollux workloads
+//   --world measured|fitted        where the true step times come from (default measured: the Pollux tables in
+//                                  ../shared/data/pollux/traces; fitted: lib/sim/app-profiles.ts, as the demo)
 //   --multi-tenant-workload PATH   (default workloads-0.5/workload-1: the trainscaler run of a 1.0x workload
 //                                  with tenants takes about 9 minutes on 2 shared cores, too long for CI)
 import { existsSync, readdirSync } from 'node:fs';
@@ -22,22 +25,26 @@ import {
   type SimulationResult,
 } from '../../cli/simulate.js';
 import { renderSimulationTables } from '../../cli/simulate-report.js';
+import { loadSimulationWorld } from '../../cli/simulation-world.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
 import { fitThroughputModel, type Placement } from '../../lib/model/throughput-model.js';
 import { decideRebalance, type RebalanceJob } from '../../lib/policies/rebalance.js';
 import { decideTuning } from '../../lib/policies/tuning.js';
-import { groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
+import { APP_NAMES, groundTruthStepTime, groundTruthSyncTime } from '../../lib/sim/app-profiles.js';
 import { defaultHpaSpec, EMPTY_HPA_STATE, hpaRecommendation } from '../../lib/sim/baselines/threshold.js';
+import { SIMULATION_WORLDS, type SimulationWorldName } from '../../lib/sim/simulation-world.js';
 import {
   loadWorkloads,
   TARGET_SAMPLES_BY_BATCH,
+  targetSamples,
   type Workload,
+  type WorkloadJob,
   workloadJobManifest,
 } from '../../lib/sim/workload.js';
 import { DEFAULT_MULTI_TENANT } from '../../lib/sim/workload-multitenant.js';
 import type { ClusterCapacity, StepSample } from '../../lib/types.js';
-import { POLLUX_DIR, polluxAvailable, readCsv } from '../support/pollux-data.js';
+import { loadScalability, POLLUX_DIR, polluxAvailable, readCsv, TRACES_DIR } from '../support/pollux-data.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(name);
@@ -51,6 +58,8 @@ const POLICIES: SimulationPolicy[] = value('--policies')
   : [...SIMULATION_POLICIES];
 
 function workloadsFor(): Workload[] {
+  const path = value('--workload');
+  if (path) return loadWorkloads(path);
   if (flag('--full'))
     return ['0.5', '1.0', '1.5'].flatMap((l) => loadWorkloads(join(POLLUX_DIR, `workloads-${l}`)));
   const loads = value('--loads')?.split(',');
@@ -70,6 +79,16 @@ function workloadsFor(): Workload[] {
   );
 }
 
+function worldFor() {
+  const name = value('--world') ?? 'measured';
+  if (!(SIMULATION_WORLDS as readonly string[]).includes(name)) {
+    console.error(`--world ${name}: choose from ${SIMULATION_WORLDS.join(', ')}`);
+    process.exit(2);
+  }
+  return loadSimulationWorld(name as SimulationWorldName, TRACES_DIR);
+}
+const world = worldFor();
+
 async function replay(workloads: Workload[]): Promise<void> {
   const sets = [...new Set(workloads.map((w) => w.name.split('/')[0] ?? w.name))];
   const perLoad: SimulationResult[] = [];
@@ -82,13 +101,22 @@ async function replay(workloads: Workload[]): Promise<void> {
       const part = await runSimulation({
         workloads: [workload],
         policies: POLICIES,
+        world,
         seed: 1,
       });
       for (const run of part.runs)
         console.log(
-          `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
+          `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, idle GPU-h while jobs could grow ${run.summary.idleGpuHoursWhileJobsCouldGrow.toFixed(1)} (> 2 ticks ${run.summary.idleGpuHoursBeyondTwoTicks.toFixed(1)}), ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
         );
-      for (const run of part.runs) console.log(`apps ${run.workload} ${run.policy}: ${byApplication(run)}`);
+      for (const run of part.runs)
+        console.log(`apps ${run.workload} ${run.policy}: ${byApplication(run, workload)}`);
+      for (const run of part.runs) {
+        const t = run.triggerCounts;
+        if (t)
+          console.log(
+            `triggers ${run.workload} ${run.policy}: ${t.schedules} schedule ticks, ${t.evaluations} rule evaluations, ${t.webhooks} webhooks, alerts sent ${JSON.stringify(t.alertsSent)}`,
+          );
+      }
       parts.push(part);
     }
     const first = parts[0];
@@ -132,7 +160,24 @@ async function replay(workloads: Workload[]): Promise<void> {
 }
 
 /** Where a run's JCT goes: per application, jobs, mean JCT and mean wait, and its share of all JCT. */
-function byApplication(run: SimulationResult['runs'][number]): string {
+/**
+ * Seconds a job would train alone at its user's size on packed nodes (4 per node), in the benchmark's world:
+ * the yardstick for how much longer a job runs when it shares the cluster.
+ */
+function aloneAtUserSize(job: WorkloadJob): number {
+  const replicas = Math.min(job.replicas, 64);
+  const perNode = Array.from({ length: Math.ceil(replicas / 4) }, (_, i) => Math.min(4, replicas - 4 * i));
+  const step = world.apps.stepTime(job.application, {
+    replicas,
+    nodes: perNode.length,
+    perNode,
+    localBatchSize: job.batchSize / replicas,
+  });
+  return (targetSamples(job.application, job.batchSize) * step) / job.batchSize;
+}
+
+function byApplication(run: SimulationResult['runs'][number], workload: Workload): string {
+  const asked = new Map(workload.jobs.map((j) => [j.name, j]));
   const done = run.jobs.filter((j) => j.jctSeconds !== null);
   const total = done.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
   const apps = [...new Set(done.map((j) => j.application))].sort();
@@ -142,14 +187,16 @@ function byApplication(run: SimulationResult['runs'][number]): string {
       const jct = jobs.reduce((s, j) => s + (j.jctSeconds ?? 0), 0);
       const wait = jobs.reduce((s, j) => s + (j.queuedSeconds ?? 0), 0);
       const preempted = jobs.reduce((s, j) => s + (j.preemptions ?? 0), 0);
+      const rescales = jobs.reduce((s, j) => s + j.rescales, 0);
+      const alone = jobs.reduce((s, j) => {
+        const job = asked.get(j.name);
+        return s + (job ? aloneAtUserSize(job) : Number.NaN);
+      }, 0);
       const mean = (f: (j: (typeof jobs)[number]) => number) =>
         jobs.reduce((s, j) => s + f(j), 0) / Math.max(1, jobs.length);
-      const running = mean((j) => j.time?.runningSeconds ?? 0);
-      const restarting = mean((j) => j.time?.restartingSeconds ?? 0);
       const workers = mean((j) => j.time?.meanWorkersRunning ?? 0);
-      const asked = mean((j) => j.workersAsked);
-      const rescales = mean((j) => j.rescales);
-      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, running ${Math.round(running)} s at ${workers.toFixed(1)} workers (asked ${asked.toFixed(1)}), restarting ${Math.round(restarting)} s, ${rescales.toFixed(1)} rescales, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT${run.policy === 'tiresias' ? `, ${preempted} preemptions` : ''}`;
+      const workersAsked = mean((j) => j.workersAsked);
+      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, mean run ${Math.round((jct - wait) / jobs.length)} s (${((jct - wait) / alone).toFixed(2)}x alone at the user's size), at ${workers.toFixed(1)} workers (asked ${workersAsked.toFixed(1)}), rescales/job ${(rescales / jobs.length).toFixed(1)}, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT${run.policy === 'tiresias' ? `, ${preempted} preemptions` : ''}`;
     })
     .join('; ');
 }
@@ -159,6 +206,7 @@ async function multiTenant(workload: Workload): Promise<void> {
   const result = await runSimulation({
     workloads: [workload],
     policies: POLICIES,
+    world,
     seed: 1,
     multiTenant: DEFAULT_MULTI_TENANT,
   });
@@ -283,6 +331,21 @@ function latency(): void {
   console.log(`rebalance p50 / baseline p50: ${(rebalance.p50 / Math.max(baseline.p50, 1e-6)).toFixed(0)}x`);
 }
 
+/** How much faster the fitted world steps than the measurements, on scalability.csv (no fit saw it). */
+function compareWorlds(): void {
+  console.log(
+    '\n== fitted vs measured step time on scalability.csv: mean of measured / fitted - 1 over its rows ==',
+  );
+  for (const app of APP_NAMES) {
+    const cells = [6, 8, 12, 16].map((nodes) => {
+      const rows = loadScalability(app).filter((r) => r.nodes === nodes);
+      const excess = rows.map((r) => r.stepTime / groundTruthStepTime(app, r) - 1);
+      return `${nodes} nodes ${(100 * (excess.reduce((s, v) => s + v, 0) / Math.max(1, excess.length))).toFixed(0)}%`;
+    });
+    console.log(`${app.padEnd(12)} ${cells.join('  ')}`);
+  }
+}
+
 function checkTargets(): void {
   console.log('\n== target samples: constants vs traces/APP/validation-B.csv (last iteration x B) ==');
   for (const [app, table] of Object.entries(TARGET_SAMPLES_BY_BATCH)) {
@@ -304,7 +367,10 @@ if (!polluxAvailable() || !existsSync(join(POLLUX_DIR, 'workloads-1.0'))) {
   process.exit(1);
 }
 const wallStart = performance.now();
+console.log(`world ${world.name.toUpperCase()}:`);
+for (const line of world.assumptions) console.log(`  - ${line}`);
 if (flag('--check-targets')) checkTargets();
+compareWorlds();
 const workloads = workloadsFor();
 if (!flag('--no-replay')) await replay(workloads);
 const tenants = loadWorkloads(

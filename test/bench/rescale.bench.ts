@@ -3,39 +3,82 @@
 // machine, as two pods of an elastic PyTorchJob would. A second agent joining (scale-up 1 -> 2) and leaving
 // on SIGTERM (scale-down 2 -> 1, the way a pod deletion stops it) are timed from the trainer's own step log:
 // the pause is from the last step at the old size to the first step at the new one. Run with the rendezvous
-// settings trainscaler recommends and with torchrun's defaults, REPS times each.
-// Run: npm run bench:rescale [-- --reps N] [-- --json]   (needs Debian's python3-torch: npm run setup)
+// settings trainscaler recommends (lib/torchelastic/recommended-rendezvous.ts: its launcher
+// `python3 -m trainscaler_hook.launch` with a 1 s monitor interval and a 2 s last call) and with plain torchrun's
+// defaults, REPS times each. Each pause is also split into where it went (from the trainer's phases log).
+// Run: npm run bench:rescale [-- --reps N] [-- --json]
+//      [-- --only recommended|torchrunDefaults|torchrunRecommendedFlags (the flags without the launcher)]
+// (needs Debian's python3-torch: npm run setup)
 // Everything binds 127.0.0.1; every wait is bounded.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import {
+  RECOMMENDED_LAUNCHER,
+  recommendedTorchrunFlags,
+} from '../../lib/torchelastic/recommended-rendezvous.js';
 import { freePort, type Started, start, stop, waitUntil } from '../metrics/support/processes.js';
 import { REPO_ROOT } from '../metrics/support/sidecar-bundle.js';
-import { committedSamples, readStepLogs, rescalePause } from '../support/elastic-train-logs.js';
+import {
+  BREAKDOWN_PARTS,
+  committedSamples,
+  type PauseBreakdown,
+  readPhaseLogs,
+  readStepLogs,
+  rescaleBreakdown,
+  rescalePause,
+} from '../support/elastic-train-logs.js';
 
 const { values } = parseArgs({
-  options: { reps: { type: 'string', default: '3' }, json: { type: 'boolean', default: false } },
+  options: {
+    reps: { type: 'string', default: '3' },
+    json: { type: 'boolean', default: false },
+    only: { type: 'string' },
+  },
 });
 const REPS = Number(values.reps);
 const TORCHRUN = process.env.TORCHRUN ?? '/usr/bin/torchrun';
+// Debian's python3-torch lives in /usr/bin/python3's site-packages (another python3 may come first on PATH).
+const PYTHON = process.env.TORCH_PYTHON ?? '/usr/bin/python3';
 const TRAINER = join(REPO_ROOT, 'infra', 'examples', 'elastic-trainer', 'train.py');
 const PAUSE_TIMEOUT_MS = 150_000;
 
+interface Launch {
+  command: string;
+  args: string[];
+}
+
 /** trainscaler's recommendation (what `submit` recommends for an elastic PyTorchJob) vs torchrun's defaults. */
-export const RENDEZVOUS = {
-  recommended: ['--monitor_interval=1', '--rdzv_conf=last_call_timeout=2'],
-  torchrunDefaults: [] as string[],
+export const RENDEZVOUS: Record<string, Launch> = {
+  recommended: {
+    command: PYTHON, // RECOMMENDED_LAUNCHER's python3, the one with torch
+    args: [...RECOMMENDED_LAUNCHER.slice(1), ...recommendedTorchrunFlags()],
+  },
+  torchrunDefaults: { command: TORCHRUN, args: [] },
+};
+
+/** Run only when named with --only: what the recommended flags do without trainscaler's launcher. */
+const EXTRA: Record<string, Launch> = {
+  torchrunRecommendedFlags: { command: TORCHRUN, args: recommendedTorchrunFlags() },
+  // the launcher polls every 0.1 s: does a shorter last call and monitor interval still form one world?
+  launcherShortLastCall: {
+    command: PYTHON,
+    args: [...RECOMMENDED_LAUNCHER.slice(1), '--monitor_interval=0.5', '--rdzv_conf=last_call_timeout=1'],
+  },
 };
 
 interface Pauses {
   scaleUp: number[];
   scaleDown: number[];
+  upParts: PauseBreakdown[];
+  downParts: PauseBreakdown[];
   duplicates: number;
 }
 
-function agent(name: string, port: number, dir: string, settings: string[]): Started {
+function agent(name: string, port: number, dir: string, launch: Launch): Started {
   const args = [
+    ...launch.args,
     '--nnodes=1:4', // an elasticPolicy whose max is not reached: the rendezvous waits last_call_timeout
     '--nproc_per_node=1',
     '--rdzv_backend=c10d',
@@ -44,10 +87,9 @@ function agent(name: string, port: number, dir: string, settings: string[]): Sta
     '--max_restarts=10',
     '--redirects=2',
     '--tee=1',
-    ...settings,
     TRAINER,
   ];
-  return start(`torchrun-${name}`, TORCHRUN, args, {
+  return start(`torchrun-${name}`, launch.command, args, {
     env: {
       ...process.env,
       PYTHONPATH: join(REPO_ROOT, 'infra', 'sidecar', 'python'),
@@ -86,8 +128,13 @@ async function pauseTo(
   );
 }
 
-async function measure(settings: string[]): Promise<Pauses> {
-  const result: Pauses = { scaleUp: [], scaleDown: [], duplicates: 0 };
+function breakdown(dir: string, from: number, to: number, after: number): PauseBreakdown | undefined {
+  const logs = join(dir, 'logs');
+  return rescaleBreakdown(readStepLogs(logs), readPhaseLogs(logs), from, to, after);
+}
+
+async function measure(settings: Launch): Promise<Pauses> {
+  const result: Pauses = { scaleUp: [], scaleDown: [], upParts: [], downParts: [], duplicates: 0 };
   for (let rep = 0; rep < REPS; rep++) {
     const dir = mkdtempSync(join(tmpdir(), 'trainscaler-rescale-'));
     const port = await freePort();
@@ -100,10 +147,14 @@ async function measure(settings: string[]): Promise<Pauses> {
       second = agent('worker-1', port, dir, settings);
       result.scaleUp.push(await pauseTo(dir, 1, 2, joined, output));
       await stepsAt(dir, 2, joined, 20);
+      const up = breakdown(dir, 1, 2, joined);
+      if (up) result.upParts.push(up);
       const left = Date.now() / 1000;
       await stop(second, 30_000); // kubelet: SIGTERM, SIGKILL after the grace period
       result.scaleDown.push(await pauseTo(dir, 2, 1, left, output));
       await stepsAt(dir, 1, left, 5);
+      const down = breakdown(dir, 2, 1, left);
+      if (down) result.downParts.push(down);
       for (const epoch of committedSamples(readStepLogs(join(dir, 'logs'))).values())
         result.duplicates += epoch.duplicates.length;
     } finally {
@@ -111,10 +162,13 @@ async function measure(settings: string[]): Promise<Pauses> {
       await stop(first, 5_000);
       rmSync(dir, { recursive: true, force: true });
     }
-    if (!values.json)
+    if (!values.json) {
       console.log(
         `  rep ${rep + 1}: scale-up ${fmt(result.scaleUp.at(-1))} s, scale-down ${fmt(result.scaleDown.at(-1))} s`,
       );
+      console.log(`    up:   ${partsLine(result.upParts.at(-1))}`);
+      console.log(`    down: ${partsLine(result.downParts.at(-1))}`);
+    }
   }
   return result;
 }
@@ -122,10 +176,24 @@ async function measure(settings: string[]): Promise<Pauses> {
 const fmt = (s: number | undefined) => (s === undefined ? '-' : s.toFixed(1));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+const partsLine = (parts: PauseBreakdown | undefined) =>
+  parts ? BREAKDOWN_PARTS.map((k) => `${k} ${parts[k].toFixed(1)}`).join(', ') : '-';
+const medianParts = (all: PauseBreakdown[]): PauseBreakdown | undefined =>
+  all.length === 0
+    ? undefined
+    : (Object.fromEntries(
+        BREAKDOWN_PARTS.map((k) => [k, median(all.map((p) => p[k]))]),
+      ) as unknown as PauseBreakdown);
+
+const chosen = values.only
+  ? Object.entries({ ...RENDEZVOUS, ...EXTRA }).filter(([name]) => name === values.only)
+  : Object.entries(RENDEZVOUS);
+if (chosen.length === 0)
+  throw new Error(`--only must be one of ${Object.keys({ ...RENDEZVOUS, ...EXTRA }).join(', ')}`);
 const results: Record<string, Pauses> = {};
-for (const [name, settings] of Object.entries(RENDEZVOUS)) {
+for (const [name, settings] of chosen) {
   if (!values.json)
-    console.log(`${name} (${settings.join(' ') || 'torchrun defaults'}), ${REPS} repetitions:`);
+    console.log(`${name} (${[settings.command, ...settings.args].join(' ')}), ${REPS} repetitions:`);
   results[name] = await measure(settings);
 }
 if (values.json) {
@@ -145,5 +213,20 @@ if (values.json) {
   console.log('| --- | ---: | ---: | ---: |');
   for (const [name, r] of Object.entries(results)) {
     console.log(`| ${name} | ${fmt(median(r.scaleUp))} | ${fmt(median(r.scaleDown))} | ${r.duplicates} |`);
+  }
+  console.log('\nwhere the pause went (median of reps per part, seconds):');
+  console.log(`| rendezvous | direction | ${BREAKDOWN_PARTS.join(' | ')} |`);
+  console.log(`| --- | --- |${BREAKDOWN_PARTS.map(() => ' ---: |').join('')}`);
+  for (const [name, r] of Object.entries(results)) {
+    for (const [direction, all] of [
+      ['scale-up', r.upParts],
+      ['scale-down', r.downParts],
+    ] as const) {
+      const parts = medianParts(all);
+      if (parts)
+        console.log(
+          `| ${name} | ${direction} | ${BREAKDOWN_PARTS.map((k) => parts[k].toFixed(1)).join(' | ')} |`,
+        );
+    }
   }
 }

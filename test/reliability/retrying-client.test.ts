@@ -38,6 +38,9 @@ function scripted(
     evictPod: (namespace, name, options) => inner.evictPod(namespace, name, options),
     createEvent: (event, options) => inner.createEvent(event, options),
     getConfigMap: (namespace, name) => inner.getConfigMap(namespace, name),
+    listWorkloads: (namespace, selector) => inner.listWorkloads(namespace, selector),
+    getLocalQueue: (namespace, name) => inner.getLocalQueue(namespace, name),
+    getClusterQueue: (name) => inner.getClusterQueue(name),
     putConfigMap: (namespace, name, data, rv, options) =>
       inner.putConfigMap(namespace, name, data, rv, options),
   };

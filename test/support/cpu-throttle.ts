@@ -15,6 +15,18 @@ export interface Throttle {
 }
 
 /**
+ * A trainer process: the worker running train.py, or, under trainscaler's launcher, the warm server and the
+ * workers it forks (a fork keeps the server's command line; the stub that names train.py only waits for it).
+ * Never the agent (torchrun, or the launcher whose arguments name train.py too): stopping it would stall the
+ * rendezvous, not the training.
+ */
+function isTrainer(cmdline: string[]): boolean {
+  if (cmdline.some((a) => a.endsWith('torchrun') || a === 'trainscaler_hook.launch')) return false;
+  const warmServer = cmdline.includes('trainscaler_hook.warm') && cmdline.includes('serve');
+  return warmServer || cmdline.some((a) => a.endsWith('train.py'));
+}
+
+/**
  * Pids of the training processes (torchrun's workers, not the agent) started with TRAIN_LOG_DIR=`logDir`
  * and TRAIN_NODE_NAME=`pod`: read from /proc (the test runs as root, like the host node agent).
  */
@@ -24,8 +36,7 @@ export function trainerPids(logDir: string, pod: string): number[] {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (!cmdline.some((a) => a.endsWith('train.py')) || cmdline.some((a) => a.endsWith('torchrun')))
-        continue;
+      if (!isTrainer(cmdline)) continue;
       const environ = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
       if (environ.includes(`TRAIN_LOG_DIR=${logDir}`) && environ.includes(`TRAIN_NODE_NAME=${pod}`))
         pids.push(Number(entry));

@@ -135,3 +135,121 @@ export function throughputAt(
     seconds: last.t - first.t,
   };
 }
+
+/** One line of a trainer's phases-<node>.log: when a world formed (start) or stopped (stop). */
+export interface PhaseRecord {
+  worldId: number;
+  rank: number;
+  /** Start of a worker: the agent started it, imports done, process group formed, checkpoint loaded. */
+  started?: number;
+  imported?: number;
+  grouped?: number;
+  ready?: number;
+  /** Stop of a worker at a step boundary: the world agreed to stop, the worker exits. */
+  stopping?: number;
+  exiting?: number;
+}
+
+export function readPhaseLogs(dir: string): PhaseRecord[] {
+  let files: string[];
+  try {
+    files = readdirSync(dir).filter((f) => f.startsWith('phases-') && f.endsWith('.log'));
+  } catch {
+    return [];
+  }
+  const records: PhaseRecord[] = [];
+  const time = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  for (const file of files) {
+    for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
+      if (!line.trim()) continue;
+      let raw: Record<string, unknown>;
+      try {
+        raw = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        continue;
+      }
+      records.push({
+        worldId: Number(raw.world_id),
+        rank: Number(raw.rank),
+        started: time(raw.started),
+        imported: time(raw.imported),
+        grouped: time(raw.grouped),
+        ready: time(raw.ready),
+        stopping: time(raw.stopping),
+        exiting: time(raw.exiting),
+      });
+    }
+  }
+  return records;
+}
+
+/** Where a rescale pause went, in seconds; the parts add up to the pause. */
+export interface PauseBreakdown {
+  /** last step at the old size -> the last old worker exited (stop agreement, checkpoint, waiting for a signal) */
+  stop: number;
+  /** -> the agent started the last new worker (agent notices, re-rendezvous, last call, heartbeat expiry) */
+  rendezvous: number;
+  /** -> its imports were done (python and torch start) */
+  imports: number;
+  /** -> the gloo process group formed */
+  processGroup: number;
+  /** -> checkpoint loaded, model wrapped in DDP */
+  load: number;
+  /** -> the first step at the new size logged */
+  firstStep: number;
+}
+
+export const BREAKDOWN_PARTS: (keyof PauseBreakdown)[] = [
+  'stop',
+  'rendezvous',
+  'imports',
+  'processGroup',
+  'load',
+  'firstStep',
+];
+
+/**
+ * The pause of rescalePause split at the phases the trainers logged: each boundary is the latest over the
+ * ranks of the world (the first step waits for all of them). A phase a killed worker did not log takes no
+ * time (its part moves to the next one). Undefined while the new size has not stepped yet.
+ */
+export function rescaleBreakdown(
+  records: StepRecord[],
+  phases: PhaseRecord[],
+  from: number,
+  to: number,
+  after: number,
+): PauseBreakdown | undefined {
+  const first = records.find((r) => r.t >= after && r.world === to);
+  if (!first) return undefined;
+  const last = records.filter((r) => r.world === from && r.t <= first.t).at(-1);
+  if (!last) return undefined;
+  const latest = (worldId: number, key: keyof PhaseRecord) => {
+    const times = phases
+      .filter((p) => p.worldId === worldId)
+      .map((p) => p[key])
+      .filter((t): t is number => t !== undefined && t >= last.t && t <= first.t);
+    return times.length > 0 ? Math.max(...times) : undefined;
+  };
+  const marks = [
+    last.t,
+    latest(last.worldId, 'exiting'),
+    latest(first.worldId, 'started'),
+    latest(first.worldId, 'imported'),
+    latest(first.worldId, 'grouped'),
+    latest(first.worldId, 'ready'),
+    first.t,
+  ];
+  // A missing mark is the previous one (that part took no time); marks never run backwards.
+  const filled: number[] = [];
+  for (const mark of marks) filled.push(Math.max(mark ?? filled.at(-1) ?? last.t, filled.at(-1) ?? last.t));
+  const part = (i: number) => (filled[i + 1] ?? 0) - (filled[i] ?? 0);
+  return {
+    stop: part(0),
+    rendezvous: part(1),
+    imports: part(2),
+    processGroup: part(3),
+    load: part(4),
+    firstStep: part(5),
+  };
+}

@@ -1,8 +1,16 @@
-// Loader for the Pollux measurements kept beside the project in ../shared/data/pollux (Apache-2.0, from
+// Loader for the Pollux measurements (file reading; the parsing is lib/sim/pollux-traces.ts) kept beside the project in ../shared/data/pollux (Apache-2.0, from
 // petuum/adaptdl branch osdi21-artifact, simulator/). Read by path from the repository root; never copied in.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  type MeasuredRow,
+  type PlacementRow,
+  parseCsvRecords,
+  parsePlacement,
+  parsePlacementsCsv,
+  parseScalabilityCsv,
+} from '../../lib/sim/pollux-traces.js';
 import type { StepSample } from '../../lib/types.js';
 
 /** The repository root: this file is test/support/pollux-data.ts. */
@@ -16,21 +24,7 @@ export function polluxAvailable(): boolean {
 
 /** Parses a simple CSV (no quoting: the Pollux files have none) into header-keyed records. */
 export function readCsv(path: string): Record<string, string>[] {
-  const lines = readFileSync(path, 'utf8')
-    .split(/\r?\n/)
-    .filter((l) => l.trim() !== '');
-  const header = (lines[0] ?? '').split(',').map((h) => h.trim());
-  return lines.slice(1).map((line, n) => {
-    const cells = line.split(',');
-    if (cells.length !== header.length) {
-      throw new Error(`${path}:${n + 2}: ${cells.length} cells, header has ${header.length}`);
-    }
-    const rec: Record<string, string> = {};
-    header.forEach((h, i) => {
-      rec[h] = (cells[i] ?? '').trim();
-    });
-    return rec;
-  });
+  return parseCsvRecords(readFileSync(path, 'utf8'), path);
 }
 
 function num(rec: Record<string, string>, key: string, where: string): number {
@@ -49,60 +43,20 @@ export function listTraceApps(): string[] {
     .sort();
 }
 
-export interface PlacementRow {
-  /** Digit string, one digit per node = replicas on that node, e.g. '44'. */
-  placement: string;
-  perNode: number[];
-  replicas: number;
-  nodes: number;
-  localBatchSize: number;
-  stepTime: number;
-  syncTime: number;
-}
-
-export function parsePlacement(placement: string): { perNode: number[]; replicas: number; nodes: number } {
-  if (!/^[1-9]+$/.test(placement)) throw new Error(`bad placement '${placement}'`);
-  const perNode = [...placement].map(Number);
-  return { perNode, replicas: perNode.reduce((s, v) => s + v, 0), nodes: perNode.length };
-}
+export type { PlacementRow };
+export { parsePlacement };
+export type ScalabilityRow = MeasuredRow;
 
 /** traces/APP/placements.csv: placement,local_bsz,step_time,sync_time. */
 export function loadPlacements(app: string): PlacementRow[] {
   const path = join(TRACES_DIR, app, 'placements.csv');
-  return readCsv(path).map((rec, i) => {
-    const where = `${path}:${i + 2}`;
-    const placement = rec.placement ?? '';
-    return {
-      placement,
-      ...parsePlacement(placement),
-      localBatchSize: num(rec, 'local_bsz', where),
-      stepTime: num(rec, 'step_time', where),
-      syncTime: num(rec, 'sync_time', where),
-    };
-  });
-}
-
-export interface ScalabilityRow {
-  nodes: number;
-  replicas: number;
-  localBatchSize: number;
-  stepTime: number;
-  syncTime: number;
+  return parsePlacementsCsv(readFileSync(path, 'utf8'), path);
 }
 
 /** traces/APP/scalability.csv: num_nodes,num_replicas,local_bsz,step_time,sync_time. */
 export function loadScalability(app: string): ScalabilityRow[] {
   const path = join(TRACES_DIR, app, 'scalability.csv');
-  return readCsv(path).map((rec, i) => {
-    const where = `${path}:${i + 2}`;
-    return {
-      nodes: num(rec, 'num_nodes', where),
-      replicas: num(rec, 'num_replicas', where),
-      localBatchSize: num(rec, 'local_bsz', where),
-      stepTime: num(rec, 'step_time', where),
-      syncTime: num(rec, 'sync_time', where),
-    };
-  });
+  return parseScalabilityCsv(readFileSync(path, 'utf8'), path);
 }
 
 export interface WorkloadJob {

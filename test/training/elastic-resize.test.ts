@@ -1,5 +1,6 @@
 // A real elastic job, scaled by trainscaler end to end. The example PyTorchJob
-// (infra/examples/elastic-trainer/pytorchjob.yaml) runs `torchrun train.py` on the test cluster's host node
+// (infra/examples/elastic-trainer/pytorchjob.yaml) runs `python3 -m trainscaler_hook.launch train.py`
+// (torchrun with cheaper rescales: infra/sidecar/python/trainscaler_hook/launch.py) on the test cluster's host node
 // (infra/cluster/host-node-agent: its pods are real processes) under the real training-operator, at 1 worker.
 //
 // Grow, through the production metrics path: each pod's sidecar (its second container, podIP:9470) serves
@@ -86,7 +87,7 @@ const TIME_FACTOR = 30;
 const COOLDOWN_SECONDS = 40;
 const COVERAGE = 0.9;
 const WEBHOOK_TOKEN = 'training-webhook-token-7c6b5a4d3e';
-/** Bounds: a rescale pause is 5-20 s here; a pod with torch imports starts in a few seconds. */
+/** Bounds: a rescale pause is 3-20 s here; starting a pod (warm server importing torch) takes a few seconds. */
 const RESCALE_TIMEOUT_MS = 120_000;
 const ALERT_TIMEOUT_MS = 150_000;
 const FINISH_TIMEOUT_MS = 420_000;

@@ -52,6 +52,9 @@ function door(sim: SimulatedCluster) {
     },
     listNodes: () => sim.listNodes(),
     getConfigMap: (ns, name) => sim.getConfigMap(ns, name),
+    listWorkloads: (ns, selector) => sim.listWorkloads(ns, selector),
+    getLocalQueue: (ns, name) => sim.getLocalQueue(ns, name),
+    getClusterQueue: (name) => sim.getClusterQueue(name),
     patchJob: async (ref, patch, options) => {
       calls.push(`patch dryRun=${options.dryRun}`);
       const fault = faults.patch.shift();

@@ -2,15 +2,18 @@
 
 Run under torchrun with elastic settings, e.g.
 
-    torchrun --nnodes=1:4 --nproc_per_node=1 --rdzv_backend=c10d --rdzv_endpoint=HOST:29400 \
-        --rdzv_id=JOB --max_restarts=20 --monitor_interval=1 --rdzv_conf=last_call_timeout=2 \
-        --redirects=2 --tee=1 train.py
+    python3 -m trainscaler_hook.launch --nnodes=1:4 --nproc_per_node=1 --rdzv_backend=c10d \
+        --rdzv_endpoint=HOST:29400 --rdzv_id=JOB --max_restarts=20 --monitor_interval=1 \
+        --rdzv_conf=last_call_timeout=2 --redirects=2 --tee=1 train.py
 
-(torch 1.13 takes underscored flags only; on Python 3.11 it needs --redirects/--tee.) What makes it elastic:
+(``trainscaler_hook.launch`` takes torchrun's arguments and makes rescales cheaper; plain ``torchrun`` works
+too. torch 1.13 takes underscored flags only; on Python 3.11 it needs --redirects/--tee.) What makes it elastic:
 - the data order comes from ``trainscaler_hook.elastic.ElasticSampler``: every sample of an epoch is processed
   exactly once across worlds of any size, resumed from the committed count kept in the checkpoint;
 - a stop (its own SIGTERM: the agent re-forms the world or the pod is deleted; or the sidecar's drain) is agreed
   by all ranks at a step boundary through one tiny all-reduce, then rank 0 saves, so no committed step is lost;
+  a rank whose pod goes away (the launcher's leaving marker, or the sidecar's drain) says LEAVE, and the others
+  then exit at once for their agents to re-form the world (no SIGTERM will come to them);
   a peer that vanished without that agreement (a killed pod) costs at most the steps since the last periodic
   checkpoint;
 - progress goes to the sidecar through ``trainscaler_hook.report``.
@@ -27,11 +30,16 @@ import sys
 import time
 from pathlib import Path
 
+# When the agent started this worker: the rescale benchmark splits the pause into process start, imports,
+# process group, checkpoint load (phases-<node>.log). Under trainscaler_hook.launch the worker is a warm fork and
+# the stub that the agent started records its own start.
+STARTED = float(os.environ.get("TRAINSCALER_PROCESS_STARTED") or time.time())
+
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from trainscaler_hook import checkpoint_done, report, should_checkpoint
+from trainscaler_hook import checkpoint_done, leaving, report, should_checkpoint
 from trainscaler_hook.elastic import ElasticSampler
 
 DATASET_SIZE = int(os.environ.get("TRAIN_DATASET_SIZE", "4096"))
@@ -86,14 +94,21 @@ def save_checkpoint(path, model, optimizer, progress):
     os.replace(tmp, path)  # atomic: a reader never sees half a checkpoint
 
 
-def agreed_stop(local_stop):
-    flag = torch.tensor([1.0 if local_stop else 0.0])
+# What a rank brings to the stop agreement (the world takes the maximum).
+GO_ON, STOP, LEAVE = 0.0, 1.0, 2.0
+
+
+def agreed_stop(own):
+    """The world's decision at this step boundary: GO_ON, STOP (an agent re-forms the world: every rank gets
+    SIGTERM) or LEAVE (a pod goes away: only its ranks get SIGTERM, the others must exit by themselves)."""
+    flag = torch.tensor([own])
     dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-    return flag.item() > 0
+    return flag.item()
 
 
 def main():
     signal.signal(signal.SIGTERM, on_sigterm)
+    imported = time.time()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     # One id per world formation, the same on every rank: a step re-done after a restart is told apart by it.
@@ -106,6 +121,8 @@ def main():
     ckpt = ckpt_dir / "latest.pt"
     node = os.environ.get("TRAIN_NODE_NAME") or socket.gethostname()
     log = open(log_dir / f"rank-{node}.jsonl", "a", buffering=1)
+    phases = open(log_dir / f"phases-{node}.log", "a", buffering=1)
+    grouped = time.time()
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, CLASSES))
@@ -114,6 +131,7 @@ def main():
     ddp = DistributedDataParallel(model)
     sampler = ElasticSampler(DATASET_SIZE, world, rank, LOCAL_BATCH, epoch=progress["epoch"], consumed=progress["consumed"])
     step = progress["step"]
+    phases.write(json.dumps({"world_id": world_id.item(), "rank": rank, "started": STARTED, "imported": imported, "grouped": grouped, "ready": time.time()}) + "\n")
     print(f"rank {rank}/{world} on {node} resumes at epoch {sampler.epoch} sample {sampler.consumed} step {step}", flush=True)
 
     def snapshot():
@@ -138,16 +156,20 @@ def main():
             # which the sidecar reads as a restart of the count, adding nothing.
             own_samples += len(ids)
             report(step, samples=own_samples)
-            own_stop = stop_requested or should_checkpoint()
-            if agreed_stop(own_stop):
+            drained = should_checkpoint()  # the sidecar's drain: this pod is being stopped
+            own = LEAVE if (stop_requested or drained) and (drained or leaving()) else STOP if stop_requested else GO_ON
+            decision = agreed_stop(own)
+            if decision != GO_ON:
+                stopping = time.time()
                 if rank == 0:
                     save_checkpoint(ckpt, model, optimizer, snapshot())
                     checkpoint_done()
                 dist.barrier()
-                if not own_stop:
+                if own == GO_ON and decision == STOP:
                     deadline = time.time() + PEER_STOP_WAIT
                     while not stop_requested and time.time() < deadline:
                         time.sleep(0.05)
+                phases.write(json.dumps({"world_id": world_id.item(), "rank": rank, "stopping": stopping, "exiting": time.time()}) + "\n")
                 sys.exit(0 if stop_requested else 1)
             if rank == 0 and step % CHECKPOINT_EVERY == 0:
                 save_checkpoint(ckpt, model, optimizer, snapshot())

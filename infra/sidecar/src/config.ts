@@ -2,7 +2,7 @@
 // through the downward API), validated at start so that a typo fails the container instead of exporting
 // series that no alert rule or query will ever match.
 
-export const JOB_KINDS = ['PyTorchJob', 'TFJob', 'StatefulSet'] as const;
+export const JOB_KINDS = ['PyTorchJob', 'TFJob', 'StatefulSet', 'Job', 'JobSet', 'TrainJob'] as const;
 export type SidecarJobKind = (typeof JOB_KINDS)[number];
 
 /** Labels every series carries: they name the job exactly as the alarm function's schema expects. */

@@ -93,8 +93,11 @@ describe('infra/k8s on the test API server', { skip }, () => {
     const forbidden: string[][] = [
       ['update', 'pytorchjobs.kubeflow.org', '-A'],
       ['delete', 'pytorchjobs.kubeflow.org', '-A'],
-      ['patch', 'jobsets.jobset.x-k8s.io', '-A'],
-      ['patch', 'jobs.batch', '-A'],
+      // Jobs and JobSets are patched (resized); TrainJobs only read; none is updated or deleted.
+      ['patch', 'trainjobs.trainer.kubeflow.org', '-A'],
+      ['update', 'jobsets.jobset.x-k8s.io', '-A'],
+      ['delete', 'jobs.batch', '-A'],
+      ['create', 'jobs.batch', '-A'],
       ['delete', 'pods', '-A'],
       ['patch', 'events', '-A'],
       ['get', 'secrets', '-A'],

@@ -74,6 +74,15 @@ export class CountingClusterClient implements ClusterClient {
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.inner.getConfigMap(namespace, name);
   }
+  listWorkloads(namespace: string, labelSelector: string) {
+    return this.inner.listWorkloads(namespace, labelSelector);
+  }
+  getLocalQueue(namespace: string, name: string) {
+    return this.inner.getLocalQueue(namespace, name);
+  }
+  getClusterQueue(name: string) {
+    return this.inner.getClusterQueue(name);
+  }
   putConfigMap(
     namespace: string,
     name: string,
@@ -162,6 +171,15 @@ export class FaultyClusterClient implements ClusterClient {
   }
   getConfigMap(namespace: string, name: string) {
     return this.inner.getConfigMap(namespace, name);
+  }
+  listWorkloads(namespace: string, labelSelector: string) {
+    return this.inner.listWorkloads(namespace, labelSelector);
+  }
+  getLocalQueue(namespace: string, name: string) {
+    return this.inner.getLocalQueue(namespace, name);
+  }
+  getClusterQueue(name: string) {
+    return this.inner.getClusterQueue(name);
   }
   putConfigMap(
     namespace: string,

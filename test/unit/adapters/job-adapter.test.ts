@@ -491,10 +491,17 @@ describe('readJob: every field, its default and its error', () => {
   });
 
   it('kinds, API versions, refs and roles', () => {
-    assert.deepEqual(SUPPORTED_KINDS, ['PyTorchJob', 'TFJob', 'StatefulSet']);
+    assert.deepEqual(SUPPORTED_KINDS, ['PyTorchJob', 'TFJob', 'StatefulSet', 'Job', 'JobSet', 'TrainJob']);
     assert.equal(isSupportedKind('TFJob'), true);
     assert.equal(isSupportedKind('MPIJob'), false);
-    assert.deepEqual(SUPPORTED_KINDS.map(apiVersionOf), ['kubeflow.org/v1', 'kubeflow.org/v1', 'apps/v1']);
+    assert.deepEqual(SUPPORTED_KINDS.map(apiVersionOf), [
+      'kubeflow.org/v1',
+      'kubeflow.org/v1',
+      'apps/v1',
+      'batch/v1',
+      'jobset.x-k8s.io/v1alpha2',
+      'trainer.kubeflow.org/v1alpha1',
+    ]);
     const sts = statefulSet();
     delete sts.metadata.namespace;
     assert.deepEqual(refOf(sts), { kind: 'StatefulSet', namespace: 'default', name: 'ddp-trainer' });

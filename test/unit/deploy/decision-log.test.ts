@@ -121,4 +121,20 @@ describe('decision log', () => {
     assert.doesNotMatch(text, /trainscaler_handler_errors_total\{/);
     assert.match(text, /trainscaler_jobs_without_decision_total\{trigger="alarm",code="NOT_FOUND"\} 1/);
   });
+
+  it('a change the job’s kind forbids (refused before any write) is no decision, not a handler error', async () => {
+    const metrics = new RunnerMetrics({ defaultMetrics: false });
+    const ref = { kind: 'TrainJob' as const, namespace: 'team-a', name: 'mnist' };
+    metrics.recordOutcomes('cluster-event', {
+      trigger: 'cluster-event',
+      outcomes: [],
+      errors: [{ ref, code: 'UNSUPPORTED_CHANGE', message: 'TrainJob cannot change /spec/trainer: ...' }],
+    });
+    const text = await metrics.registry.metrics();
+    assert.doesNotMatch(text, /trainscaler_handler_errors_total\{/);
+    assert.match(
+      text,
+      /trainscaler_jobs_without_decision_total\{trigger="cluster-event",code="UNSUPPORTED_CHANGE"\} 1/,
+    );
+  });
 });

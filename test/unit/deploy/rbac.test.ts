@@ -64,14 +64,36 @@ async function bodyOf(request: IncomingMessage): Promise<unknown> {
 interface Recorder {
   kubeConfig: KubeConfig;
   recorded: ApiAccess[];
+  /** Discovery reads (non-resource URLs such as /api/v1): granted to every user, not by trainscaler's RBAC. */
+  discovery: string[];
   close(): Promise<void>;
 }
 
 /** An HTTP server on 127.0.0.1 that answers like an API server would, recording each request. One per caller. */
 async function recorder(): Promise<Recorder> {
   const recorded: ApiAccess[] = [];
+  const discovery: string[] = [];
   const server: Server = createServer(async (request, response) => {
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    if (request.method === 'GET' && /^\/(api(\/v1)?|apis(\/[^/]+){0,2})\/?$/.test(url.pathname)) {
+      discovery.push(url.pathname);
+      response.setHeader('content-type', 'application/json');
+      return response.end(
+        JSON.stringify({
+          kind: 'APIResourceList',
+          groupVersion: 'v1',
+          resources: [
+            {
+              name: 'pods/resize',
+              namespaced: true,
+              kind: 'Pod',
+              verbs: ['get', 'patch', 'update'],
+              singularName: '',
+            },
+          ],
+        }),
+      );
+    }
     const access = accessOf(request.method ?? 'GET', url, await bodyOf(request));
     recorded.push(access);
     response.setHeader('content-type', 'application/json');
@@ -102,6 +124,7 @@ async function recorder(): Promise<Recorder> {
   return {
     kubeConfig,
     recorded,
+    discovery,
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));
@@ -124,8 +147,10 @@ async function requestsOf(run: (kubeConfig: KubeConfig) => Promise<unknown>): Pr
   }
 }
 
-const KINDS: JobKind[] = ['PyTorchJob', 'TFJob', 'StatefulSet'];
+const KINDS: JobKind[] = ['PyTorchJob', 'TFJob', 'StatefulSet', 'Job', 'JobSet', 'TrainJob'];
 const refs = KINDS.map((kind) => ({ kind, namespace: 'team-a', name: 'train' }));
+// TrainJobs are never written (lib/adapters/job-adapter.ts): the actuator refuses every change before a patch.
+const patchedRefs = refs.filter((ref) => ref.kind !== 'TrainJob');
 
 describe('the API requests the code makes are the ones lib/cluster/api-access.ts lists', () => {
   const calls: Record<keyof typeof CLUSTER_CLIENT_ACCESS, (c: KubernetesClusterClient) => Promise<unknown>> =
@@ -134,11 +159,18 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       listJobs: (c) => Promise.all(KINDS.flatMap((kind) => [c.listJobs(kind), c.listJobs(kind, 'team-a')])),
       patchJob: (c) =>
         Promise.all(
-          refs.map((ref) => c.patchJob(ref, [{ op: 'test', path: '/spec', value: {} }], { dryRun: false })),
+          patchedRefs.map((ref) =>
+            c.patchJob(ref, [{ op: 'test', path: '/spec', value: {} }], { dryRun: false }),
+          ),
         ),
       listPods: (c) => Promise.all([c.listPods(undefined), c.listPods('team-a', 'a=b')]),
       listNodes: (c) => c.listNodes(),
       evictPod: (c) => c.evictPod('team-a', 'train-worker-0', { dryRun: false }),
+      resizePod: (c) =>
+        c.resizePod('team-a', 'train-worker-0', [{ op: 'test', path: '/spec', value: {} }], {
+          dryRun: false,
+        }),
+      servesPodResize: (c) => c.servesPodResize(),
       createEvent: (c) =>
         c.createEvent(
           {
@@ -154,6 +186,9 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
           },
           { dryRun: false },
         ),
+      listWorkloads: (c) => c.listWorkloads('team-a', 'kueue.x-k8s.io/job-uid=u'),
+      getLocalQueue: (c) => c.getLocalQueue('team-a', 'lq'),
+      getClusterQueue: (c) => c.getClusterQueue('cq'),
       getConfigMap: (c) => c.getConfigMap(OWN, 'trainscaler-profiles'),
       putConfigMap: (c) =>
         Promise.all([
@@ -168,6 +203,19 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       assert.deepEqual(requests, expected);
     });
   }
+
+  it('servesPodResize reads only discovery (/api/v1), which RBAC does not need to grant', async () => {
+    const r = await recorder();
+    try {
+      const client = new KubernetesClusterClient(r.kubeConfig);
+      assert.equal(await client.servesPodResize(), true);
+      assert.equal(await client.servesPodResize(), true, 'asked once per client');
+      assert.deepEqual(r.discovery, ['/api/v1']);
+      assert.deepEqual(r.recorded, []);
+    } finally {
+      await r.close();
+    }
+  });
 
   it('covers every method of KubernetesClusterClient', () => {
     const methods = Object.getOwnPropertyNames(KubernetesClusterClient.prototype).filter(

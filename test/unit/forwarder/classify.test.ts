@@ -167,11 +167,11 @@ describe('forwarder classifier: pods', () => {
   it('ignores pods of no supported job, deleted pods and pods without uid', () => {
     const orphan = pod(oomNever, { labels: {}, ownerReferences: [] });
     assert.equal(classify(ev('MODIFIED', orphan), ctx()), undefined);
-    const batchJob = pod(oomNever, {
+    const replicaSet = pod(oomNever, {
       labels: {},
-      ownerReferences: [{ kind: 'Job', name: 'x', controller: true }],
+      ownerReferences: [{ kind: 'ReplicaSet', name: 'x', controller: true }],
     });
-    assert.equal(classify(ev('MODIFIED', batchJob), ctx()), undefined);
+    assert.equal(classify(ev('MODIFIED', replicaSet), ctx()), undefined);
     assert.equal(classify(ev('DELETED', pod(oomNever)), ctx()), undefined);
     assert.equal(classify(ev('MODIFIED', pod(oomNever, { uid: undefined })), ctx()), undefined);
   });

@@ -59,6 +59,9 @@ const CLUSTER_METHODS: (keyof ClusterClient)[] = [
   'createEvent',
   'getConfigMap',
   'putConfigMap',
+  'listWorkloads',
+  'getLocalQueue',
+  'getClusterQueue',
 ];
 const METRICS_METHODS: (keyof MetricsSource)[] = [
   'stepSamples',

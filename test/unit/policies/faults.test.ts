@@ -113,7 +113,7 @@ describe('decideOnFault: OOM kills', () => {
     assert.deepEqual(plan.changes, [
       { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 8 * GiB, to: 12 * GiB },
       // Pod resources are immutable: only a recreated pod runs at the new size.
-      { kind: 'evict-pod', pod: 'worker-2' },
+      { kind: 'evict-pod', pod: 'worker-2', toResize: true },
     ]);
     assert.match(plan.reason, /worker-2 OOMKilled \(exit 137\) at 8\.0 GiB limit/);
     assert.match(plan.reason, /raising Worker memory to 12\.0 GiB \(x1\.50, cap 256\.0 GiB\)/);
@@ -156,7 +156,7 @@ describe('decideOnFault: OOM kills', () => {
     const plan = decide(job({}, [alreadyRaised]), [oomKilled(2)]); // pod still carries the old 8 GiB limit
     assert.deepEqual(
       plan.changes,
-      [{ kind: 'evict-pod', pod: 'worker-2' }],
+      [{ kind: 'evict-pod', pod: 'worker-2', toResize: true }],
       'no second raise; the pod is recreated',
     );
     assert.match(plan.reason, /already raised to 12\.0 GiB; evicting/);
@@ -168,14 +168,27 @@ describe('decideOnFault: OOM kills', () => {
     assert.equal(memoryChange(plan.changes, 'limits')?.to, 18 * GiB);
   });
 
+  it('a pod resized in place whose kubelet still runs it at the old size: evicted, not raised again', () => {
+    const raised = worker({ limits: { cpuMillis: 8000, memoryBytes: 12 * GiB, gpus: 1 } });
+    const old = oomKilled(2);
+    // The spec says 12 GiB (the resize was written), the kubelet reports 8 GiB (resize pending).
+    const pending = { ...old, limits: raised.limits, actual: { requests: old.requests, limits: old.limits } };
+    const plan = decide(job({}, [raised]), [pending]);
+    assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2', toResize: true }]);
+    assert.match(plan.reason, /OOMKilled at 8\.0 GiB, but Worker memory was already raised/);
+    // Reported at the new size: it really ran with 12 GiB, so it is raised again.
+    const reached = { ...pending, actual: { requests: old.requests, limits: raised.limits } };
+    assert.equal(memoryChange(decide(job({}, [raised]), [reached]).changes, 'limits')?.to, 18 * GiB);
+  });
+
   it('raises once per role however many of its pods were OOM-killed', () => {
     const plan = decide(job(), [oomKilled(0), oomKilled(1), pod(2), pod(3)]);
     assert.equal(plan.changes.filter((c) => c.kind === 'resources').length, 1);
     assert.deepEqual(
       plan.changes.filter((c) => c.kind === 'evict-pod'),
       [
-        { kind: 'evict-pod', pod: 'worker-0' },
-        { kind: 'evict-pod', pod: 'worker-1' },
+        { kind: 'evict-pod', pod: 'worker-0', toResize: true },
+        { kind: 'evict-pod', pod: 'worker-1', toResize: true },
       ],
     );
     assert.match(plan.reason, /worker-0, worker-1 OOMKilled/);
@@ -201,10 +214,12 @@ describe('decideOnFault: OOM kills', () => {
         from: 6 * GiB,
         to: 9 * GiB,
       },
-      { kind: 'evict-pod', pod: 'worker-0' },
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
     ]);
     const grown = worker({ limits: noLimit.limits, requests: { ...noLimit.requests, memoryBytes: 9 * GiB } });
-    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [{ kind: 'evict-pod', pod: 'worker-0' }]);
+    assert.deepEqual(decide(job({}, [grown]), [killed]).changes, [
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
+    ]);
   });
 });
 
@@ -373,7 +388,7 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
     const plan = decide(job(), [oomKilled(0), pod(1), pod(2), evicted(3)], FULL);
     assert.deepEqual(plan.changes, [
       { kind: 'resources', role: 'Worker', resource: 'memory', field: 'limits', from: 8 * GiB, to: 12 * GiB },
-      { kind: 'evict-pod', pod: 'worker-0' },
+      { kind: 'evict-pod', pod: 'worker-0', toResize: true },
       { kind: 'replicas', role: 'Worker', from: 4, to: 3 },
     ]);
   });
@@ -432,5 +447,16 @@ describe('decideOnFault: a master that fits nowhere', () => {
     assert.deepEqual(atMin.changes, [{ kind: 'replicas', role: 'Worker', from: 16, to: 12 }]);
     assert.match(atMin.reason, /keeping 1 Master replicas, pods wait pending/);
     assert.deepEqual(decide(job({ elastic: false }, [master, workers]), pods, full).changes, []);
+  });
+});
+
+describe('decideOnFault: pods behind scheduling gates', () => {
+  it('does not count a gated Pending pod (Kueue holds a scale-up slice) as lost; the same pod ungated is', () => {
+    const waiting = pod(3, { phase: 'Pending', nodeName: undefined });
+    const gated = decide(job(), [pod(0), pod(1), pod(2), { ...waiting, schedulingGated: true }], FULL);
+    assert.equal(gated.reason, 'no fault');
+    assert.deepEqual(gated.changes, []);
+    const ungated = decide(job(), [pod(0), pod(1), pod(2), waiting], FULL);
+    assert.deepEqual(ungated.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 3 }]);
   });
 });

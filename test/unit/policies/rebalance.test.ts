@@ -144,10 +144,12 @@ describe('decideRebalance: idle capacity', () => {
   it('gives each free GPU to the job with the highest relative gain', () => {
     assert.deepEqual(sizes(withFree([small(), big()], 1)), { small: 3 });
     assert.deepEqual(sizes(withFree([small(), big()], 2)), { small: 4 }); // +13.8% still beats +10%
-    // small's 5th worker adds 3% (< 5%): the next GPUs go to big.
+    // small's 5th worker adds 3%: big's +10% and +8% come first.
     assert.deepEqual(sizes(withFree([small(), big()], 4)), { small: 4, big: 10 });
-    // big's 11th adds 1.1%: the 5th and later GPUs stay idle.
-    assert.deepEqual(sizes(withFree([small(), big()], 8)), { small: 4, big: 10 });
+    // small's 5th (+3%) and big's 11th (+1.1%) still speed their jobs up, and each decision clears the 5%
+    // hysteresis as a whole (2 -> 5: +70%, 8 -> 11: +20%): no GPU idles that a job would use. Past the
+    // tables (a loss) the rest stays idle.
+    assert.deepEqual(sizes(withFree([small(), big()], 8)), { small: 5, big: 11 });
   });
 
   it('explains a growth with its numbers', () => {
@@ -203,7 +205,7 @@ describe('decideRebalance: idle capacity', () => {
         config,
         now: NOW,
       });
-    assert.deepEqual(sizes(plans({ 2: 200, 3: 260 })), { big: 10 });
+    assert.deepEqual(sizes(plans({ 2: 200, 3: 260 })), { big: 11 });
     assert.deepEqual(sizes(plans({ 2: 200, 3: 290 })), { small: 3 });
   });
 
@@ -216,6 +218,9 @@ describe('decideRebalance: idle capacity', () => {
     assert.deepEqual(sizes(withFree([small({ lastActionAt: NOW - 300 }), big()], 1)), { small: 3 });
     const flat = big({ table: { 8: 800, 9: 838 } }); // +4.75%
     assert.deepEqual(withFree([flat], 4), []);
+    // A worker that slows the job is never added, whatever lies beyond it.
+    const dip = { name: 'dip', k: 2, table: { 2: 200, 3: 300, 4: 290, 5: 400 } };
+    assert.deepEqual(sizes(withFree([dip], 3)), { dip: 3 });
   });
 
   it('does not grow a job whose gain cannot pay for the rescale before it ends', () => {
@@ -370,8 +375,8 @@ describe('decideRebalance: jobs without a model', () => {
   it('probe after modelled jobs have taken what they gain from', () => {
     const small = { name: 'small', k: 2, table: SMALL };
     assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 7) })), { small: 3 });
-    assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 9) })), {
-      small: 4,
+    assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 10) })), {
+      small: 5,
       unknown: 5,
     });
   });
@@ -541,8 +546,18 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(sizes(plans), { far: 3, fresh: 3 });
   });
 
-  it('with several scales observed, an unbounded spread is not a reason to grow', () => {
-    assert.deepEqual(decideRebalance({ jobs: [fresh(3)], capacity: capacity(2, 5), config, now: NOW }), []);
+  it('with several scales observed, an unbounded spread argues for one probe worker on the mean, not for idling', () => {
+    const plans = decideRebalance({ jobs: [fresh(3)], capacity: capacity(2, 5), config, now: NOW });
+    assert.deepEqual(sizes(plans), { fresh: 3 });
+    assert.match(
+      plans[0]?.reason ?? '',
+      /^2 -> 3 workers: predicted 200 -> 290 samples\/s \(\+45\.0%\); \+1 probe on idle capacity: at step time \+ 1 sd the model sees no gain beyond 2 workers, its mean predicts \+45\.0%/,
+    );
+    // No probe where the mean itself says the worker adds nothing, or where no GPU is idle.
+    const flat = entry({ name: 'fresh', k: 2 });
+    flat.model = oneScaleModel(2, { 2: 200, 3: 200, 4: 200 }, 3);
+    assert.deepEqual(decideRebalance({ jobs: [flat], capacity: capacity(2, 5), config, now: NOW }), []);
+    assert.deepEqual(decideRebalance({ jobs: [fresh(3)], capacity: capacity(2, 2), config, now: NOW }), []);
   });
 });
 
@@ -592,5 +607,34 @@ describe('decideRebalance: a queued job valued from its profile', () => {
   it('lets a long job wait rather than slow a job that finishes sooner', () => {
     // 3,600,000 samples: 10 h on one worker, its first worker worth 0.1 per hour < 0.25 + 5%.
     assert.deepEqual(plan(3_600_000), []);
+  });
+});
+
+describe('decideRebalance: Kueue-managed jobs are left to Kueue', () => {
+  const kueued = (r: RebalanceJob): RebalanceJob => ({ ...r, job: { ...r.job, kueue: 'label q' } });
+
+  it('gives idle GPUs to a job only when Kueue does not manage it', () => {
+    const jobs = [{ name: 'small', k: 2, table: SMALL }];
+    const input = { jobs: jobs.map(entry), capacity: capacity(2, 4), config, now: NOW };
+    assert.deepEqual(sizes(decideRebalance(input)), { small: 4 });
+    assert.deepEqual(decideRebalance({ ...input, jobs: input.jobs.map(kueued) }), []);
+  });
+
+  it('does not shrink a Kueue-managed job for pending work, nor shrink others for a Kueue job waiting', () => {
+    const low: JobSpec = { name: 'l1', k: 4, min: 2, priority: 1, table: { 2: 200, 3: 300, 4: 400 } };
+    const input = {
+      jobs: [entry(low)],
+      capacity: capacity(4, 4),
+      config,
+      now: NOW,
+      pending: [pending(101, 2)],
+    };
+    assert.deepEqual(sizes(decideRebalance(input)), { l1: 2 });
+    assert.deepEqual(decideRebalance({ ...input, jobs: input.jobs.map(kueued) }), []);
+    const waiting = pending(101, 2);
+    assert.deepEqual(
+      decideRebalance({ ...input, pending: [{ ...waiting, job: { ...waiting.job, kueue: 'label q' } }] }),
+      [],
+    );
   });
 });

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   committedSamples,
+  type PhaseRecord,
+  rescaleBreakdown,
   rescalePause,
   type StepRecord,
   throughputAt,
@@ -74,5 +76,43 @@ describe('elastic trainer step logs', () => {
     assert.equal(throughputAt(records, 2, 0, 2), undefined);
     assert.equal(throughputAt(records, 1, 1.5), undefined);
     assert.ok(Math.abs((throughputAt(records, 2, 0, 0, 11)?.samplesPerSecond ?? 0) - 4 / 0.8) < 1e-9);
+  });
+
+  it('splits a pause at the phases the trainers logged, latest rank first, parts adding up to the pause', () => {
+    const records = [rec(10, 1, 1, 1, 0, [0]), rec(20, 2, 2, 2, 0, [1]), rec(20.2, 2, 2, 2, 1, [2])];
+    const phases: PhaseRecord[] = [
+      { worldId: 1, rank: 0, stopping: 10.1, exiting: 10.5 },
+      { worldId: 2, rank: 0, started: 13, imported: 15, grouped: 16, ready: 17 },
+      { worldId: 2, rank: 1, started: 14, imported: 15.5, grouped: 16, ready: 17.5 },
+    ];
+    const parts = rescaleBreakdown(records, phases, 1, 2, 0);
+    assert.ok(parts);
+    const close = (a: number, b: number) => assert.ok(Math.abs(a - b) < 1e-9, `${a} != ${b}`);
+    close(parts.stop, 0.5);
+    close(parts.rendezvous, 3.5);
+    close(parts.imports, 1.5);
+    close(parts.processGroup, 0.5);
+    close(parts.load, 1.5);
+    close(parts.firstStep, 2.5);
+    const sum = Object.values(parts).reduce((a, b) => a + b, 0);
+    close(sum, rescalePause(records, 1, 2, 0) ?? Number.NaN);
+  });
+
+  it('gives a phase a killed worker did not log no time, and ignores phases of other rescales', () => {
+    const records = [rec(10, 1, 2, 1, 0, [0]), rec(18, 2, 1, 2, 0, [1])];
+    const phases: PhaseRecord[] = [
+      { worldId: 1, rank: 0, started: 1, imported: 2, grouped: 3, ready: 4 }, // before the pause: not this one
+      { worldId: 2, rank: 0, started: 15, imported: 16, grouped: 16.5, ready: 17 },
+    ];
+    const parts = rescaleBreakdown(records, phases, 2, 1, 0);
+    assert.deepEqual(parts, {
+      stop: 0,
+      rendezvous: 5,
+      imports: 1,
+      processGroup: 0.5,
+      load: 0.5,
+      firstStep: 1,
+    });
+    assert.equal(rescaleBreakdown(records, phases, 1, 2, 0), undefined);
   });
 });

@@ -80,3 +80,26 @@ def test_epochs_have_different_orders_and_next_epoch_restarts_the_count():
 def test_bad_arguments_are_refused(kwargs):
     with pytest.raises(ValueError):
         ElasticSampler(**kwargs)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 16, 17, 50, 64, 1000, 4097])
+def test_the_epoch_order_is_a_permutation_of_the_dataset(size):
+    order = epoch_permutation(size, 11, 2)
+    assert sorted(order) == list(range(size))
+    assert len(order) == size
+
+
+def test_the_epoch_order_is_the_same_in_every_process_and_differs_by_seed():
+    assert list(epoch_permutation(1000, 1, 0)) == list(epoch_permutation(1000, 1, 0))
+    assert list(epoch_permutation(1000, 1, 0)) != list(epoch_permutation(1000, 2, 0))
+    assert list(epoch_permutation(1000, 1, 0)) != list(range(1000)), "shuffled, not the identity"
+
+
+def test_a_window_of_a_huge_dataset_is_computed_without_the_rest():
+    # ten million samples: materialising the order would take minutes; a step's window must not
+    order = epoch_permutation(10_000_000, 0, 0)
+    window = order[5_000_000:5_000_016]
+    assert len(set(window)) == 16 and all(0 <= i < 10_000_000 for i in window)
+    assert order[-1] == order[9_999_999]
+    sampler = ElasticSampler(10_000_000, 4, 3, 16, consumed=9_999_936)
+    assert sum(len(ids) for ids in sampler) == 16

@@ -15,6 +15,7 @@ a background thread posts them to the sidecar (``TRAINSCALER_HOOK_URL``, default
 at most once per interval. Standard library only; no torch or tensorflow needed.
 """
 
+from .leaving import leaving
 from .reporter import DEFAULT_URL, Reporter, checkpoint_done, default_reporter, flush, report, should_checkpoint
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "checkpoint_done",
     "default_reporter",
     "flush",
+    "leaving",
     "report",
     "should_checkpoint",
 ]

@@ -1,0 +1,55 @@
+// Reads the measured Pollux tables for `trainscaler simulate --world measured` (and the cluster benchmark):
+// the file reading the pure lib/sim modules leave to their caller.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { APP_NAMES, APP_PROFILES, type AppName } from '../lib/sim/app-profiles.js';
+import type { MeasuredTables } from '../lib/sim/measured-app-model.js';
+import { buildMeasuredAppTable, type MeasuredAppTable } from '../lib/sim/measured-step-times.js';
+import { parsePlacementsCsv, parseScalabilityCsv } from '../lib/sim/pollux-traces.js';
+import {
+  FITTED_WORLD,
+  measuredWorld,
+  type SimulationWorld,
+  type SimulationWorldName,
+} from '../lib/sim/simulation-world.js';
+
+export class SimulationWorldError extends Error {
+  override name = 'SimulationWorldError';
+}
+
+/** traces/APP/{placements,scalability}.csv of every application, capped as app-profiles.ts caps them. */
+export function loadMeasuredTables(tracesDir: string): MeasuredTables {
+  const tables: Partial<Record<AppName, MeasuredAppTable>> = {};
+  for (const app of APP_NAMES) {
+    const read = (file: string) => {
+      const path = join(tracesDir, app, file);
+      if (!existsSync(path))
+        throw new SimulationWorldError(
+          `the measured world needs ${path}: pass --traces the Pollux traces folder (e.g. ../shared/data/pollux/traces), or --world fitted`,
+        );
+      return { text: readFileSync(path, 'utf8'), path };
+    };
+    const placements = read('placements.csv');
+    const scalability = read('scalability.csv');
+    tables[app] = buildMeasuredAppTable({
+      app,
+      placements: parsePlacementsCsv(placements.text, placements.path),
+      scalability: parseScalabilityCsv(scalability.text, scalability.path),
+      maxLocalBatchSize: APP_PROFILES[app].maxLocalBatchSize,
+    });
+  }
+  return tables as MeasuredTables;
+}
+
+/**
+ * Where the traces are when --traces is not given: the `traces` folder beside the workload folder
+ * (../shared/data/pollux/workloads-1.0 -> ../shared/data/pollux/traces), for a workload file its folder's.
+ */
+export function defaultTracesDir(workloadPath: string): string {
+  const folder = workloadPath.endsWith('.csv') ? dirname(workloadPath) : workloadPath;
+  return resolve(folder, '..', 'traces');
+}
+
+export function loadSimulationWorld(name: SimulationWorldName, tracesDir: string): SimulationWorld {
+  return name === 'fitted' ? FITTED_WORLD : measuredWorld(loadMeasuredTables(tracesDir), tracesDir);
+}

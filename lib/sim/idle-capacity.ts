@@ -1,0 +1,73 @@
+// Work conservation, measured against the simulated world's truth: GPUs that no bound pod holds while a
+// running elastic job below its maximum would take them at a real gain above the rescale cost (its next
+// worker saves more than the cost over the rest of its run, at the application's true step times). Every
+// policy is measured the same way; a policy that leaves growth to alerts or long ticks shows it here.
+import type { V1Pod } from '@kubernetes/client-node';
+import { readJob, roleOf } from '../adapters/job-adapter.js';
+import type { KubeObject } from '../cluster/cluster-client.js';
+import type { SimulatedAppModel } from './app-model.js';
+import type { SimulatedJobStatus } from './simulated-cluster.js';
+
+export interface WorldFacts {
+  apps: SimulatedAppModel;
+  gpusPerNode: number;
+  rescaleCostSeconds: number;
+}
+
+/** Workers a running elastic job would take now, one at a time, each saving more than a rescale costs. */
+export function workersWorthAdding(job: KubeObject, status: SimulatedJobStatus, world: WorldFacts): number {
+  const view = readJob(job);
+  const worker = roleOf(view, 'Worker');
+  if (!view.elastic || !worker || status.phase !== 'Running') return 0;
+  const remaining = status.targetSamples - status.processedSamples;
+  if (!(remaining > 0)) return 0;
+  const timeLeft = (k: number): number => {
+    const localBatchSize =
+      view.globalBatchSize !== undefined
+        ? view.globalBatchSize / k
+        : (view.localBatchSize ?? world.apps.defaultLocalBatchSize(status.app));
+    const placement = { replicas: k, nodes: Math.ceil(k / world.gpusPerNode), localBatchSize };
+    return remaining / ((k * localBatchSize) / world.apps.stepTime(status.app, placement));
+  };
+  let k = worker.replicas;
+  while (k < worker.maxReplicas && timeLeft(k) - timeLeft(k + 1) > world.rescaleCostSeconds) k++;
+  return k - worker.replicas;
+}
+
+/** GPUs no bound pod holds. */
+export function unheldGpus(clusterGpus: number, pods: readonly V1Pod[]): number {
+  let held = 0;
+  for (const pod of pods) {
+    const phase = pod.status?.phase;
+    if (!pod.spec?.nodeName || phase === 'Succeeded' || phase === 'Failed') continue;
+    held += Number(pod.spec.containers[0]?.resources?.requests?.['nvidia.com/gpu'] ?? 0);
+  }
+  return held > clusterGpus ? 0 : clusterGpus - held;
+}
+
+/**
+ * Accumulates idle-but-wanted GPU time from samples taken every `intervalSeconds`: all of it, and the part
+ * idle for longer than `graceSeconds` (a GPU counts there only while at least that many GPUs have been idle
+ * and wanted through the whole grace period).
+ */
+export class IdleWhileWantedMeter {
+  readonly #interval: number;
+  readonly #window: number;
+  readonly #recent: number[] = [];
+  totalGpuSeconds = 0;
+  beyondGraceGpuSeconds = 0;
+
+  constructor(intervalSeconds: number, graceSeconds: number) {
+    this.#interval = intervalSeconds;
+    this.#window = Math.max(1, Math.ceil(graceSeconds / intervalSeconds) + 1);
+  }
+
+  sample(idleGpus: number, wantedGpus: number): void {
+    const now = Math.max(0, Math.min(idleGpus, wantedGpus));
+    this.#recent.push(now);
+    if (this.#recent.length > this.#window) this.#recent.shift();
+    this.totalGpuSeconds += now * this.#interval;
+    if (this.#recent.length === this.#window)
+      this.beyondGraceGpuSeconds += Math.min(...this.#recent) * this.#interval;
+  }
+}

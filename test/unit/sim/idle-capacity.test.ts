@@ -1,0 +1,56 @@
+// Idle-but-wanted GPUs, the work-conservation figure of `simulate` (lib/sim/idle-capacity.ts).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { IdleWhileWantedMeter, workersWorthAdding } from '../../../lib/sim/idle-capacity.js';
+import type { SimulatedJobStatus } from '../../../lib/sim/simulated-cluster.js';
+import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
+import { FIXED_APP_MODEL, GiB } from './fixed-app-model.js';
+
+const job = pytorchJobManifest({
+  name: 'toy',
+  namespace: 'team-a',
+  app: 'toy',
+  workers: 1,
+  minReplicas: 1,
+  maxReplicas: 8,
+  sizing: { cpuMillis: 4000, memoryBytes: 16 * GiB, gpus: 1 },
+});
+const status = (remaining: number, phase: SimulatedJobStatus['phase'] = 'Running'): SimulatedJobStatus => ({
+  ref: { kind: 'PyTorchJob', namespace: 'team-a', name: 'toy' },
+  app: 'toy',
+  phase,
+  submittedAt: 0,
+  jctSeconds: null,
+  processedSamples: 0,
+  targetSamples: remaining,
+});
+const world = { apps: FIXED_APP_MODEL, gpusPerNode: 4, rescaleCostSeconds: 30 };
+
+describe('workersWorthAdding', () => {
+  // Local batch 32: step 0.142 s at 1 worker, 0.152 s at 2, 0.162 s at 3 (one node). The second worker saves
+  // R x (0.142/32 - 0.152/64) = R x 0.0020625 s, the third R x 0.0006875 s.
+  it('counts the workers whose saving over the rest of the run beats the rescale cost, one at a time', () => {
+    assert.equal(workersWorthAdding(job, status(15_000), world), 1); // 30.9 s, then 10.3 s
+    assert.equal(workersWorthAdding(job, status(14_000), world), 0); // 28.9 s
+    // Up to the node's 4 GPUs: a fifth worker spans a second node (+0.05 s a step) and is slower.
+    assert.equal(workersWorthAdding(job, status(1e9), world), 3);
+  });
+
+  it('counts nothing for a job that is not training', () => {
+    assert.equal(workersWorthAdding(job, status(1e9, 'Restarting'), world), 0);
+    assert.equal(workersWorthAdding(job, status(1e9, 'Pending'), world), 0);
+  });
+});
+
+describe('IdleWhileWantedMeter', () => {
+  it('counts min(idle, wanted), and beyond the grace period only what stayed idle through all of it', () => {
+    const meter = new IdleWhileWantedMeter(60, 600);
+    for (let i = 0; i < 10; i++) meter.sample(4, 2);
+    assert.equal(meter.totalGpuSeconds, 10 * 2 * 60);
+    assert.equal(meter.beyondGraceGpuSeconds, 0);
+    meter.sample(1, 5);
+    assert.equal(meter.beyondGraceGpuSeconds, 60);
+    meter.sample(0, 5);
+    assert.equal(meter.beyondGraceGpuSeconds, 60);
+  });
+});
