@@ -58,6 +58,8 @@ export function describeChange(c: Change): string {
       return `${c.role} pods prefer nodes other than ${c.node}`;
     case 'pause':
       return `pause: ${c.reason}`;
+    case 'rendezvous':
+      return `rendezvous ${c.setting}=${c.value}`;
   }
 }
 

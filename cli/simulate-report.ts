@@ -95,7 +95,7 @@ export function renderSimulationTables(result: SimulationResult): string {
   const lines: string[] = [];
   const c = result.cluster;
   lines.push(
-    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, world ${result.world.toUpperCase()} (step times: ${result.world === 'measured' ? 'the measured Pollux tables' : 'the fitted profiles'}), decision interval ${result.decisionIntervalSeconds} s, rescale cost ${result.rescaleCostSeconds} s, seed ${result.seed}`,
+    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, world ${result.world.toUpperCase()} (step times: ${result.world === 'measured' ? 'the measured Pollux tables' : 'the fitted profiles'}), decision interval ${result.decisionIntervalSeconds} s, rescale cost ${result.rescaleCostSeconds.up} s up / ${result.rescaleCostSeconds.down} s down (measured: ${result.rescaleCostSeconds.source}), seed ${result.seed}`,
     result.triggers,
     '',
   );

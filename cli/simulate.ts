@@ -24,6 +24,7 @@ import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../lib/policies/rendezvous.js';
 import {
   describeProductionTriggers,
   loadProductionTriggerConfig,
@@ -62,6 +63,7 @@ import {
   type SimulationWorld,
   type SimulationWorldName,
 } from '../lib/sim/simulation-world.js';
+import { SIMULATED_MAX_RESTARTS } from '../lib/sim/training-job-manifests.js';
 import {
   loadWorkloads,
   type TenantTraits,
@@ -240,7 +242,8 @@ export interface SimulationResult {
   decisionIntervalSeconds: number;
   /** How trainscaler is triggered (production's rules, routing and cron, read from infra/). */
   triggers: string;
-  rescaleCostSeconds: number;
+  /** Seconds without progress of a re-formed world that gained members (up) or lost one (down). */
+  rescaleCostSeconds: { up: number; down: number; source: string };
   multiTenant: string[] | null;
   assumptions: string[];
   runs: WorkloadRun[];
@@ -253,7 +256,8 @@ export const SIMULATION_ASSUMPTIONS: readonly string[] = [
   'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
   "throughput: workers x local batch / the world's step time (the world lines above), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
   'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
-  'every re-formed world (rescale, restarted or replaced pod) costs 30 s without progress; the first start costs the 20 s pod start',
+  `every re-formed world costs time without progress, asymmetric as measured: ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.up} s when it only gained workers (after their 20 s pod start), ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.down} s when it lost or restarted one (source: ${MEASURED_RESCALE_PAUSE_SECONDS.source}; it was a flat 30 s before it was measured); the first start costs the 20 s pod start`,
+  `restarts: each elastic PyTorchJob has elasticPolicy.maxRestarts ${SIMULATED_MAX_RESTARTS}; a world that loses or restarts a member spends one of each surviving torchrun agent's restarts, and an agent past maxRestarts fails the job (MaxRestartsExceeded); growth spends none`,
   "decision interval 60 s: FCFS admission (manual, threshold) and the threshold baseline run every interval; trainscaler is triggered only as production triggers it (see triggers): an alarm only when the project's alert rules fire on the simulated sidecar series, the schedule on its cron",
   "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
   "backfill (a baseline): the user's num_replicas, fixed; FIFO with backfilling like a Kueue BestEffortFIFO queue: at every arrival and decision interval the waiting jobs are tried in arrival order and each one that fits in the GPUs then free starts; no reservation for the head (it can be delayed by later small jobs); no preemption",
@@ -300,7 +304,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     cluster: { nodes, gpusPerNode, cpuMillisPerNode: 32_000, memoryBytesPerNode: 128 * GiB },
     decisionIntervalSeconds: interval,
     triggers: describeProductionTriggers(triggers),
-    rescaleCostSeconds: 30,
+    rescaleCostSeconds: {
+      up: MEASURED_RESCALE_PAUSE_SECONDS.recommended.up,
+      down: MEASURED_RESCALE_PAUSE_SECONDS.recommended.down,
+      source: MEASURED_RESCALE_PAUSE_SECONDS.source,
+    },
     multiTenant: options.multiTenant ? describeMultiTenant(options.multiTenant) : null,
     assumptions: [...world.assumptions, ...SIMULATION_ASSUMPTIONS],
     runs,
@@ -533,7 +541,7 @@ async function runWorkload(
   const idleWorld = {
     apps,
     gpusPerNode: settings.gpusPerNode,
-    rescaleCostSeconds: sim.timing.rescaleCostSeconds,
+    rescaleCostSeconds: sim.timing.scaleUpCostSeconds, // the idle GPUs would be taken by growth
   };
   let ticks = 0;
   let scheduleCount = 0;

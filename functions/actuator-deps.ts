@@ -11,6 +11,7 @@ export function actuatorDeps(deps: HandlerDeps): ActuatorDeps {
     namespaceAllowlist: deps.config.namespaceAllowlist,
     guardrails: deps.config,
     management: managementScope(deps.config),
+    metrics: deps.metrics,
   };
   if (deps.priorityClasses) out.priorityClasses = deps.priorityClasses;
   return out;

@@ -95,10 +95,15 @@ export function policyConfigFromEnv(env: Env): PolicyConfig {
   return {
     ...DEFAULT_POLICY_CONFIG,
     cooldownSeconds: numberFrom(env, 'TRAINSCALER_COOLDOWN_SECONDS', DEFAULT_POLICY_CONFIG.cooldownSeconds),
-    rescaleCostSeconds: numberFrom(
+    scaleUpCostSeconds: numberFrom(
       env,
-      'TRAINSCALER_RESCALE_COST_SECONDS',
-      DEFAULT_POLICY_CONFIG.rescaleCostSeconds,
+      'TRAINSCALER_SCALE_UP_COST_SECONDS',
+      DEFAULT_POLICY_CONFIG.scaleUpCostSeconds,
+    ),
+    scaleDownCostSeconds: numberFrom(
+      env,
+      'TRAINSCALER_SCALE_DOWN_COST_SECONDS',
+      DEFAULT_POLICY_CONFIG.scaleDownCostSeconds,
     ),
     maxReplicaStep: numberFrom(env, 'TRAINSCALER_MAX_REPLICA_STEP', DEFAULT_POLICY_CONFIG.maxReplicaStep),
     maxMemoryBytes: numberFrom(env, 'TRAINSCALER_MAX_MEMORY_BYTES', DEFAULT_POLICY_CONFIG.maxMemoryBytes),

@@ -2,6 +2,7 @@ import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { type LoadedProfile, readProfileStore } from '../lib/decisions/profile-store.js';
+import { measureLastRescale } from '../lib/decisions/rescale-measurement.js';
 import {
   currentPlacement,
   observeJob,
@@ -79,6 +80,8 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         deps.priorityClasses,
         managementScope(deps.config),
       );
+      // The rebalance weighs each job's own rescale costs once they are measured.
+      if (snapshot.view.managed) snapshot.view.state = await measureLastRescale(deps.metrics, snapshot.view);
       for (const demand of pendingDemands(snapshot)) {
         if (demand.placed === 0 && snapshot.view.managed) {
           const model = await profileModelOf(snapshot.view.signature);

@@ -1,11 +1,11 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { actOnJob, type JobSnapshot } from '../lib/actuator.js';
+import { actOnJob, decisionIdOf, type JobSnapshot } from '../lib/actuator.js';
 import { capacityOf, exceptPodsOf, loadCapacity, podsOf } from '../lib/cluster/load-capacity.js';
 import { loadProfile } from '../lib/decisions/profile-store.js';
-import { decideInitialConfig } from '../lib/policies/initial-config.js';
+import { decideInitialConfig, rendezvousAdvice } from '../lib/policies/initial-config.js';
 import { profileModel } from '../lib/policies/profiles.js';
 import { parseSubmit } from '../lib/triggers/submit-payload.js';
-import type { Plan } from '../lib/types.js';
+import type { JobView, Plan } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
 
@@ -47,6 +47,7 @@ export function alreadyStarted(snapshot: JobSnapshot, now: number): string | und
 export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
   const ref = parseSubmit(payload);
   const cluster = await loadCapacity(deps.cluster);
+  let advised: JobView | undefined;
   const outcome = await actOnJob(
     ref,
     async (snapshot): Promise<Plan> => {
@@ -68,9 +69,37 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
         holdRoomFor: exceptPodsOf(ref),
         resize: podsOf(ref),
       });
+      if (rendezvousAdvice(snapshot.view)) advised = snapshot.view;
       return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });
     },
     actuatorDeps(deps),
   );
+  if (advised && outcome.skipped === 'no-change' && !deps.dryRun)
+    await recordAdvice(deps, advised, outcome.plan);
   return { trigger: 'submit', outcomes: [outcome], errors: [] };
+}
+
+/**
+ * A recommendation that writes nothing to the job (the rendezvous settings, when the user has not allowed
+ * trainscaler to set them) still reaches the user as an Event on the job, named after the decision so a
+ * replayed submit records it once. A decision that writes gets its Event from the actuator.
+ */
+async function recordAdvice(deps: HandlerDeps, view: JobView, plan: Plan): Promise<void> {
+  try {
+    await deps.cluster.createEvent(
+      {
+        involved: { ref: view.ref, uid: view.uid, apiVersion: 'kubeflow.org/v1' },
+        type: 'Normal',
+        reason: 'TrainscalerInitial',
+        message: plan.reason,
+        decisionId: decisionIdOf(view, plan),
+      },
+      { dryRun: false },
+    );
+  } catch (error) {
+    deps.logger.error(
+      { job: view.ref, error: String(error) },
+      'could not record the rendezvous advice Event',
+    );
+  }
 }

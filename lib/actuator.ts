@@ -14,16 +14,22 @@ import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-c
 import { clusterQueueQuotaOf, kueueJobOf } from './cluster/kueue-state.js';
 import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
+import { measureLastRescale } from './decisions/rescale-measurement.js';
 import { ConflictError, TrainscalerError } from './errors.js';
 import {
   applyGuardrails,
   declaredGpus,
   type GuardrailConfig,
+  type GuardrailContext,
   gpusPerReplica,
   placedReplicasOf,
+  protectedPodsOf,
+  reductionRestartsNothing,
+  spendsRestart,
 } from './guardrails.js';
 import { applyKueueRules, type KueueJob, touchesPodSets } from './kueue/kueue-guard.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope } from './management.js';
+import type { MetricsSource } from './metrics/metrics-source.js';
 import {
   type PodResizeResult,
   planPodResizes,
@@ -52,6 +58,8 @@ export interface ActuatorDeps {
   management?: ManagementScope;
   /** Guardrail knobs; unset ones take the production defaults (DEFAULT_POLICY_CONFIG). */
   guardrails?: Partial<GuardrailConfig>;
+  /** Where the job's last rescale is measured (lib/decisions/rescale-measurement.ts); none: not measured. */
+  metrics?: MetricsSource;
 }
 
 /** What the actuator read, handed to the policy so that it decides on exactly the version it will patch. */
@@ -191,8 +199,24 @@ function addsGpus(plan: Plan, view: JobView): boolean {
   });
 }
 
-function nextState(view: JobView, plan: Plan, record: DecisionRecord): JobAutoscalerState {
+function nextState(
+  view: JobView,
+  plan: Plan,
+  record: DecisionRecord,
+  context: GuardrailContext,
+): JobAutoscalerState {
   const state: JobAutoscalerState = { ...view.state, lastActionAt: record.at, lastDecisionId: record.id };
+  // Counted on the write, before torchelastic restarts: a decision is written once (resourceVersion pin).
+  if (plan.changes.some((c) => spendsRestart(c, view, context)))
+    state.scaleDowns = (view.state.scaleDowns ?? 0) + 1;
+  // Remembered so that a later review measures its cost from the job's metrics; a resize that restarts
+  // nothing (no pod of the job placed, or only never-placed replicas removed) has no pause to measure.
+  const rescale = plan.changes.find(
+    (c): c is Extract<Change, { kind: 'replicas' }> =>
+      c.kind === 'replicas' && c.role === 'Worker' && c.from !== c.to,
+  );
+  if (rescale && !context.queued && !reductionRestartsNothing(rescale, context))
+    state.lastRescale = { at: record.at, from: rescale.from, to: rescale.to };
   const pause = plan.changes.find((c) => c.kind === 'pause');
   if (pause) {
     state.paused = true;
@@ -234,6 +258,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     };
     const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, management);
     const { obj, view } = snapshot;
+    // The decision sees, and the write keeps, what the job's last rescale cost.
+    if (view.managed) view.state = await measureLastRescale(deps.metrics, view);
     if (!view.managed) {
       const reason = view.unmanagedReason ?? 'not managed';
       const plan: Plan = { ref, policy: 'tuning', changes: [], reason };
@@ -241,12 +267,13 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     }
     const decided = await decide(snapshot);
     const config = guardrailConfig(deps);
-    const context: Parameters<typeof applyGuardrails>[1] = {
+    const context: GuardrailContext = {
       job: view,
       config,
       now: deps.clock(),
       queued: snapshot.pods.every((p) => !p.nodeName),
       placedReplicas: placedReplicasOf(snapshot.pods),
+      protectedPods: protectedPodsOf(view, snapshot.pods),
     };
     if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
       context.clusterGpusAllocated = await clusterGpusAllocated(deps.cluster, snapshot);
@@ -297,7 +324,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       write: randomBytes(6).toString('hex'),
     };
     const annotations = {
-      [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record)),
+      [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record, context)),
       [ANNOTATION.lastDecision]: JSON.stringify(record),
       [ANNOTATION.history]: JSON.stringify([...readHistory(obj), record].slice(-HISTORY_LENGTH)),
     };

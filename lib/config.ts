@@ -1,13 +1,19 @@
 // Policy knobs with production defaults. Handlers read overrides from the environment/ConfigMap and
 // pass a full PolicyConfig down; policies never read the environment themselves.
 import { DEFAULT_OWN_NAMESPACE } from './management.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from './policies/rendezvous.js';
 
 export interface PolicyConfig {
   /** Seconds after a write during which tuning and rebalance leave a job alone (faults still act). */
   cooldownSeconds: number;
-  /** Seconds of lost progress a worker-count change costs (torchelastic restart / rendezvous). */
-  rescaleCostSeconds: number;
-  /** Seconds a new pod needs to start before it contributes. */
+  /**
+   * Seconds of lost progress adding workers costs (torchelastic re-rendezvous), before any measurement of the
+   * job's own (then the job's measured patch-to-first-step time is used: lib/policies/rescale-cost.ts).
+   */
+  scaleUpCostSeconds: number;
+  /** The same for removing workers: dearer, the leaving agent's heartbeat must expire first. */
+  scaleDownCostSeconds: number;
+  /** Seconds a new pod needs to start before it contributes (added to the default scale-up cost). */
   podStartSeconds: number;
   /** Hysteresis: a scale change must improve throughput by at least this fraction. */
   minRelativeGain: number;
@@ -49,7 +55,9 @@ export interface PolicyConfig {
 
 export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
   cooldownSeconds: 300,
-  rescaleCostSeconds: 30,
+  // Measured (bench:rescale, recommended rendezvous); a job's own measurements replace them.
+  scaleUpCostSeconds: MEASURED_RESCALE_PAUSE_SECONDS.recommended.up,
+  scaleDownCostSeconds: MEASURED_RESCALE_PAUSE_SECONDS.recommended.down,
   podStartSeconds: 20,
   minRelativeGain: 0.05,
   gainOverCostFactor: 2,

@@ -34,6 +34,59 @@ export interface GuardrailContext {
    * that never started, so it restarts nothing either and passes the same two guards.
    */
   placedReplicas?: Readonly<Record<string, number>>;
+  /**
+   * Pods no plan may evict or replace, with why (protectedPodsOf): worker-0 of an elastic c10d PyTorchJob
+   * hosts the rendezvous store, and removing it kills the whole job (measured).
+   */
+  protectedPods?: ReadonlyMap<string, string>;
+}
+
+/** GuardrailContext.protectedPods from the job and its pods. */
+export function protectedPodsOf(job: JobView, pods: readonly PodView[]): Map<string, string> {
+  const protectedPods = new Map<string, string>();
+  if (!job.torchElastic?.c10dStore) return protectedPods;
+  for (const pod of pods) {
+    // An OOM-killed worker-0 already took the store down with it, and only a pod recreated at the raised
+    // memory stops the job from being killed again: the fault policy may replace it.
+    if (pod.role === 'Worker' && pod.index === 0 && pod.lastTermination?.reason !== 'OOMKilled')
+      protectedPods.set(pod.name, `${pod.name} is worker-0, the host of the job's c10d rendezvous store`);
+  }
+  return protectedPods;
+}
+
+/**
+ * Whether a replica reduction restarts nothing: no pod of the job is placed, or it removes only replicas that
+ * were never placed (operators remove the highest indices first).
+ */
+export function reductionRestartsNothing(
+  change: Change,
+  ctx: Pick<GuardrailContext, 'queued' | 'placedReplicas'>,
+): boolean {
+  return (
+    change.kind === 'replicas' &&
+    change.to < change.from &&
+    (ctx.queued === true ||
+      (ctx.placedReplicas !== undefined && change.to >= (ctx.placedReplicas[change.role] ?? 0)))
+  );
+}
+
+/**
+ * Whether writing this (live-measured) change spends one of a torchelastic job's maxRestarts: a reduction of
+ * its workers that removes a running worker. Growth spends none; nor does removing pods that never ran (an
+ * unschedulable or evicted pod: its loss, if any, was spent when it happened, not by trainscaler).
+ */
+export function spendsRestart(
+  change: Change,
+  job: JobView,
+  ctx: Pick<GuardrailContext, 'queued' | 'placedReplicas'>,
+): boolean {
+  return (
+    job.torchElastic !== undefined &&
+    change.kind === 'replicas' &&
+    change.role === 'Worker' &&
+    change.to < change.from &&
+    !reductionRestartsNothing(change, ctx)
+  );
 }
 
 /** GuardrailContext.placedReplicas from the job's pods. */
@@ -161,11 +214,7 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
   const sinceLast = now - (job.state.lastActionAt ?? Number.NEGATIVE_INFINITY);
   // A reduction restarts nothing when no pod of the job is placed, or when it removes only replicas that were
   // never placed (operators remove the highest indices first): it passes the cool-down and the step bound.
-  const restartsNothing = ({ change }: Located): boolean =>
-    change.kind === 'replicas' &&
-    change.to < change.from &&
-    (ctx.queued === true ||
-      (ctx.placedReplicas !== undefined && change.to >= (ctx.placedReplicas[change.role] ?? 0)));
+  const restartsNothing = ({ change }: Located): boolean => reductionRestartsNothing(change, ctx);
   const shrinksQueued = live.every(restartsNothing);
   if (!COOLDOWN_EXEMPT.has(plan.policy) && !shrinksQueued && sinceLast < config.cooldownSeconds) {
     return drop(`cool-down: last change ${Math.max(0, Math.round(sinceLast))} s ago`);
@@ -180,6 +229,9 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
   );
   if (Number.isFinite(config.maxClusterGpus))
     guardedChanges = withinGpuBudget(guardedChanges, ctx, violations);
+  guardedChanges = withinRestartBudget(guardedChanges, ctx, violations);
+  guardedChanges = sparingProtectedPods(guardedChanges, ctx, violations);
+  guardedChanges = rendezvousOnlyWhereAllowed(guardedChanges, ctx, violations);
   const guarded: Plan = { ...plan, changes: guardedChanges.map((l) => l.change) };
   if (violations.length > 0) guarded.reason = `${plan.reason} [guardrail: ${violations.join('; ')}]`;
   return { plan: guarded, violations };
@@ -202,5 +254,67 @@ function withinGpuBudget(changes: Located[], ctx: GuardrailContext, violations: 
         `(${ctx.config.maxClusterGpus})`,
     );
     return { change: { ...change, to: change.from + added }, role };
+  });
+}
+
+/**
+ * Each scale-down of a torchelastic job spends one of its maxRestarts; when they run out the job fails. Stop
+ * shrinking it while one restart is left, kept in reserve for a real failure.
+ */
+function withinRestartBudget(changes: Located[], ctx: GuardrailContext, violations: string[]): Located[] {
+  const maxRestarts = ctx.job.torchElastic?.maxRestarts;
+  if (maxRestarts === undefined) return changes;
+  const used = ctx.job.state.scaleDowns ?? 0;
+  if (used < maxRestarts - 1) return changes;
+  return changes.map((located) => {
+    const { change } = located;
+    if (change.kind !== 'replicas' || !spendsRestart(change, ctx.job, ctx)) return located;
+    violations.push(
+      `${change.role} replicas ${change.to} kept at ${change.from}: ${used} of the job's maxRestarts ` +
+        `${maxRestarts} already spent on scale-downs, and each scale-down spends one; the last is kept in ` +
+        'reserve for a real failure',
+    );
+    return { ...located, change: { ...change, to: change.from } };
+  });
+}
+
+/**
+ * Protected pods (worker-0 of an elastic c10d job) are never evicted or replaced, and never removed by a scale
+ * to zero, whatever policy planned it. The node preference written with a refused eviction goes with it.
+ */
+function sparingProtectedPods(changes: Located[], ctx: GuardrailContext, violations: string[]): Located[] {
+  const protectedPods = ctx.protectedPods;
+  if (!protectedPods || protectedPods.size === 0) return changes;
+  let refused = false;
+  const kept: Located[] = [];
+  for (const located of changes) {
+    const { change } = located;
+    const why = change.kind === 'evict-pod' ? protectedPods.get(change.pod) : undefined;
+    if (why !== undefined) {
+      refused = true;
+      violations.push(`not evicting ${why}: removing it kills the whole job (reported, not evicted)`);
+      continue;
+    }
+    if (change.kind === 'replicas' && change.role === 'Worker' && change.to === 0 && change.from > 0) {
+      violations.push('Worker replicas 0 raised to 1: worker-0 hosts the c10d rendezvous store');
+      kept.push({ ...located, change: { ...change, to: 1 } });
+      continue;
+    }
+    kept.push(located);
+  }
+  return refused ? kept.filter(({ change }) => change.kind !== 'avoid-node') : kept;
+}
+
+/** Rendezvous settings are the user's: written only to a job that allows it (trainscaler.io/tune-rendezvous). */
+function rendezvousOnlyWhereAllowed(
+  changes: Located[],
+  ctx: GuardrailContext,
+  violations: string[],
+): Located[] {
+  if (ctx.job.torchElastic?.tuneRendezvous === true) return changes;
+  return changes.filter(({ change }) => {
+    if (change.kind !== 'rendezvous') return true;
+    violations.push(`${change.setting} not set: the job does not allow trainscaler.io/tune-rendezvous`);
+    return false;
   });
 }

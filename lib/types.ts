@@ -41,6 +41,37 @@ export interface JobAutoscalerState {
   /** Restart counts seen at the last fault decision, per pod, to detect crash loops. */
   paused: boolean;
   pauseReason?: string;
+  /**
+   * Replica reductions trainscaler applied to a torchelastic job that restarted its running workers: each
+   * spends one of the job's `elasticPolicy.maxRestarts` (measured; growth spends none).
+   */
+  scaleDowns?: number;
+  /**
+   * The last worker-count change trainscaler wrote (live from/to, epoch seconds of the write), so that a later
+   * review can measure what it cost from the job's own metrics.
+   */
+  lastRescale?: { at: number; from: number; to: number };
+  /**
+   * Measured seconds from a patch to the job's first step at the new size, per direction (the latest
+   * measurement of each), and the `lastRescale.at` they were last measured for (measured once).
+   */
+  rescaleCost?: { up?: number; down?: number; measuredFor?: number };
+}
+
+/**
+ * What torchelastic needs trainscaler to know about an elastic PyTorchJob (from its elasticPolicy).
+ * `c10dStore`: the rendezvous store lives in worker-0 (backend c10d, the operator's default when unset), so
+ * removing worker-0 kills the whole job.
+ */
+export interface TorchElasticView {
+  c10dStore: boolean;
+  maxRestarts?: number;
+  /** elasticPolicy.rdzvConf as key -> value. */
+  rdzvConf: Record<string, string>;
+  /** PET_MONITOR_INTERVAL in the Worker's training container env, when set there. */
+  monitorInterval?: string;
+  /** The user lets trainscaler set the rendezvous settings it recommends (trainscaler.io/tune-rendezvous). */
+  tuneRendezvous: boolean;
 }
 
 /** One view of a training job whatever its kind. Adapters build it; policies read only this. */
@@ -73,6 +104,8 @@ export interface JobView {
    * rebalance leaves it to Kueue's priorities and preemption.
    */
   kueue?: string;
+  /** Only for a PyTorchJob with an elasticPolicy (torchrun). */
+  torchElastic?: TorchElasticView;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -176,7 +209,13 @@ export type Change =
    * straggler, so that its replacement lands elsewhere when another node fits; running pods are untouched.
    */
   | { kind: 'avoid-node'; role: RoleName; node: string }
-  | { kind: 'pause'; reason: string };
+  | { kind: 'pause'; reason: string }
+  /**
+   * A torchelastic rendezvous setting of an elastic PyTorchJob, set only where the user allows it
+   * (trainscaler.io/tune-rendezvous): `last_call_timeout` in elasticPolicy.rdzvConf, or PET_MONITOR_INTERVAL
+   * in the Worker's training container env.
+   */
+  | { kind: 'rendezvous'; setting: 'last_call_timeout' | 'PET_MONITOR_INTERVAL'; value: string };
 
 /** A policy's answer: what to change and why, in words a person can read. Empty changes = leave the job alone. */
 export interface Plan {

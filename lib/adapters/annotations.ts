@@ -11,6 +11,7 @@ export const ANNOTATION = {
   minReplicas: 'trainscaler.io/min-replicas',
   maxReplicas: 'trainscaler.io/max-replicas',
   elastic: 'trainscaler.io/elastic',
+  tuneRendezvous: 'trainscaler.io/tune-rendezvous',
   state: 'trainscaler.io/state',
   lastDecision: 'trainscaler.io/last-decision',
   history: 'trainscaler.io/history',

@@ -11,6 +11,7 @@ import type {
   Resources,
   RoleName,
   RoleView,
+  TorchElasticView,
 } from '../types.js';
 import { ANNOTATION, jsonPointer } from './annotations.js';
 import { cpuToMillis, formatCpuMillis, formatMemoryBytes, parseQuantity } from './quantity.js';
@@ -492,7 +493,57 @@ export function parseState(obj: KubeObject): JobAutoscalerState {
   if (typeof parsed.lastActionAt === 'number') state.lastActionAt = parsed.lastActionAt;
   if (typeof parsed.lastDecisionId === 'string') state.lastDecisionId = parsed.lastDecisionId;
   if (typeof parsed.pauseReason === 'string') state.pauseReason = parsed.pauseReason;
+  if (typeof parsed.scaleDowns === 'number') state.scaleDowns = parsed.scaleDowns;
+  const rescale = parsed.lastRescale;
+  if (
+    isObject(rescale) &&
+    [rescale.at, rescale.from, rescale.to].every((v) => typeof v === 'number' && Number.isFinite(v))
+  )
+    state.lastRescale = { at: rescale.at as number, from: rescale.from as number, to: rescale.to as number };
+  const cost = parsed.rescaleCost;
+  if (isObject(cost)) {
+    // A cost that is not a positive number is no measurement: the default stays in force.
+    const seconds = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined);
+    const measured: NonNullable<JobAutoscalerState['rescaleCost']> = {};
+    const up = seconds(cost.up);
+    const down = seconds(cost.down);
+    if (up !== undefined) measured.up = up;
+    if (down !== undefined) measured.down = down;
+    if (typeof cost.measuredFor === 'number') measured.measuredFor = cost.measuredFor;
+    state.rescaleCost = measured;
+  }
   return state;
+}
+
+const MONITOR_ENV = 'PET_MONITOR_INTERVAL';
+
+/** The torchelastic facts of an elastic PyTorchJob; undefined for anything else. */
+export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
+  if (obj.kind !== 'PyTorchJob') return undefined;
+  const policy = getObject(obj, ['spec', 'elasticPolicy']);
+  if (!policy) return undefined;
+  const backend = getString(policy, ['rdzvBackend']);
+  const rdzvConf: Record<string, string> = {};
+  for (const entry of getArray(policy, ['rdzvConf']) ?? []) {
+    const key = getString(entry, ['key']);
+    const value = getString(entry, ['value']);
+    if (key !== undefined && value !== undefined) rdzvConf[key] = value;
+  }
+  const view: TorchElasticView = {
+    c10dStore: backend === undefined || backend === 'c10d',
+    rdzvConf,
+    tuneRendezvous: obj.metadata.annotations?.[ANNOTATION.tuneRendezvous] === 'true',
+  };
+  const maxRestarts = getNumber(policy, ['maxRestarts']);
+  if (maxRestarts !== undefined) view.maxRestarts = maxRestarts;
+  const worker = replicaSpecRoles(obj, 'pytorchReplicaSpecs').find((l) => l.role === 'Worker');
+  if (worker) {
+    const { container } = findContainer(obj, worker, PYTORCH_JOB.defaultContainer);
+    const env = (getArray(container, ['env']) ?? []).find((e) => getString(e, ['name']) === MONITOR_ENV);
+    const value = getString(env, ['value']);
+    if (value !== undefined) view.monitorInterval = value;
+  }
+  return view;
 }
 
 function toEpochSeconds(value: string | Date | undefined): number | undefined {
@@ -571,6 +622,8 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
   if (target) view.targetSamples = target;
   const created = toEpochSeconds(obj.metadata.creationTimestamp);
   if (created !== undefined) view.creationTimestamp = created;
+  const torchElastic = torchElasticOf(obj);
+  if (torchElastic) view.torchElastic = torchElastic;
   return view;
 }
 
@@ -655,6 +708,8 @@ export function buildJobPatch(
       ensureObject([...resourcesPath, change.field]);
       const value = change.resource === 'cpu' ? formatCpuMillis(change.to) : formatMemoryBytes(change.to);
       ops.push({ op: 'add', path: jsonPointer([...resourcesPath, change.field, change.resource]), value });
+    } else if (change.kind === 'rendezvous') {
+      ops.push(...rendezvousOps(obj, change, locations.get('Worker'), shape.defaultContainer, ensureObject));
     } else if (change.kind === 'avoid-node') {
       const loc = locations.get(change.role);
       if (!loc) throw new ValidationError(`/spec`, `job has no ${change.role} role`);
@@ -671,6 +726,43 @@ export function buildJobPatch(
     }
   }
   return ops;
+}
+
+/**
+ * One rendezvous setting: an rdzvConf entry {key, value} (training-operator v1.9.3's CRD) or an env var of the
+ * Worker's training container; the value replaced in place when the key is there, appended otherwise.
+ */
+function rendezvousOps(
+  obj: KubeObject,
+  change: Change & { kind: 'rendezvous' },
+  worker: RoleLocation | undefined,
+  defaultContainer: string | undefined,
+  ensureObject: (path: Path) => void,
+): JsonPatchOp[] {
+  if (obj.kind !== 'PyTorchJob' || !getObject(obj, ['spec', 'elasticPolicy']))
+    throw new ValidationError('/spec/elasticPolicy', 'rendezvous settings need an elastic PyTorchJob');
+  let listPath: Path;
+  let entry: Record<string, string>;
+  let keyField: string;
+  if (change.setting === 'last_call_timeout') {
+    listPath = ['spec', 'elasticPolicy', 'rdzvConf'];
+    entry = { key: change.setting, value: change.value };
+    keyField = 'key';
+  } else {
+    if (!worker) throw new ValidationError('/spec', 'job has no Worker role');
+    const { index } = findContainer(obj, worker, defaultContainer);
+    listPath = [...worker.podSpecPath, 'containers', index, 'env'];
+    entry = { name: change.setting, value: change.value };
+    keyField = 'name';
+  }
+  const list = getArray(obj, listPath);
+  if (list === undefined) {
+    ensureObject(listPath.slice(0, -1));
+    return [{ op: 'add', path: jsonPointer(listPath), value: [entry] }];
+  }
+  const at = list.findIndex((e) => getString(e, [keyField]) === change.setting);
+  if (at < 0) return [{ op: 'add', path: jsonPointer([...listPath, '-']), value: entry }];
+  return [{ op: 'replace', path: jsonPointer([...listPath, at, 'value']), value: change.value }];
 }
 
 /** At most this many nodes are avoided by trainscaler's terms; a new one replaces the oldest. */

@@ -13,4 +13,10 @@ export interface MetricsSource {
   workerStepTimes(ref: JobRef, windowSeconds: number): Promise<WorkerStepTimes[]>;
   /** Samples processed so far, when the job reports it. */
   samplesProcessed(ref: JobRef): Promise<number | undefined>;
+  /**
+   * Epoch seconds of the job's first training step after `since` that ended a pause in its progress (the
+   * first step of a world re-formed after a rescale), when its metrics show one; undefined while none is
+   * seen. Optional: a source without it leaves rescale costs at their defaults.
+   */
+  firstStepAfterPause?(ref: JobRef, since: number): Promise<number | undefined>;
 }

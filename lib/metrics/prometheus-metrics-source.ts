@@ -14,6 +14,7 @@ export const SIDECAR_SERIES = {
   stepTime: 'trainscaler_step_time_seconds',
   samples: 'trainscaler_samples_total',
   trainerSamples: 'trainscaler_trainer_samples',
+  resumed: 'trainscaler_resumed_timestamp_seconds',
   cpuUsage: 'trainscaler_cgroup_cpu_usage_seconds_total',
   memoryWorkingSet: 'trainscaler_cgroup_memory_working_set_bytes',
 } as const;
@@ -240,6 +241,26 @@ export class PrometheusMetricsSource implements MetricsSource {
       if (Number.isFinite(value)) return value;
     }
     return undefined;
+  }
+
+  /**
+   * The earliest first-step-after-a-pause any of the job's workers reported after `since` (each sidecar's
+   * trainscaler_resumed_timestamp_seconds holds the exact epoch second, so the scrape interval does not blur
+   * it): the first step of the world re-formed after a rescale written at `since`. Looked for over at most
+   * maxPointsPerSeries scrape steps back.
+   */
+  async firstStepAfterPause(ref: JobRef, since: number): Promise<number | undefined> {
+    const now = this.clock();
+    if (!(now > since)) return undefined;
+    const step = STRAGGLER_QUERY_STEP_SECONDS;
+    const window = Math.min(Math.ceil(now - since) + step, step * this.maxPoints);
+    const resumed = `${SIDECAR_SERIES.resumed}{${selector(ref)},role="worker"} > ${since}`;
+    const result = await this.instant(
+      `min(min_over_time((${resumed})[${window}s:${step}s]))`,
+      'rescale pause query',
+    );
+    const at = Number(result[0]?.value[1]); // NaN when no worker resumed since
+    return Number.isFinite(at) && at > since ? at : undefined;
   }
 
   private async usageQueries(cpuExpr: string, memoryExpr: string, ref: JobRef): Promise<ContainerUsage[]> {

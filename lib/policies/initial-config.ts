@@ -20,6 +20,7 @@ import {
   withinHysteresis,
 } from './placement.js';
 import { type JobProfile, type PeakUsage, psPerWorker } from './profiles.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS, RECOMMENDED_RENDEZVOUS } from './rendezvous.js';
 import { growthLimit } from './tuning.js';
 
 export interface InitialConfigInput {
@@ -129,7 +130,53 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
     changes.push(...size.changes);
     notes.push(size.note);
   }
+  const rendezvous = rendezvousAdvice(job);
+  if (rendezvous) {
+    changes.push(...rendezvous.changes);
+    notes.push(rendezvous.note);
+  }
   return plan(changes, notes.join('; '));
+}
+
+/**
+ * Recommends the cheap-rescale rendezvous settings a job does not have yet (a value above the recommended one
+ * or unset); sets them only when the job allows it (trainscaler.io/tune-rendezvous: "true").
+ */
+export function rendezvousAdvice(job: JobView): { changes: Change[]; note: string } | undefined {
+  const te = job.torchElastic;
+  if (!te) return undefined;
+  const missing: { setting: 'PET_MONITOR_INTERVAL' | 'last_call_timeout'; current: string | undefined }[] =
+    [];
+  const above = (current: string | undefined, recommended: number) =>
+    current === undefined || !(Number(current) <= recommended);
+  if (above(te.monitorInterval, RECOMMENDED_RENDEZVOUS.PET_MONITOR_INTERVAL))
+    missing.push({ setting: 'PET_MONITOR_INTERVAL', current: te.monitorInterval });
+  if (above(te.rdzvConf.last_call_timeout, RECOMMENDED_RENDEZVOUS.last_call_timeout))
+    missing.push({ setting: 'last_call_timeout', current: te.rdzvConf.last_call_timeout });
+  if (missing.length === 0) return undefined;
+  const where = missing
+    .map(({ setting, current }) => {
+      const to = `${setting}=${RECOMMENDED_RENDEZVOUS[setting]}`;
+      const place = setting === 'last_call_timeout' ? 'in elasticPolicy.rdzvConf' : "in the Worker's env";
+      return `${to} ${place} (${current === undefined ? "torchrun's default" : `now ${current}`})`;
+    })
+    .join(' and ');
+  const { recommended: r, torchrunDefaults: d } = MEASURED_RESCALE_PAUSE_SECONDS;
+  const why = `measured: a rescale costs ${r.up} s up / ${r.down} s down with them, ${d.up} s / ${d.down} s with torchrun defaults`;
+  if (!te.tuneRendezvous) {
+    return {
+      changes: [],
+      note: `rendezvous: recommend ${where}; ${why} (annotate trainscaler.io/tune-rendezvous: "true" to let trainscaler set them)`,
+    };
+  }
+  return {
+    changes: missing.map(({ setting }) => ({
+      kind: 'rendezvous',
+      setting,
+      value: String(RECOMMENDED_RENDEZVOUS[setting]),
+    })),
+    note: `rendezvous: setting ${where} (trainscaler.io/tune-rendezvous); ${why}`,
+  };
 }
 
 interface Rightsized {

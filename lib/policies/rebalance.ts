@@ -23,6 +23,7 @@ import {
   plural,
   podsPerNode,
 } from './placement.js';
+import { describeCost, type RescaleCosts, rescaleCostsOf, scaleDownsLeft } from './rescale-cost.js';
 import {
   ASSUMED_REMAINING_SECONDS,
   cooldownRemaining,
@@ -90,6 +91,10 @@ interface Slot {
   /** A job moves one way per decision; growing and shrinking it in one plan would be churn. */
   direction: -1 | 0 | 1;
   remaining: number;
+  /** What growing and shrinking this job costs (its own measurements, else the defaults). */
+  costs: RescaleCosts;
+  /** Worker scale-downs left before only the job's reserved restart remains (Infinity: no budget). */
+  shrinksLeft: number;
   notes: Map<string, Note>;
   predictions: Map<number, number | undefined>;
   meanPredictions: Map<number, number | undefined>;
@@ -152,6 +157,8 @@ function buildSlots(input: RebalanceInput): Slot[] {
       movable,
       direction: 0,
       remaining: entry.remainingSeconds ?? ASSUMED_REMAINING_SECONDS,
+      costs: rescaleCostsOf(job, input.config),
+      shrinksLeft: scaleDownsLeft(job),
       notes: new Map(),
       predictions: new Map(),
       meanPredictions: new Map(),
@@ -275,9 +282,9 @@ function queuedShare(
         s !== own &&
         canShrink(s, config) &&
         s.entry.job.priority <= p.job.priority &&
-        scaleDownPaysOff(s.remaining, s.k0, s.k - 1, config),
+        scaleDownPaysOff(s.remaining, s.k0, s.k - 1, s.costs, config),
     );
-    if (!victim || !(gain > lossPerGpu(victim) + config.minRelativeGain)) break;
+    if (!victim || !(gain > donorLoss(victim) + config.minRelativeGain)) break;
     const freed = release(trial, victim.worker.requests, 1);
     const more = Math.min(own.k0 - granted, podsFitting(freed, p.demand));
     // A freed worker of another shape that still leaves no room for this job's pod is not taken.
@@ -349,7 +356,7 @@ function cheapestDonor(slots: Slot[], eligible: (s: Slot) => boolean): Slot | un
   let bestLoss = 0;
   for (const slot of slots) {
     if (!eligible(slot)) continue;
-    const loss = lossPerGpu(slot);
+    const loss = donorLoss(slot);
     const order = best
       ? slot.entry.job.priority - best.entry.job.priority ||
         loss - bestLoss ||
@@ -416,7 +423,7 @@ function probeUnmodelled(slots: Slot[], capacity: ClusterCapacity, config: Polic
     )
     .sort((a, b) => b.entry.job.priority - a.entry.job.priority || compareStrings(a.key, b.key));
   for (const s of probes) {
-    if (s.remaining <= scaleUpCost(config)) continue;
+    if (s.remaining <= scaleUpCost(s.costs, config)) continue;
     if (podsFitting(cap, s.worker.requests) < 1) continue;
     cap = reserve(cap, s.worker.requests, 1);
     grow(s);
@@ -438,10 +445,11 @@ function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config
     if (recipients.length === 0) return;
     const victims = slots
       .filter((s) => s.entry.model !== undefined && canShrink(s, config))
-      .map((s) => ({ slot: s, lastGain: lastWorkerGain(s), loss: lossPerGpu(s) }))
+      .map((s) => ({ slot: s, lastGain: lastWorkerGain(s), loss: donorLoss(s) }))
       .filter(
         (v) =>
-          v.lastGain !== undefined && scaleDownPaysOff(v.slot.remaining, v.slot.k0, v.slot.k - 1, config),
+          v.lastGain !== undefined &&
+          scaleDownPaysOff(v.slot.remaining, v.slot.k0, v.slot.k - 1, v.slot.costs, config),
       )
       .sort(
         (a, b) =>
@@ -516,7 +524,7 @@ function growthOption(s: Slot, config: PolicyConfig): GrowthOption | undefined {
   // near 20 workers while GPUs idled (tuning judges its scale-ups the same way, up to maxReplicaStep at once).
   if (!(gain > 0)) return undefined;
   if (reachableGain(s, config, predict) < config.minRelativeGain) return undefined;
-  if (!scaleUpPaysOff(s.remaining, start, next, config)) return undefined;
+  if (!scaleUpPaysOff(s.remaining, start, next, s.costs, config)) return undefined;
   return { slot: s, gain, gainPerGpu: (gain / gpuWeight(s)) * urgency(s) };
 }
 
@@ -553,7 +561,7 @@ function probeUncertain(slots: Slot[], capacity: ClusterCapacity, config: Policy
     const next = meanPredict(s, s.k + 1);
     if (now === undefined || next === undefined || !(next > now)) continue;
     if (reachableGain(s, config, meanPredict) < config.minRelativeGain) continue;
-    if (!scaleUpPaysOff(s.remaining, now, next, config)) continue;
+    if (!scaleUpPaysOff(s.remaining, now, next, s.costs, config)) continue;
     const gain = next / now - 1;
     candidates.push({ s, gain, value: (gain / gpuWeight(s)) * urgency(s) });
   }
@@ -611,6 +619,8 @@ function oneScale(s: Slot): boolean {
 function canShrink(s: Slot, config: PolicyConfig): boolean {
   return (
     s.movable &&
+    // A shrink the restart-budget guardrail would hold is not planned: its worker would be counted twice.
+    (s.direction < 0 || s.shrinksLeft > 0) &&
     s.direction <= 0 &&
     s.k > Math.max(s.worker.minReplicas, 1) &&
     s.k0 - s.k < config.maxReplicaStep
@@ -679,6 +689,17 @@ function lossPerGpu(s: Slot): number {
 }
 
 /**
+ * What giving a worker costs a donor: its loss per GPU, counted dearer the fewer scale-downs its restart
+ * budget has left (a restart spent now is one the job cannot give later, to a more urgent job or a real
+ * failure): x2 on its last, x1.5 on its second-to-last, nothing extra without a budget. So among donors that
+ * lose alike, the one with budget to spare gives.
+ */
+function donorLoss(s: Slot): number {
+  const scarcity = Number.isFinite(s.shrinksLeft) ? 1 + 1 / Math.max(1, s.shrinksLeft) : 1;
+  return lossPerGpu(s) * scarcity;
+}
+
+/**
  * How much a fraction of this job's speed is worth: a job's completions per second are 1 / remaining, so
  * the same relative speed-up counts for more on a job close to its end (shortest remaining time first is
  * what minimises the average completion time). 1 for a job with the assumed hour left, so that thresholds
@@ -718,7 +739,7 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
   if (s.k > s.k0 && before !== undefined && after !== undefined) {
     parts.push(
       `gain over ${describeRemaining(s.entry.remainingSeconds)} = ${formatDuration(timeSaved(s.remaining, before, after))} ` +
-        `> ${config.gainOverCostFactor} x rescale cost ${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}`,
+        `> ${config.gainOverCostFactor} x ${describeCost(s.costs, 'up')}`,
     );
   }
   return {

@@ -259,6 +259,12 @@ export function decideOnStragglers(input: StragglerInput): Plan {
       notes.push(`${what}; no pod found for it, not evicting`);
     } else if (pod.phase !== 'Running') {
       notes.push(`${what}; its pod is ${pod.phase}, not evicting`);
+    } else if (job.torchElastic?.c10dStore && pod.role === 'Worker' && pod.index === 0) {
+      // Measured: removing worker-0 of a c10d job kills the whole job; a slow step costs less.
+      notes.push(
+        `${what}; reported, not evicting: ${pod.name} is worker-0, the host of the job's c10d rendezvous ` +
+          'store, and removing it kills the whole job',
+      );
     } else {
       changes = [{ kind: 'evict-pod', pod: pod.name }];
       let steer = '';

@@ -22,6 +22,13 @@ import {
   podsPerNode,
   withinHysteresis,
 } from './placement.js';
+import {
+  describeCost,
+  type RescaleCosts,
+  rescaleCostsOf,
+  restartBudgetNote,
+  scaleDownsLeft,
+} from './rescale-cost.js';
 
 /** Horizon used when the job does not say how much is left: long enough to matter, short enough to be modest. */
 export const ASSUMED_REMAINING_SECONDS = 3600;
@@ -48,13 +55,19 @@ export function timeSaved(remainingSeconds: number, oldTp: number, newTp: number
   return remainingSeconds * (1 - oldTp / newTp);
 }
 
-/** What a scale-up must save: the restart plus the new pods' start-up, times the safety factor. */
-export function scaleUpCost(config: PolicyConfig): number {
-  return config.gainOverCostFactor * (config.rescaleCostSeconds + config.podStartSeconds);
+/** What a scale-up must save: its cost (the restart plus the new pods' start-up) times the safety factor. */
+export function scaleUpCost(costs: RescaleCosts, config: Pick<PolicyConfig, 'gainOverCostFactor'>): number {
+  return config.gainOverCostFactor * costs.up;
 }
 
-export function scaleUpPaysOff(remainingSeconds: number, oldTp: number, newTp: number, config: PolicyConfig) {
-  return timeSaved(remainingSeconds, oldTp, newTp) > scaleUpCost(config);
+export function scaleUpPaysOff(
+  remainingSeconds: number,
+  oldTp: number,
+  newTp: number,
+  costs: RescaleCosts,
+  config: Pick<PolicyConfig, 'gainOverCostFactor'>,
+) {
+  return timeSaved(remainingSeconds, oldTp, newTp) > scaleUpCost(costs, config);
 }
 
 /**
@@ -65,10 +78,11 @@ export function scaleDownPaysOff(
   remainingSeconds: number,
   podsBefore: number,
   podsAfter: number,
-  config: PolicyConfig,
+  costs: RescaleCosts,
+  config: Pick<PolicyConfig, 'gainOverCostFactor'>,
 ): boolean {
   const freed = (podsBefore - podsAfter) * remainingSeconds;
-  return freed > config.gainOverCostFactor * podsBefore * config.rescaleCostSeconds;
+  return freed > config.gainOverCostFactor * podsBefore * costs.down;
 }
 
 /**
@@ -157,6 +171,7 @@ export function decideTuning(input: TuningInput): Plan {
   const remaining = input.remainingSeconds ?? ASSUMED_REMAINING_SECONDS;
   const remainingText = describeRemaining(input.remainingSeconds);
   const mrg = config.minRelativeGain;
+  const costs = rescaleCostsOf(job, config);
 
   const limit = growthLimit(
     { distinctScales: model.distinctScales, remainingKnown: input.remainingSeconds !== undefined },
@@ -165,7 +180,7 @@ export function decideTuning(input: TuningInput): Plan {
   const limitNote = limit.why ? ` (growth rule: ${limit.why})` : '';
   const ups = scaleUpCandidates(input, worker, psRole, ps, build, limit.workers);
   const upsPassing = ups.filter(
-    (c) => c.tp / baseTp - 1 >= mrg && scaleUpPaysOff(remaining, baseTp, c.tp, config),
+    (c) => c.tp / baseTp - 1 >= mrg && scaleUpPaysOff(remaining, baseTp, c.tp, costs, config),
   );
   if (upsPassing.length > 0) {
     const best = maxBy(upsPassing, (c) => c.tp);
@@ -179,8 +194,8 @@ export function decideTuning(input: TuningInput): Plan {
     return plan(
       [changeOf(chosen)],
       `${describe(chosen)}: predicted ${formatRateChange(baseTp, chosen.tp)} at step time + 1 sd; ` +
-        `gain over ${remainingText} = ${formatDuration(saved)} > ${config.gainOverCostFactor} x rescale cost ` +
-        `${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}${tail}${limitNote}`,
+        `gain over ${remainingText} = ${formatDuration(saved)} > ${config.gainOverCostFactor} x ` +
+        `${describeCost(costs, 'up')}${tail}${limitNote}`,
     );
   }
 
@@ -194,23 +209,28 @@ export function decideTuning(input: TuningInput): Plan {
     probe &&
     probeTp !== undefined &&
     probeTp / baseTp - 1 >= mrg &&
-    scaleUpPaysOff(remaining, baseTp, probeTp, config)
+    scaleUpPaysOff(remaining, baseTp, probeTp, costs, config)
   ) {
     return plan(
       [changeOf(probe)],
       `${describe(probe)}: probe, only one scale observed so far; expected ${formatRateChange(baseTp, probeTp)} ` +
         `(mean prediction), gain over ${remainingText} = ${formatDuration(timeSaved(remaining, baseTp, probeTp))} > ` +
-        `${config.gainOverCostFactor} x rescale cost ${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)}${limitNote}`,
+        `${config.gainOverCostFactor} x ${describeCost(costs, 'up')}${limitNote}`,
     );
   }
 
-  const downs = scaleDownCandidates(input, worker, psRole, ps, build);
+  // Each worker scale-down of an elastic PyTorchJob spends one of its maxRestarts: none is planned once only
+  // the reserved last one is left (the guardrail would hold it anyway).
+  const shrinkable = scaleDownsLeft(job) > 0;
+  const downs = scaleDownCandidates(input, worker, psRole, ps, build).filter(
+    (c) => shrinkable || c.role !== 'Worker',
+  );
   const bestTp = Math.max(baseTp, ...downs.map((c) => c.tp));
   const podsBefore = k + (psRole ? (ps ?? 0) : 0);
   const downsPassing = downs.filter(
     (c) =>
       withinHysteresis(c.tp, bestTp, mrg) &&
-      scaleDownPaysOff(remaining, podsBefore, podsBefore + c.deltaPods, config),
+      scaleDownPaysOff(remaining, podsBefore, podsBefore + c.deltaPods, costs, config),
   );
   const chosenDown = byCheapestFirst(downsPassing)[0];
   if (chosenDown) {
@@ -223,8 +243,10 @@ export function decideTuning(input: TuningInput): Plan {
   }
 
   const why = [
-    whyNoScaleUp(ups, input, worker, baseTp, remaining, remainingText),
-    whyNoScaleDown(downs, bestTp, remaining, podsBefore, config),
+    whyNoScaleUp(ups, input, worker, baseTp, remaining, remainingText, costs),
+    shrinkable
+      ? whyNoScaleDown(downs, bestTp, remaining, podsBefore, costs, config)
+      : `no scale-down: ${restartBudgetNote(job)}`,
   ];
   return plan([], `keep ${plural(k, 'worker')} at ${formatRate(baseTp)}: ${why.join('; ')}`);
 }
@@ -303,6 +325,7 @@ function whyNoScaleUp(
   baseTp: number,
   remaining: number,
   remainingText: string,
+  costs: RescaleCosts,
 ): string {
   const { config, current } = input;
   if (ups.length === 0) {
@@ -317,8 +340,7 @@ function whyNoScaleUp(
   return (
     `${describe(best)} predicts ${formatChange(gain)} but saves only ` +
     `${formatDuration(Math.max(0, timeSaved(remaining, baseTp, best.tp)))} over ${remainingText} ` +
-    `(needs > ${config.gainOverCostFactor} x rescale cost ` +
-    `${formatDuration(config.rescaleCostSeconds + config.podStartSeconds)})`
+    `(needs > ${config.gainOverCostFactor} x ${describeCost(costs, 'up')})`
   );
 }
 
@@ -327,6 +349,7 @@ function whyNoScaleDown(
   bestTp: number,
   remaining: number,
   podsBefore: number,
+  costs: RescaleCosts,
   config: PolicyConfig,
 ): string {
   if (downs.length === 0) return 'at min';
@@ -336,8 +359,8 @@ function whyNoScaleDown(
     const loss = `${((1 - mildest.tp / bestTp) * 100).toFixed(1)}%`;
     return `${describe(mildest)} would lose ${loss} (>= ${formatPercent(config.minRelativeGain)})`;
   }
-  if (!scaleDownPaysOff(remaining, podsBefore, podsBefore + mildest.deltaPods, config)) {
-    return `${describe(mildest)} frees too little before the run ends to pay for the restart`;
+  if (!scaleDownPaysOff(remaining, podsBefore, podsBefore + mildest.deltaPods, costs, config)) {
+    return `${describe(mildest)} frees too little before the run ends to pay for the restart (${describeCost(costs, 'down')})`;
   }
   return 'no cheaper configuration';
 }

@@ -15,6 +15,7 @@ import type {
 } from '../cluster/cluster-client.js';
 import { ApiError, ConflictError, MissingMetricsError, NotFoundError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../policies/rendezvous.js';
 import type {
   ContainerUsage,
   JobKind,
@@ -89,8 +90,13 @@ export interface SimulationTiming {
   subStepSeconds: number;
   /** From binding to a running container (image pull, container start). */
   podStartSeconds: number;
-  /** Lost progress each time the world is re-formed (worker count change, pod restart or replacement). */
-  rescaleCostSeconds: number;
+  /**
+   * Lost progress each time the world is re-formed: scaleUpCostSeconds when it only gained members (a
+   * joining agent), scaleDownCostSeconds when it lost or restarted one (the survivors wait for the lost
+   * agent's heartbeat to expire). Measured: MEASURED_RESCALE_PAUSE_SECONDS.
+   */
+  scaleUpCostSeconds: number;
+  scaleDownCostSeconds: number;
   /** A training container limited below its app's memory need is OOM-killed this long after it starts. */
   oomAfterSeconds: number;
   /** A job fails when one of its pods stays unschedulable this long while its peers wait in rendezvous. */
@@ -109,7 +115,8 @@ export interface SimulationTiming {
 export const DEFAULT_SIMULATION_TIMING: SimulationTiming = {
   subStepSeconds: 10,
   podStartSeconds: 20,
-  rescaleCostSeconds: 30,
+  scaleUpCostSeconds: MEASURED_RESCALE_PAUSE_SECONDS.recommended.up,
+  scaleDownCostSeconds: MEASURED_RESCALE_PAUSE_SECONDS.recommended.down,
   oomAfterSeconds: 60,
   pendingTimeoutSeconds: 600,
   crashLoopBackoffSeconds: 10,
@@ -190,6 +197,14 @@ interface JobRecord {
   failureReason?: string;
   /** Identity of the last world the job trained with (pods and their restart counts). */
   worldKey?: string;
+  /** Its members, one `uid:restartCount` each: one torchrun agent per pod container. */
+  worldMembers: string[];
+  /** Restarts each live torchrun agent has spent (elastic PyTorchJobs with maxRestarts only). */
+  agentRestarts: Map<string, number>;
+  /** Restarts of the job's worlds: at most the largest any one agent has spent. */
+  restartsSpent: number;
+  /** When each re-formed world took its first step (the end of its pause). */
+  resumedAt: number[];
   stalledUntil: number;
   /** Since when some pods run while a peer cannot be scheduled (the rendezvous wait). */
   rendezvousWaitSince?: number;
@@ -332,6 +347,10 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       processed: 0,
       target: spec.targetSamples ?? this.#apps.defaultTargetSamples(spec.app),
       stalledUntil: now,
+      worldMembers: [],
+      agentRestarts: new Map(),
+      restartsSpent: 0,
+      resumedAt: [],
       samples: [],
       timeline: [],
       timelineClosed: false,
@@ -577,6 +596,17 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       }
     }
     return [...series.values()].sort((a, b) => a.worker - b.worker);
+  }
+
+  /** The end of the first pause of a world re-formed after `since` (already over), if there was one. */
+  async firstStepAfterPause(ref: JobRef, since: number): Promise<number | undefined> {
+    const now = this.now();
+    return this.#job(ref).resumedAt.find((at) => at > since && at <= now);
+  }
+
+  /** Restarts the job's torchrun agents have spent on re-formed worlds (at most maxRestarts, or it failed). */
+  restartsSpent(ref: JobRef): number {
+    return this.#job(ref).restartsSpent;
   }
 
   /** Undefined until the job first trained (a job that never started reports nothing). */
@@ -826,7 +856,9 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   }
 
   /** The job's pods form a complete world when every gating replica index has a running container. */
-  #currentWorld(job: JobRecord): { world: TrainingWorld; key: string; training: PodRecord[] } | undefined {
+  #currentWorld(
+    job: JobRecord,
+  ): { world: TrainingWorld; key: string; members: string[]; training: PodRecord[] } | undefined {
     const pods = this.#podsOf(job);
     const members: PodRecord[] = [];
     for (const role of job.spec.roles) {
@@ -861,11 +893,8 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       ),
       slowdown,
     };
-    const key = members
-      .map((r) => `${r.pod.metadata?.uid}:${restartCount(r)}`)
-      .sort()
-      .join(',');
-    return { world, key, training };
+    const agents = members.map((r) => `${r.pod.metadata?.uid}:${restartCount(r)}`).sort();
+    return { world, key: agents.join(','), members: agents, training };
   }
 
   #advanceTraining(job: JobRecord, t: number, dt: number): void {
@@ -875,8 +904,17 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       return;
     }
     if (current.key !== job.worldKey) {
-      // Every re-formed world (new size, replaced or restarted pod) costs a restart from checkpoint.
-      if (job.startedAt !== undefined) job.stalledUntil = t + this.timing.rescaleCostSeconds;
+      // Every re-formed world (new size, replaced or restarted pod) costs a restart from checkpoint; losing a
+      // member costs more than gaining one, and spends one of each surviving agent's restarts.
+      const members = current.members;
+      if (job.startedAt !== undefined) {
+        const kept = new Set(members);
+        const lost = job.worldMembers.some((m) => !kept.has(m));
+        job.stalledUntil = t + (lost ? this.timing.scaleDownCostSeconds : this.timing.scaleUpCostSeconds);
+        job.resumedAt.push(job.stalledUntil);
+        if (lost && this.#spendRestart(job, members, t)) return;
+      }
+      job.worldMembers = members;
       job.worldKey = current.key;
       if (job.startedAt === undefined) {
         job.startedAt = t;
@@ -900,6 +938,32 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       job.lastSampleAt === undefined || sampleAt - job.lastSampleAt >= this.timing.sampleIntervalSeconds;
     if (advance.effectiveSeconds > 0 && due) this.#recordSample(job, current, stepTime, sampleAt);
     if (advance.completedAt !== undefined) this.#completeJob(job, advance.completedAt);
+  }
+
+  /**
+   * torchelastic: each agent of the world that survives a lost member restarts its workers and spends one of
+   * its maxRestarts; an agent new to the job starts with all of them (its count begins at 0). An agent past
+   * maxRestarts gives up and the job fails. True when it failed.
+   */
+  #spendRestart(job: JobRecord, members: string[], t: number): boolean {
+    const max = job.spec.maxRestarts;
+    if (max === undefined) return false;
+    const previous = new Set(job.worldMembers);
+    const counts = new Map<string, number>();
+    for (const m of members) {
+      const spent = (job.agentRestarts.get(m) ?? 0) + (previous.has(m) ? 1 : 0);
+      counts.set(m, spent);
+    }
+    job.agentRestarts = counts;
+    job.restartsSpent = Math.max(0, ...counts.values());
+    if (job.restartsSpent <= max) return false;
+    this.#failJob(
+      job,
+      'MaxRestartsExceeded',
+      `${job.ref.kind} ${job.ref.name}: a torchrun agent needed restart ${job.restartsSpent} of elasticPolicy.maxRestarts ${max} after its world lost a member.`,
+      t,
+    );
+    return true;
   }
 
   #recordSample(

@@ -31,6 +31,11 @@ export interface SimulatedJobSpec {
   globalBatchSize?: number;
   targetSamples?: number;
   backoffLimit: number;
+  /**
+   * elasticPolicy.maxRestarts of a PyTorchJob run by torchrun (undefined: no torchelastic agent, no restart
+   * budget): restarts each agent may take before it gives up and the job fails.
+   */
+  maxRestarts?: number;
   /** StatefulSets start pods one by one unless podManagementPolicy is Parallel. */
   orderedStart: boolean;
   /** The container that trains: trainscaler.io/container, else the framework's name, else the first. */
@@ -95,7 +100,13 @@ export function readSimulatedJobSpec(job: KubeObject): SimulatedJobSpec {
   if (!Number.isInteger(backoffLimit) || (backoffLimit as number) < 0) {
     throw new ValidationError('/spec/runPolicy/backoffLimit', 'must be a non-negative integer');
   }
+  const elastic = kind === 'PyTorchJob' && isRecord(spec.elasticPolicy) ? spec.elasticPolicy : undefined;
+  const maxRestarts = elastic?.maxRestarts;
+  if (maxRestarts !== undefined && (!Number.isInteger(maxRestarts) || (maxRestarts as number) < 0)) {
+    throw new ValidationError('/spec/elasticPolicy/maxRestarts', 'must be a non-negative integer');
+  }
   return {
+    ...(maxRestarts !== undefined ? { maxRestarts: maxRestarts as number } : {}),
     kind,
     app,
     roles,

@@ -275,6 +275,7 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
     );
 
     // The trainers: 10 steps/s each; worker 2 three times slower after SLOW_AFTER_SECONDS.
+    const trainersStartedAt = clock();
     for (let worker = 0; worker < WORKERS; worker++) {
       const hookMode = worker !== 1;
       const args = [
@@ -341,6 +342,23 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
       0,
     );
     assert.ok(series.every((s) => s.metric.replicas === '3' && s.metric.local_batch_size === '32'));
+
+    // What a rescale cost is measured to: the first step after a pause (here the trainers' first steps),
+    // read back through the rescale-pause query on this real Prometheus to the exact second each sidecar saw.
+    const source = new PrometheusMetricsSource(prometheusUrl, clock, { timeoutMs: 5000 });
+    const firstStep = await waitUntil(
+      () => source.firstStepAfterPause(JOB, trainersStartedAt),
+      20_000,
+      'the first step of the world in Prometheus',
+      logsOf,
+    );
+    assert.ok(
+      firstStep > trainersStartedAt && firstStep <= clock(),
+      `first step ${firstStep - trainersStartedAt} s after the trainers started`,
+    );
+    // The exact second, not a scrape's: no earlier resume after it, whatever the scrape times were.
+    const again = await source.firstStepAfterPause(JOB, firstStep - 1e-3);
+    assert.equal(again, firstStep);
 
     // The straggler alert travels to the alarm function, which reads the metrics back and evicts the pod.
     const eviction = await waitUntil(

@@ -351,7 +351,10 @@ describe('actOnJob: the write and its audit trail', () => {
   it('a straggler eviction evicts the pod named, after the patch, for real', async () => {
     const { sim, deps, calls } = setup();
     sim.step(60);
-    const pod = (await sim.listPods('team-a')).find((p) => p.spec?.nodeName)?.metadata?.name;
+    // Worker-1: worker-0 of this c10d job hosts the rendezvous store and is never evicted (the guardrails).
+    const pod = (await sim.listPods('team-a')).find(
+      (p) => p.spec?.nodeName && p.metadata?.name?.endsWith('-worker-1'),
+    )?.metadata?.name;
     assert.ok(pod);
     const outcome = await actOnJob(TOY, () => plan([{ kind: 'evict-pod', pod }], 'straggler'), deps);
     assert.equal(outcome.applied, true);

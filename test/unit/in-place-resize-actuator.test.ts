@@ -18,7 +18,8 @@ const GiB = 1024 ** 3;
 function setup(options: {
   served: boolean;
   nodeReports?: boolean;
-  resizeFaults?: Error[];
+  /** One entry per resize call, in order: an error to throw, or undefined to let it through. */
+  resizeFaults?: (Error | undefined)[];
   dryRun?: boolean;
 }) {
   const { sim } = harness();
@@ -167,14 +168,15 @@ describe('in-place right-sizing through pods/resize', () => {
   });
 
   it('an OOM-killed pod: resized in place instead of evicted when served; evicted when not', async () => {
-    const oom = raiseMemory((pods) => [{ kind: 'evict-pod', pod: pods[0] ?? '', toResize: true }], 'fault');
+    // worker-1: worker-0 of this elastic c10d job is protected unless it was itself OOM-killed (guardrails).
+    const oom = raiseMemory((pods) => [{ kind: 'evict-pod', pod: pods[1] ?? '', toResize: true }], 'fault');
     const served = setup({ served: true });
     await actOnJob(TOY, oom, served.deps);
-    assert.ok(served.calls.includes('resize toy-worker-0'));
+    assert.ok(served.calls.includes('resize toy-worker-1'));
     assert.ok(!served.calls.some((c) => c.startsWith('evict')), 'no eviction: the pod is resized in place');
     const absent = setup({ served: false });
     await actOnJob(TOY, oom, absent.deps);
-    assert.ok(absent.calls.includes('evict toy-worker-0'));
+    assert.ok(absent.calls.includes('evict toy-worker-1'));
     assert.ok(!absent.calls.some((c) => c.startsWith('resize')));
   });
 
@@ -189,15 +191,16 @@ describe('in-place right-sizing through pods/resize', () => {
   });
 
   it('a resize the API server refuses: the OOM-killed pod is evicted the old way, and the Event says so', async () => {
-    const refusal = new ApiError('resize pod team-a/toy-worker-0', 422, 'Pod QOS Class may not change');
-    const { deps, calls } = setup({ served: true, resizeFaults: [refusal] });
+    const refusal = new ApiError('resize pod team-a/toy-worker-1', 422, 'Pod QOS Class may not change');
+    const { deps, calls } = setup({ served: true, resizeFaults: [undefined, refusal] });
     const outcome = await actOnJob(
       TOY,
-      raiseMemory((pods) => [{ kind: 'evict-pod', pod: pods[0] ?? '', toResize: true }], 'fault'),
+      raiseMemory((pods) => [{ kind: 'evict-pod', pod: pods[1] ?? '', toResize: true }], 'fault'),
       deps,
     );
-    assert.ok(calls.includes('evict toy-worker-0'));
-    assert.equal(outcome.podResizes?.[0]?.result, 'failed');
+    assert.ok(calls.includes('evict toy-worker-1'));
+    assert.ok(!calls.includes('evict toy-worker-0'), 'the pod resized in place is not evicted');
+    assert.equal(outcome.podResizes?.[1]?.result, 'failed');
   });
 
   it('a 409 on a resize: the pod is re-read and the resize re-planned and sent again', async () => {

@@ -15,6 +15,7 @@ export const METRIC = {
   samples: 'trainscaler_samples_total',
   trainerSamples: 'trainscaler_trainer_samples',
   lastProgress: 'trainscaler_last_progress_timestamp_seconds',
+  resumed: 'trainscaler_resumed_timestamp_seconds',
   gpuUtilization: 'trainscaler_gpu_utilization_ratio',
   gpuMemoryUsed: 'trainscaler_gpu_memory_used_bytes',
   gpuMemoryTotal: 'trainscaler_gpu_memory_total_bytes',
@@ -90,6 +91,16 @@ export function createSidecarMetrics(inputs: MetricsInputs): SidecarMetrics {
     collect() {
       clear(this);
       const at = tracker.lastProgressAt;
+      if (at !== undefined) this.set(at);
+    },
+  });
+  new Gauge({
+    name: METRIC.resumed,
+    help: 'Epoch seconds of the first step after the trainer last started or resumed from a pause (a re-formed world)',
+    registers: [registry],
+    collect() {
+      clear(this);
+      const at = tracker.resumedAt;
       if (at !== undefined) this.set(at);
     },
   });

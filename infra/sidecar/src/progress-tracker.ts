@@ -30,11 +30,20 @@ interface Point {
 /** How many points the window keeps at most: enough resolution, bounded memory at any report rate. */
 const POINTS_PER_WINDOW = 120;
 
+/**
+ * A step that comes this long after the previous one (and over 3 step times) ends a pause: the first step of
+ * a world torchelastic re-formed after a rescale (5-45 s measured) rather than a slow step.
+ */
+const MIN_PAUSE_SECONDS = 2;
+
 export class ProgressTracker {
   #points: Point[] = [];
   #latest: Point | undefined;
   #lastSamples: number | undefined;
   #lastMean: number | undefined;
+  #resumedAt: number | undefined;
+  /** Seconds per step between the last two reports that moved the step count. */
+  #stepInterval: number | undefined;
   #shape: JobShape;
 
   constructor(
@@ -69,6 +78,14 @@ export class ProgressTracker {
     return this.#latest?.at;
   }
 
+  /**
+   * Epoch seconds of the first step after the trainer last started, restarted or resumed from a pause in its
+   * progress: the first step of the current world. What a rescale cost is measured up to.
+   */
+  get resumedAt(): number | undefined {
+    return this.#resumedAt;
+  }
+
   observe(report: ProgressReport): ProgressIncrement {
     if (!Number.isFinite(report.step) || report.step < 0 || !Number.isFinite(report.at))
       throw new RangeError(`invalid progress report: step ${report.step} at ${report.at}`);
@@ -81,6 +98,11 @@ export class ProgressTracker {
       this.#lastMean = undefined;
     }
     const steps = previous && !restarted ? report.step - previous.step : 0;
+    const pause = Math.max(MIN_PAUSE_SECONDS, 3 * (this.#stepInterval ?? 0));
+    if (previous === undefined || restarted || (steps > 0 && report.at - previous.at > pause))
+      this.#resumedAt = report.at;
+    if (restarted) this.#stepInterval = undefined;
+    else if (previous && steps > 0) this.#stepInterval = (report.at - previous.at) / steps;
     const samples = this.#samplesDelta(report, steps, restarted);
     if (previous === undefined || report.step !== previous.step || restarted || reshaped) {
       const point = { at: report.at, step: report.step };

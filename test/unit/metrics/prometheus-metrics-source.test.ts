@@ -710,3 +710,39 @@ describe('PrometheusMetricsSource bad answers', () => {
     });
   });
 });
+
+describe('PrometheusMetricsSource: the first step after a rescale', () => {
+  const answer = (value: string | undefined) => ({
+    status: 'success',
+    data: { resultType: 'vector', result: value === undefined ? [] : [{ metric: {}, value: [0, value] }] },
+  });
+
+  it("asks for the earliest resume of the job's workers after the patch, and reads the exact second", async () => {
+    const received: Received[] = [];
+    let body = answer('1000031.25');
+    const { url, server } = await serve((req, res) => {
+      const u = new URL(req.url ?? '/', 'http://x');
+      received.push({ path: u.pathname, params: u.searchParams });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+    try {
+      const source = new PrometheusMetricsSource(url, () => 1_000_100);
+      assert.equal(await source.firstStepAfterPause(JOB, 1_000_000), 1_000_031.25);
+      assert.equal(received[0]?.path, '/api/v1/query');
+      assert.equal(
+        received[0]?.params.get('query'),
+        'min(min_over_time((trainscaler_resumed_timestamp_seconds{namespace="team-a",job_kind="PyTorchJob",job_name="bert",role="worker"} > 1000000)[115s:15s]))',
+      );
+      body = answer(undefined);
+      assert.equal(await source.firstStepAfterPause(JOB, 1_000_000), undefined, 'no worker resumed yet');
+      body = answer('999999');
+      assert.equal(await source.firstStepAfterPause(JOB, 1_000_000), undefined, 'never one before the patch');
+      received.length = 0;
+      assert.equal(await source.firstStepAfterPause(JOB, 1_000_100), undefined);
+      assert.equal(received.length, 0, 'a patch not in the past asks nothing');
+    } finally {
+      await close(server);
+    }
+  });
+});

@@ -310,6 +310,20 @@ describe('decideOnStragglers', () => {
     );
   });
 
+  it('reports a straggling worker-0 of an elastic c10d job instead of evicting it (it hosts the store)', () => {
+    const c10d = { ...job(), torchElastic: { c10dStore: true, rdzvConf: {}, tuneRendezvous: false } };
+    const slow0 = series(uniform(6), N, lastSlow([0], N, 6, 1.5));
+    const plan = decide(slow0, c10d);
+    assert.deepEqual(plan.changes, []);
+    assert.match(
+      plan.reason,
+      /reported, not evicting: worker-0 is worker-0, the host of the job's c10d rendezvous store/,
+    );
+    // The same straggler without a c10d store, or worker-2 of the c10d job, is evicted.
+    assert.deepEqual(decide(slow0).changes.at(-1), { kind: 'evict-pod', pod: 'worker-0' });
+    assert.deepEqual(decide(oneSlow(), c10d).changes.at(-1), { kind: 'evict-pod', pod: 'worker-2' });
+  });
+
   it('evicts at most one pod per decision: the worse straggler', () => {
     const two = series(uniform(6), N, (w, i) =>
       i >= N - 6 && w === 1 ? 1.4 : i >= N - 6 && w === 4 ? 2 : 1,

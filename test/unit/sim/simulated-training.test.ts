@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { MissingMetricsError } from '../../../lib/errors.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../../../lib/policies/rendezvous.js';
 import { SimulatedCluster, type SimulatedClusterOptions } from '../../../lib/sim/simulated-cluster.js';
 import { type ContainerSizing, pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
 import type { JobRef } from '../../../lib/types.js';
@@ -24,6 +25,7 @@ function submit(
     globalBatchSize?: number;
     backoffLimit?: number;
     targetSamples?: number;
+    maxRestarts?: number;
   },
 ): JobRef {
   sim.submitJob(
@@ -40,6 +42,7 @@ function submit(
       ...(options.priorityClassName ? { priorityClassName: options.priorityClassName } : {}),
       ...(options.globalBatchSize ? { globalBatchSize: options.globalBatchSize } : {}),
       ...(options.backoffLimit !== undefined ? { backoffLimit: options.backoffLimit } : {}),
+      ...(options.maxRestarts !== undefined ? { maxRestarts: options.maxRestarts } : {}),
     }),
   );
   return refOf(name);
@@ -99,15 +102,78 @@ describe('simulated training progress', () => {
       },
     );
     sim.step(600);
-    assert.ok(Math.abs(sim.jobStatus(ref).processedSamples - processed - rate1 * (600 - 30)) < 1e-6);
+    // The world lost a member: the scale-down cost, as measured (19.1 s), not the scale-up's.
+    const down = sim.timing.scaleDownCostSeconds;
+    assert.equal(down, MEASURED_RESCALE_PAUSE_SECONDS.recommended.down);
+    const after = sim.jobStatus(ref).processedSamples - processed;
+    // 19.1 s is not a binary fraction: sums of it round in the last bits.
+    assert.ok(Math.abs(after - rate1 * (600 - down)) < 1e-3, `${after} vs ${rate1 * (600 - down)}`);
     sim.step(3 * 3600);
     const status = sim.jobStatus(ref);
     assert.equal(status.phase, 'Succeeded');
     assert.equal(status.processedSamples, 400_000);
-    const expectedEnd = sim.jobStatus(ref).submittedAt + 1200 + (400_000 - processed - rate1 * 570) / rate1;
-    assert.ok(Math.abs((status.finishedAt ?? 0) - expectedEnd) < 1e-6);
+    const expectedEnd =
+      sim.jobStatus(ref).submittedAt + 1200 + (400_000 - processed - rate1 * (600 - down)) / rate1;
+    assert.ok(Math.abs((status.finishedAt ?? 0) - expectedEnd) < 1e-3);
     assert.equal(status.jctSeconds, (status.finishedAt ?? 0) - status.submittedAt);
     assert.ok((await sim.listPods('team-a')).every((p) => p.status?.phase === 'Succeeded'));
+  });
+
+  it('charges growth the scale-up cost and a lost member the scale-down cost, and tells when the pause ended', async () => {
+    const sim = cluster({ timing: { scaleUpCostSeconds: 10, scaleDownCostSeconds: 40 } });
+    const ref = submit(sim, 'toy', { workers: 1 });
+    sim.step(600);
+    const grownAt = sim.now();
+    const replicas = (to: number) => [
+      { op: 'replace' as const, path: '/spec/pytorchReplicaSpecs/Worker/replicas', value: to },
+    ];
+    await sim.patchJob(ref, replicas(2), { dryRun: false });
+    assert.equal(await sim.firstStepAfterPause(ref, grownAt), undefined, 'not before the world re-formed');
+    sim.step(600);
+    // bound at once, running after the 20 s pod start, then the 10 s pause of a world that only gained one.
+    const grown = await sim.firstStepAfterPause(ref, grownAt);
+    assert.equal((grown ?? 0) - grownAt, 20 + 10);
+    const shrunkAt = sim.now();
+    await sim.patchJob(ref, replicas(1), { dryRun: false });
+    sim.step(600);
+    assert.equal(((await sim.firstStepAfterPause(ref, shrunkAt)) ?? 0) - shrunkAt, 40);
+    assert.equal(sim.restartsSpent(ref), 1, 'the scale-down spent a restart, the growth none');
+  });
+
+  it('fails an elastic job whose agents run out of maxRestarts; growth spends none', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 1, maxRestarts: 1 });
+    sim.step(300);
+    const resize = async (to: number) => {
+      await sim.patchJob(
+        ref,
+        [{ op: 'replace', path: '/spec/pytorchReplicaSpecs/Worker/replicas', value: to }],
+        { dryRun: false },
+      );
+      sim.step(300);
+    };
+    for (const to of [2, 3, 4]) await resize(to);
+    assert.equal(sim.restartsSpent(ref), 0);
+    await resize(3);
+    assert.equal(sim.jobStatus(ref).phase, 'Running', 'restart 1 of maxRestarts 1 is allowed');
+    assert.equal(sim.restartsSpent(ref), 1);
+    await resize(2);
+    const status = sim.jobStatus(ref);
+    assert.equal(status.phase, 'Failed');
+    assert.match(
+      status.failureReason ?? '',
+      /^MaxRestartsExceeded: .*restart 2 of elasticPolicy\.maxRestarts 1/,
+    );
+  });
+
+  it('a world of new agents only starts with a full budget (every member replaced)', async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 1, maxRestarts: 0 });
+    sim.step(300);
+    await sim.evictPod('team-a', 'toy-worker-0', { dryRun: false });
+    sim.step(300);
+    assert.equal(sim.jobStatus(ref).phase, 'Running', 'the replacement agent has spent nothing');
+    assert.equal(sim.restartsSpent(ref), 0);
   });
 
   it('makes no progress while a worker cannot be scheduled (fixed world size)', () => {

@@ -87,3 +87,30 @@ describe('ProgressTracker', () => {
     assert.throws(() => tracker.observe({ step: Number.NaN, at: T0 }), RangeError);
   });
 });
+
+describe('ProgressTracker: the first step of the current world', () => {
+  it('is the first step ever, then the first after a pause, a restart or nothing else', () => {
+    const tracker = new ProgressTracker(60, shape);
+    assert.equal(tracker.resumedAt, undefined);
+    tracker.observe({ step: 10, at: T0 });
+    assert.equal(tracker.resumedAt, T0, 'a new worker: its first step');
+    for (let i = 1; i <= 20; i++) tracker.observe({ step: 10 + i, at: T0 + i * 0.05 });
+    tracker.observe({ step: 30, at: T0 + 1.5 }); // a 0.5 s hiccup: a slow step, not a pause
+    assert.equal(tracker.resumedAt, T0);
+    tracker.observe({ step: 30, at: T0 + 10 }); // the same total again: no progress
+    tracker.observe({ step: 31, at: T0 + 21.5 }); // 20 s without a step: a re-formed world
+    assert.equal(tracker.resumedAt, T0 + 21.5);
+    tracker.observe({ step: 25, at: T0 + 30 }); // back to an older checkpoint: a restart
+    assert.equal(tracker.resumedAt, T0 + 30);
+  });
+
+  it('does not take the steps of a slow trainer for pauses', () => {
+    const tracker = new ProgressTracker(600, shape);
+    for (let i = 0; i < 10; i++) tracker.observe({ step: i, at: T0 + 5 * i });
+    assert.equal(tracker.resumedAt, T0 + 5, 'the second step sets the pace (no step time before it)');
+    tracker.observe({ step: 10, at: T0 + 45 + 14 }); // 14 s for a 5 s step: not over 3 step times
+    assert.equal(tracker.resumedAt, T0 + 5);
+    tracker.observe({ step: 11, at: T0 + 59 + 45 }); // over 3 x 14 s
+    assert.equal(tracker.resumedAt, T0 + 104);
+  });
+});

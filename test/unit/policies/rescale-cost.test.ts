@@ -1,0 +1,222 @@
+// Measured rescale costs (asymmetric: growing re-forms the world in ~8.6 s, shrinking waits ~19.1 s for the
+// leaving agent's heartbeat) and each elastic PyTorchJob's restart budget, as tuning and rebalance use them.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../../../lib/config.js';
+import { measureLastRescale } from '../../../lib/decisions/rescale-measurement.js';
+import { ApiError } from '../../../lib/errors.js';
+import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
+import type { Placement, ThroughputModel } from '../../../lib/model/throughput-model.js';
+import { decideRebalance, type RebalanceJob } from '../../../lib/policies/rebalance.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../../../lib/policies/rendezvous.js';
+import { rescaleCostsOf, scaleDownsLeft, withMeasuredRescale } from '../../../lib/policies/rescale-cost.js';
+import { decideTuning } from '../../../lib/policies/tuning.js';
+import type { ClusterCapacity, JobAutoscalerState, JobView, Plan } from '../../../lib/types.js';
+import { jobView, workerRole } from '../../support/job-views.js';
+
+const GiB = 1024 ** 3;
+const NOW = 1_700_000_000;
+const ONE_GPU = { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 };
+const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG };
+const C10D = { c10dStore: true, rdzvConf: {}, tuneRendezvous: false };
+
+function tableModel(table: Record<number, number>): ThroughputModel {
+  return {
+    sampleCount: 6,
+    distinctScales: 3,
+    predict(p: Placement) {
+      const tp = table[p.replicas] ?? 1;
+      return { stepTime: (p.replicas * p.localBatchSize) / tp, stdev: 0, throughput: tp };
+    },
+  };
+}
+
+function job(name: string, k: number, state: Partial<JobAutoscalerState> = {}, extra: Partial<JobView> = {}) {
+  return jobView(
+    {
+      ref: { kind: 'PyTorchJob', namespace: 'ml', name },
+      signature: name,
+      state: { oomCount: 0, paused: false, ...state },
+      ...extra,
+    },
+    [workerRole(ONE_GPU, { replicas: k, minReplicas: 1, maxReplicas: 16 })],
+  );
+}
+
+function capacity(used: number, total: number): ClusterCapacity {
+  return {
+    nodes: [
+      {
+        name: 'n1',
+        allocatable: { cpuMillis: total * 1000, memoryBytes: total * GiB, gpus: total },
+        allocated: { cpuMillis: used * 1000, memoryBytes: used * GiB, gpus: used },
+        schedulable: true,
+      },
+    ],
+  };
+}
+
+function tune(view: JobView, table: Record<number, number>, remainingSeconds: number, free = 0) {
+  const k = view.roles[0]?.replicas ?? 1;
+  return decideTuning({
+    job: view,
+    model: tableModel(table),
+    current: { replicas: k, nodes: 1, localBatchSize: 32 },
+    capacity: capacity(k, k + free),
+    remainingSeconds,
+    config,
+    now: NOW,
+  });
+}
+
+function to(plan: Plan): number | undefined {
+  const c = plan.changes[0];
+  return c?.kind === 'replicas' ? c.to : undefined;
+}
+
+describe('rescale costs: defaults from bench:rescale, then the job own measurements', () => {
+  it('defaults to the measured pauses, growth paying the pod start too', () => {
+    const costs = rescaleCostsOf(job('a', 4), config);
+    assert.equal(costs.up, MEASURED_RESCALE_PAUSE_SECONDS.recommended.up + config.podStartSeconds);
+    assert.equal(costs.down, MEASURED_RESCALE_PAUSE_SECONDS.recommended.down);
+    assert.deepEqual([costs.upMeasured, costs.downMeasured], [false, false]);
+    assert.deepEqual([config.scaleUpCostSeconds, config.scaleDownCostSeconds], [8.6, 19.1]);
+  });
+
+  it("a job's measurement replaces the default of its direction only", () => {
+    const costs = rescaleCostsOf(job('a', 4, { rescaleCost: { down: 44 } }), config);
+    assert.deepEqual(costs, { up: 8.6 + 20, down: 44, upMeasured: false, downMeasured: true });
+  });
+
+  it('measures the last rescale once, per direction, from the first step after the patch', () => {
+    const grown: JobAutoscalerState = {
+      oomCount: 0,
+      paused: false,
+      lastRescale: { at: 1000, from: 2, to: 3 },
+    };
+    const up = withMeasuredRescale(grown, 1031);
+    assert.deepEqual(up.rescaleCost, { up: 31, measuredFor: 1000 });
+    assert.equal(withMeasuredRescale(up, 1090), up, 'measured once');
+    assert.equal(withMeasuredRescale(grown, undefined), grown, 'not seen yet');
+    assert.equal(withMeasuredRescale(grown, 990), grown, 'a step before the patch is no measurement');
+    const shrunk = withMeasuredRescale({ ...up, lastRescale: { at: 2000, from: 3, to: 2 } }, 2017);
+    assert.deepEqual(shrunk.rescaleCost, { up: 31, down: 17, measuredFor: 2000 });
+  });
+
+  it('reads the first step from the metrics source, and a failing source leaves the state as it was', async () => {
+    const state: JobAutoscalerState = {
+      oomCount: 0,
+      paused: false,
+      lastRescale: { at: 500, from: 4, to: 2 },
+    };
+    const view = { ref: { kind: 'PyTorchJob' as const, namespace: 'ml', name: 'a' }, state };
+    const asked: number[] = [];
+    const source = (answer: () => Promise<number | undefined>) =>
+      ({
+        firstStepAfterPause: async (_ref: unknown, since: number) => {
+          asked.push(since);
+          return answer();
+        },
+      }) as unknown as MetricsSource;
+    assert.deepEqual(
+      (
+        await measureLastRescale(
+          source(async () => 520),
+          view,
+        )
+      ).rescaleCost,
+      {
+        down: 20,
+        measuredFor: 500,
+      },
+    );
+    assert.deepEqual(asked, [500]);
+    const failing = source(async () => {
+      throw new ApiError('Prometheus', 503, 'down');
+    });
+    assert.equal(await measureLastRescale(failing, view), state);
+    assert.equal(await measureLastRescale(undefined, view), state);
+  });
+});
+
+describe('tuning weighs growth and shrinking at their own costs', () => {
+  // 4 -> 5 workers: 400 -> 500 samples/s saves 0.2 x remaining; it must exceed 2 x the scale-up cost.
+  const growth = { 4: 400, 5: 500 };
+
+  it("grows when the saving beats 2 x the job's scale-up cost, and not when a measured cost is dearer", () => {
+    // 2 x 28.6 s = 57.2 s: 300 s left saves 60 s.
+    assert.equal(to(tune(job('a', 4), growth, 300, 1)), 5);
+    const dear = tune(job('a', 4, { rescaleCost: { up: 40 } }), growth, 300, 1);
+    assert.deepEqual(dear.changes, []);
+    assert.match(dear.reason, /needs > 2 x scale-up cost 40 s \(measured on this job\)/);
+    // The same measurement as a scale-down cost leaves growth alone: the directions are apart.
+    assert.equal(to(tune(job('a', 4, { rescaleCost: { down: 40 } }), growth, 300, 1)), 5);
+  });
+
+  it("shrinks when the freed pod-seconds beat 2 x pods x the job's scale-down cost", () => {
+    // 4 -> 3 loses nothing: frees R pod-seconds against 2 x 4 x 19.1 = 152.8.
+    const flat = { 3: 300, 4: 300 };
+    assert.equal(to(tune(job('a', 4), flat, 160)), 3);
+    assert.deepEqual(tune(job('a', 4), flat, 150).changes, []);
+    assert.deepEqual(tune(job('a', 4, { rescaleCost: { down: 25 } }), flat, 160).changes, []);
+  });
+
+  it('plans no scale-down once only the reserved restart of an elastic PyTorchJob is left', () => {
+    const flat = { 3: 300, 4: 300 };
+    const te = (scaleDowns: number) =>
+      job('a', 4, { scaleDowns }, { torchElastic: { ...C10D, maxRestarts: 3 } });
+    assert.equal(scaleDownsLeft(te(1)), 1);
+    assert.equal(to(tune(te(1), flat, 3600)), 3);
+    const held = tune(te(2), flat, 3600);
+    assert.deepEqual(held.changes, []);
+    assert.match(
+      held.reason,
+      /no scale-down: 2 of maxRestarts 3 spent on scale-downs, the last kept in reserve/,
+    );
+  });
+});
+
+describe('rebalance values the restart budget of its donors', () => {
+  const donorTable = { 2: 200, 3: 300, 4: 400 };
+  const entry = (view: JobView, table: Record<number, number>): RebalanceJob => ({
+    job: view,
+    model: tableModel(table),
+    current: { replicas: view.roles[0]?.replicas ?? 1, nodes: 1, localBatchSize: 32 },
+    remainingSeconds: 3600,
+  });
+  const urgent = job('urgent', 1, {}, { priority: 10 });
+  const admit = (donors: JobView[]) =>
+    decideRebalance({
+      jobs: donors.map((d) => entry(d, donorTable)),
+      pending: [{ job: urgent, demand: ONE_GPU, pods: 1 }],
+      capacity: capacity(8, 8),
+      config,
+      now: NOW,
+    });
+  const budget = (name: string, scaleDowns: number) =>
+    job(name, 4, { scaleDowns }, { torchElastic: { ...C10D, maxRestarts: 3 } });
+
+  it('does not plan a shrink its restart budget cannot pay: takes from the donor that can', () => {
+    const plans = admit([budget('aa-spent', 2), budget('zz-able', 1)]);
+    assert.deepEqual(
+      plans.map((p) => [p.ref.name, to(p)]),
+      [['zz-able', 3]],
+    );
+    assert.deepEqual(admit([budget('aa-spent', 2)]), [], 'nothing shrinks when no donor can');
+  });
+
+  it('prefers, among donors that lose alike, the one with restarts to spare', () => {
+    // Alphabetical order would pick aa-last; its last spare restart makes its loss count double.
+    const plans = admit([budget('aa-last', 1), job('zz-free', 4)]);
+    assert.deepEqual(
+      plans.map((p) => [p.ref.name, to(p)]),
+      [['zz-free', 3]],
+    );
+    const alike = admit([job('aa-last', 4), job('zz-free', 4)]);
+    assert.deepEqual(
+      alike.map((p) => [p.ref.name, to(p)]),
+      [['aa-last', 3]],
+      'without budgets the tie goes by name',
+    );
+  });
+});
