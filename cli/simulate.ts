@@ -50,7 +50,11 @@ import {
   tiresiasPass,
 } from '../lib/sim/baselines/tiresias.js';
 import { IdleWhileWantedMeter, unheldGpus, workersWorthAdding } from '../lib/sim/idle-capacity.js';
-import { SimulatedCluster, type SimulatedNodeSpec } from '../lib/sim/simulated-cluster.js';
+import {
+  type JobTimelinePoint,
+  SimulatedCluster,
+  type SimulatedNodeSpec,
+} from '../lib/sim/simulated-cluster.js';
 import { eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
 import {
   FITTED_WORLD,
@@ -146,6 +150,36 @@ export interface JobOutcome {
   lastReason?: string;
   /** The simulator's reason for a failed job, e.g. 'BackoffLimitExceeded: ...' or 'PendingTimeout: ...'. */
   failureReason?: string;
+  /** Where the job's time went, from its timeline (60 s points); absent for a job never submitted. */
+  time?: JobTimeSplit;
+}
+
+/** A job's seconds by phase (each timeline point's phase covers the span since the previous point). */
+export interface JobTimeSplit {
+  pendingSeconds: number;
+  runningSeconds: number;
+  restartingSeconds: number;
+  /** Mean training workers while Running, weighted by time. */
+  meanWorkersRunning: number;
+}
+
+export function timeSplitOf(timeline: readonly JobTimelinePoint[], submittedAt: number): JobTimeSplit {
+  const split = { pendingSeconds: 0, runningSeconds: 0, restartingSeconds: 0, meanWorkersRunning: 0 };
+  let workerSeconds = 0;
+  let previous = submittedAt;
+  for (const point of timeline) {
+    const span = Math.max(0, point.at - previous);
+    previous = point.at;
+    if (point.phase === 'Pending') split.pendingSeconds += span;
+    else if (point.phase === 'Restarting') split.restartingSeconds += span;
+    else if (point.phase === 'Running' || point.phase === 'Succeeded') {
+      split.runningSeconds += span;
+      // A closing point reports no running workers; its span ran at the size of the point before.
+      workerSeconds += span * (point.workersRunning || point.workersDesired);
+    }
+  }
+  split.meanWorkersRunning = split.runningSeconds > 0 ? workerSeconds / split.runningSeconds : 0;
+  return split;
 }
 
 export interface RunSummary {
@@ -584,6 +618,7 @@ async function runWorkload(
       ...(policy === 'tiresias' ? { preemptions: t.preemptions } : {}),
       ...(t.lastReason ? { lastReason: t.lastReason } : {}),
       ...(status.failureReason ? { failureReason: status.failureReason } : {}),
+      time: timeSplitOf(sim.timeline(t.ref), status.submittedAt),
     };
   });
   // Jobs never admitted before the cap are unfinished too.

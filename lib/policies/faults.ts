@@ -165,13 +165,21 @@ function memoryChanges(role: RoleView, raised: number): Change[] {
 
 // --- Evicted, preempted, failed, unschedulable ---------------------------------------------------------
 
+const UNPLACEABLE = 'Pending, fits on no node';
+
+/** No live pod of the job is bound to a node or has run: it waits for admission as a whole. */
+function isQueued(pods: PodView[]): boolean {
+  const live = pods.filter((p) => p.phase !== 'Succeeded' && p.phase !== 'Failed');
+  return live.length > 0 && live.every((p) => p.phase === 'Pending' && !p.nodeName && p.restartCount === 0);
+}
+
 function lostPodCause(pod: PodView, capacity: ClusterCapacity): string | undefined {
   if (isEvictedOrPreempted(pod)) return pod.reason;
   if (isOomKilled(pod)) return undefined;
   if (pod.phase === 'Failed') return `Failed (${pod.lastTermination?.reason ?? pod.reason ?? 'no reason'})`;
   // A gated pod is held back on purpose (Kueue's workload-slice gate until its slice is admitted), not unplaceable.
   if (pod.phase === 'Pending' && !pod.nodeName && !pod.schedulingGated && !fitsOnSomeNode(capacity, pod)) {
-    return 'Pending, fits on no node';
+    return UNPLACEABLE;
   }
   return undefined;
 }
@@ -199,9 +207,7 @@ function roomForOtherRoles(
   const running = pods.filter((p) => p.role === 'Worker' && p.phase === 'Running').length;
   for (const role of job.roles) {
     if (role.role === 'Worker') continue;
-    const waiting = pods.filter(
-      (p) => p.role === role.role && lostPodCause(p, capacity) === 'Pending, fits on no node',
-    );
+    const waiting = pods.filter((p) => p.role === role.role && lostPodCause(p, capacity) === UNPLACEABLE);
     if (waiting.length === 0) continue;
     let removed = workersRemoved;
     let room = free;
@@ -230,6 +236,11 @@ function decideOnLostPods(job: JobView, pods: PodView[], capacity: ClusterCapaci
   // the same free GPU twice. Room for a waiting master comes first: without it no worker trains.
   const room = roomForOtherRoles(job, pods, capacity, notes);
   let free = room.free;
+  // An elastic job none of whose pods has a node is queued, not faulted: how many GPUs it gets is the
+  // rebalance's admission (rebalance.ts, queuedShare), which ranks it against the running jobs. Shrinking it
+  // here to what is free this instant (often its minimum) would start a short job at one worker and leave
+  // it to grow a probe per cool-down.
+  const queued = job.elastic && isQueued(pods);
 
   for (const role of job.roles) {
     if (room.placed.has(role.role)) continue;
@@ -237,7 +248,8 @@ function decideOnLostPods(job: JobView, pods: PodView[], capacity: ClusterCapaci
     const lost = pods
       .filter((p) => p.role === role.role)
       .map((pod) => ({ pod, cause: lostPodCause(pod, capacity) }))
-      .filter((l): l is { pod: PodView; cause: string } => l.cause !== undefined);
+      .filter((l): l is { pod: PodView; cause: string } => l.cause !== undefined)
+      .filter((l) => !(queued && l.cause === UNPLACEABLE));
     if (lost.length === 0 && makingRoom === 0) continue;
     const what = [
       ...lost.map((l) => `${l.pod.name} ${l.cause}`),

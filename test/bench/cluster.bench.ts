@@ -192,7 +192,11 @@ function byApplication(run: SimulationResult['runs'][number], workload: Workload
         const job = asked.get(j.name);
         return s + (job ? aloneAtUserSize(job) : Number.NaN);
       }, 0);
-      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, mean run ${Math.round((jct - wait) / jobs.length)} s (${((jct - wait) / alone).toFixed(2)}x alone at the user's size), rescales/job ${(rescales / jobs.length).toFixed(1)}, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT${run.policy === 'tiresias' ? `, ${preempted} preemptions` : ''}`;
+      const mean = (f: (j: (typeof jobs)[number]) => number) =>
+        jobs.reduce((s, j) => s + f(j), 0) / Math.max(1, jobs.length);
+      const workers = mean((j) => j.time?.meanWorkersRunning ?? 0);
+      const workersAsked = mean((j) => j.workersAsked);
+      return `${app} ${jobs.length} jobs, mean JCT ${Math.round(jct / jobs.length)} s, mean wait ${Math.round(wait / jobs.length)} s, mean run ${Math.round((jct - wait) / jobs.length)} s (${((jct - wait) / alone).toFixed(2)}x alone at the user's size), at ${workers.toFixed(1)} workers (asked ${workersAsked.toFixed(1)}), rescales/job ${(rescales / jobs.length).toFixed(1)}, ${((100 * jct) / Math.max(1, total)).toFixed(0)}% of JCT${run.policy === 'tiresias' ? `, ${preempted} preemptions` : ''}`;
     })
     .join('; ');
 }

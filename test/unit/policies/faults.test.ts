@@ -357,6 +357,23 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
     }
   });
 
+  it('leaves a queued elastic job (no pod bound) to the rebalance admission, but shrinks a partly placed one', () => {
+    const waiting = (i: number) => pod(i, { phase: 'Pending', nodeName: undefined });
+    const queued = decide(job(), [waiting(0), waiting(1), waiting(2), waiting(3)], FULL);
+    assert.deepEqual(queued.changes, []);
+    assert.equal(queued.reason, 'no fault');
+    // One pod bound: the job is stranded, not queued; its unplaceable peers are lost as before.
+    const partly = decide(
+      job({}, [worker({ minReplicas: 1 })]),
+      [pod(0), waiting(1), waiting(2), waiting(3)],
+      FULL,
+    );
+    assert.deepEqual(partly.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 1 }]);
+    // A non-elastic queued job is never resized either way.
+    const rigid = decide(job({ elastic: false }), [waiting(0), waiting(1), waiting(2), waiting(3)], FULL);
+    assert.deepEqual(rigid.changes, []);
+  });
+
   it('does not treat a Pending pod that fits somewhere, or one already bound to a node, as lost', () => {
     const fits = decide(
       job(),

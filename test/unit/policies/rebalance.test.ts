@@ -377,6 +377,20 @@ describe('decideRebalance: jobs without a model', () => {
     assert.match(plans[0]?.reason ?? '', /\+1 probe: no throughput model yet/);
   });
 
+  it('are not probed across a node boundary', () => {
+    const node = (name: string, used: number) => ({
+      name,
+      allocatable: { cpuMillis: 4000, memoryBytes: 4 * GiB, gpus: 4 },
+      allocated: { cpuMillis: used * 1000, memoryBytes: used * GiB, gpus: used },
+      schedulable: true,
+    });
+    const full = { nodes: [node('n1', 4), node('n2', 0)] };
+    assert.deepEqual(rebalance([unknown], { capacity: full }), []);
+    // Three workers on a 4-GPU node: the fourth stays on it and is probed.
+    const three = { nodes: [node('n1', 3), node('n2', 0)] };
+    assert.deepEqual(sizes(rebalance([{ name: 'unknown', k: 3 }], { capacity: three })), { unknown: 4 });
+  });
+
   it('probe after modelled jobs have taken what they gain from', () => {
     const small = { name: 'small', k: 2, table: SMALL };
     assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 7) })), { small: 3 });
@@ -641,5 +655,29 @@ describe('decideRebalance: Kueue-managed jobs are left to Kueue', () => {
       decideRebalance({ ...input, pending: [{ ...waiting, job: { ...waiting.job, kueue: 'label q' } }] }),
       [],
     );
+  });
+});
+
+describe('decideRebalance: workers that slow their job down', () => {
+  // 5 workers span a second node in this table: slower than 4, and 3 slower still.
+  const slowed = { name: 'slowed', k: 5, table: { 3: 300, 4: 420, 5: 380 } };
+
+  it('gives back a worker that makes its job slower, even with no one to take it', () => {
+    const plans = rebalance([slowed]);
+    assert.deepEqual(sizes(plans), { slowed: 4 });
+    assert.match(plans[0]?.reason ?? '', /-1 its last worker slows it down/);
+  });
+
+  it('keeps a worker that adds speed, one seen at one size only, and one in cool-down', () => {
+    assert.deepEqual(sizes(rebalance([{ ...slowed, table: { 4: 380, 5: 420 } }])), {});
+    const oneScale = entry(slowed);
+    oneScale.model = { ...tableModel(slowed.table), distinctScales: 1 };
+    const plans = decideRebalance({ jobs: [oneScale], capacity: capacity(5, 5), config, now: NOW });
+    assert.deepEqual(sizes(plans), {});
+    assert.deepEqual(sizes(rebalance([{ ...slowed, lastActionAt: NOW - 10 }])), {});
+  });
+
+  it('does not shrink a job about to end: the restart would cost more than it saves', () => {
+    assert.deepEqual(sizes(rebalance([{ ...slowed, remainingSeconds: 300 }])), {});
   });
 });
