@@ -80,6 +80,11 @@ export interface JobAutoscalerState {
 export interface TorchElasticView {
   c10dStore: boolean;
   maxRestarts?: number;
+  /**
+   * Where maxRestarts came from: elasticPolicy, PET_MAX_RESTARTS in the Worker's env, --max_restarts in its
+   * command, or torchrun's default (0) when nothing sets it.
+   */
+  maxRestartsFrom?: 'elasticPolicy' | 'env' | 'command' | 'torchrun default';
   /** elasticPolicy.rdzvConf as key -> value. */
   rdzvConf: Record<string, string>;
   /** PET_MONITOR_INTERVAL in the Worker's training container env, when set there. */

@@ -583,18 +583,56 @@ export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
     tuneRendezvous: obj.metadata.annotations?.[ANNOTATION.tuneRendezvous] === 'true',
     trainscalerLauncher: false,
   };
-  const maxRestarts = getNumber(policy, ['maxRestarts']);
-  if (maxRestarts !== undefined) view.maxRestarts = maxRestarts;
   const worker = replicaSpecRoles(obj, 'pytorchReplicaSpecs').find((l) => l.role === 'Worker');
+  let argv: string[] = [];
+  let envValue = (_name: string): string | undefined => undefined;
   if (worker) {
     const { container } = findContainer(obj, worker, PYTORCH_JOB.defaultContainer);
-    const env = (getArray(container, ['env']) ?? []).find((e) => getString(e, ['name']) === MONITOR_ENV);
-    const value = getString(env, ['value']);
+    const envs = getArray(container, ['env']) ?? [];
+    envValue = (name) =>
+      getString(
+        envs.find((e) => getString(e, ['name']) === name),
+        ['value'],
+      );
+    const value = envValue(MONITOR_ENV);
     if (value !== undefined) view.monitorInterval = value;
-    const argv = [...(getArray(container, ['command']) ?? []), ...(getArray(container, ['args']) ?? [])];
-    view.trainscalerLauncher = argv.some((a) => typeof a === 'string' && a.includes(LAUNCHER_MODULE));
+    argv = [...(getArray(container, ['command']) ?? []), ...(getArray(container, ['args']) ?? [])].filter(
+      (a): a is string => typeof a === 'string',
+    );
+    view.trainscalerLauncher = argv.some((a) => a.includes(LAUNCHER_MODULE));
   }
+  const budget = effectiveMaxRestarts(getNumber(policy, ['maxRestarts']), envValue(MAX_RESTARTS_ENV), argv);
+  view.maxRestarts = budget.value;
+  view.maxRestartsFrom = budget.from;
   return view;
+}
+
+const MAX_RESTARTS_ENV = 'PET_MAX_RESTARTS';
+/** torchrun's own default for --max_restarts (torch 1.13 torch/distributed/run.py), used when nothing sets it. */
+const TORCHRUN_DEFAULT_MAX_RESTARTS = 0;
+
+/**
+ * The restarts torchrun really allows: elasticPolicy.maxRestarts (the operator passes it as PET_MAX_RESTARTS
+ * only when set), else PET_MAX_RESTARTS in the container's env, else --max_restarts / --max-restarts in its
+ * command, else torchrun's default of 0. Unset does not mean unlimited: with 0 the first scale-down (a lost
+ * member) fails the job.
+ */
+function effectiveMaxRestarts(
+  fromPolicy: number | undefined,
+  fromEnv: string | undefined,
+  argv: readonly string[],
+): { value: number; from: NonNullable<TorchElasticView['maxRestartsFrom']> } {
+  if (fromPolicy !== undefined) return { value: fromPolicy, from: 'elasticPolicy' };
+  const env = fromEnv === undefined ? Number.NaN : Number(fromEnv);
+  if (Number.isInteger(env) && env >= 0) return { value: env, from: 'env' };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    const match = /^--max[_-]restarts(?:=(\d+))?$/.exec(arg);
+    if (!match) continue;
+    const value = Number(match[1] ?? argv[i + 1]);
+    if (Number.isInteger(value) && value >= 0) return { value, from: 'command' };
+  }
+  return { value: TORCHRUN_DEFAULT_MAX_RESTARTS, from: 'torchrun default' };
 }
 
 function toEpochSeconds(value: string | Date | undefined): number | undefined {

@@ -189,7 +189,7 @@ export function rendezvousAdvice(job: JobView): { changes: Change[]; note: strin
       `measured pause per rescale: ${r.up} s up / ${r.down} s down with the launcher and these settings, ${f.up} s / ${f.down} s with torchrun and these settings, ${d.up} s / ${d.down} s with torchrun's defaults`,
     );
   }
-  notes.push(restartBudgetAdvice(te.maxRestarts));
+  notes.push(restartBudgetAdvice(te.maxRestartsFrom === 'torchrun default' ? undefined : te.maxRestarts));
   return {
     changes: set
       ? missing.map(({ setting }) => ({
@@ -206,7 +206,7 @@ export function rendezvousAdvice(job: JobView): { changes: Change[]; note: strin
 function restartBudgetAdvice(maxRestarts: number | undefined): string {
   const rule = 'each scale-down spends one restart of the surviving torchrun agents';
   if (maxRestarts === undefined)
-    return `restarts: elasticPolicy.maxRestarts is not set, so torchrun's own default applies (0 in torch 1.13, unless the command sets --max_restarts) and ${rule}: set maxRestarts to the shrinks you allow plus one`;
+    return `restarts: elasticPolicy.maxRestarts is not set (nor PET_MAX_RESTARTS or --max_restarts), so torchrun's own default applies (0 in torch 1.13) and ${rule}: trainscaler will not shrink this job while it runs; set maxRestarts to the shrinks you allow plus one`;
   const shrinks = Math.max(0, maxRestarts - 1);
   return `restarts: elasticPolicy.maxRestarts ${maxRestarts} bounds how often trainscaler shrinks this job: ${rule}, so at most ${shrinks} ${shrinks === 1 ? 'time' : 'times'} (the last restart is kept for a real failure)`;
 }

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { handleSubmit } from '../../functions/submit.js';
 import { actOnJob } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
-import { buildJobPatch, readJob, torchElasticOf } from '../../lib/adapters/job-adapter.js';
+import { buildJobPatch, readJob, roleOf, torchElasticOf } from '../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../lib/cluster/cluster-client.js';
 import {
   applyGuardrails,
@@ -96,6 +96,51 @@ describe('torchelastic facts read from the PyTorchJob', () => {
     );
     assert.equal(te?.maxRestarts, 5);
     assert.deepEqual(te?.rdzvConf, { last_call_timeout: '2' });
+  });
+  it('unset maxRestarts is what torchrun gets: PET_MAX_RESTARTS, else --max_restarts, else its default 0', () => {
+    const workerContainer = (obj: KubeObject) => {
+      const spec = obj.spec as {
+        pytorchReplicaSpecs: { Worker: { template: { spec: { containers: Record<string, unknown>[] } } } };
+      };
+      const container = spec.pytorchReplicaSpecs.Worker.template.spec.containers[0];
+      assert.ok(container);
+      return container;
+    };
+    const unset = withPolicy({ minReplicas: 1 });
+    assert.deepEqual(
+      [torchElasticOf(unset)?.maxRestarts, torchElasticOf(unset)?.maxRestartsFrom],
+      [0, 'torchrun default'],
+    );
+    const withEnv = withPolicy({ minReplicas: 1 });
+    workerContainer(withEnv).env = [{ name: 'PET_MAX_RESTARTS', value: '7' }];
+    assert.deepEqual(
+      [torchElasticOf(withEnv)?.maxRestarts, torchElasticOf(withEnv)?.maxRestartsFrom],
+      [7, 'env'],
+    );
+    const withFlag = withPolicy({ minReplicas: 1 });
+    workerContainer(withFlag).command = ['torchrun', '--max_restarts', '3', 'train.py'];
+    assert.deepEqual(
+      [torchElasticOf(withFlag)?.maxRestarts, torchElasticOf(withFlag)?.maxRestartsFrom],
+      [3, 'command'],
+    );
+    workerContainer(withFlag).command = ['torchrun', '--max-restarts=4', 'train.py'];
+    assert.equal(torchElasticOf(withFlag)?.maxRestarts, 4);
+    const both = withPolicy({ maxRestarts: 9 });
+    workerContainer(both).env = [{ name: 'PET_MAX_RESTARTS', value: '7' }];
+    assert.deepEqual(
+      [torchElasticOf(both)?.maxRestarts, torchElasticOf(both)?.maxRestartsFrom],
+      [9, 'elasticPolicy'],
+    );
+  });
+  it('a running job read with no maxRestarts anywhere is not shrunk: torchrun would fail it on the first', () => {
+    const te = torchElasticOf(withPolicy({ minReplicas: 1, maxReplicas: 8 }));
+    const shrink: Change[] = [{ kind: 'replicas', role: 'Worker', from: 4, to: 3 }];
+    const out = guard(elasticJob(te), shrink, {}, 'rebalance');
+    assert.deepEqual(out.plan.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 4 }]);
+    assert.deepEqual(
+      guard(elasticJob({ ...C10D, maxRestarts: 2 }), shrink, {}, 'rebalance').plan.changes,
+      shrink,
+    );
   });
 });
 
@@ -348,7 +393,7 @@ describe('rule 3: rendezvous settings that make rescales cheap, recommended on s
       /restarts: elasticPolicy\.maxRestarts 10 bounds how often trainscaler shrinks this job: each scale-down spends one restart .*at most 9 times/,
     );
     assert.match(budget(2), /at most 1 time \(the last restart is kept/);
-    assert.match(budget(undefined), /maxRestarts is not set, .*0 in torch 1\.13/);
+    assert.match(budget(undefined), /maxRestarts is not set .*0 in torch 1\.13.*will not shrink this job/);
     const fixed = toyJob();
     delete (fixed.spec as { elasticPolicy?: unknown }).elasticPolicy;
     assert.equal(rendezvousAdvice(readJob(fixed)), undefined, 'no elasticPolicy, no torchelastic advice');
