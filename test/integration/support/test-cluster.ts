@@ -96,6 +96,8 @@ export function elasticPyTorchJob(input: {
   gpus?: number;
   priorityClassName?: string;
   annotations?: Record<string, string>;
+  /** elasticPolicy.maxRestarts; 10 by default, as a user who lets trainscaler shrink the job sets it. */
+  maxRestarts?: number;
 }) {
   const memory = input.memory ?? '2Gi';
   return {
@@ -107,7 +109,12 @@ export function elasticPyTorchJob(input: {
       annotations: { 'trainscaler.io/managed': 'true', ...input.annotations },
     },
     spec: {
-      elasticPolicy: { minReplicas: input.min, maxReplicas: input.max, rdzvBackend: 'c10d' },
+      elasticPolicy: {
+        minReplicas: input.min,
+        maxReplicas: input.max,
+        rdzvBackend: 'c10d',
+        maxRestarts: input.maxRestarts ?? 10,
+      },
       pytorchReplicaSpecs: {
         Worker: {
           replicas: input.workers,
