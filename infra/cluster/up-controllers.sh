@@ -36,7 +36,7 @@ internalCertManagement: {enable: false}
 featureGates: {ElasticJobSet: true}
 EOF
 install_controller jobset "$JOBSET_SRC/config/default" "$JOBSET_SRC/config/default" "$JOBSET_WEBHOOK_PORT" jobset.x-k8s.io
-TMPDIR="$CD/jobset/tmp" \
+TMPDIR="$CD/jobset/tempdir" \
 start jobset --kubeconfig "$RUN_DIR/jobset.kubeconfig" --config "$CD/jobset/config.yaml" \
   --metrics-bind-address "127.0.0.1:$JOBSET_METRICS_PORT" --health-probe-bind-address "127.0.0.1:$JOBSET_PROBE_PORT" \
   --zap-devel=false --zap-log-level info
@@ -53,12 +53,12 @@ health: {healthProbeBindAddress: "127.0.0.1:$TRAINER_PROBE_PORT", readinessEndpo
 leaderElection: {leaderElect: false}
 certManagement: {enable: false}
 EOF
-mkdir -p "$CD/trainer/tmp/k8s-webhook-server"
-ln -sfn "$CD/trainer/certs" "$CD/trainer/tmp/k8s-webhook-server/serving-certs"
+mkdir -p "$CD/trainer/tempdir/k8s-webhook-server"
+ln -sfn "$CD/trainer/certs" "$CD/trainer/tempdir/k8s-webhook-server/serving-certs"
 kc create namespace kubeflow-system >&2
 install_controller trainer "$TRAINER_SRC/manifests/base/crds" "$TRAINER_SRC/manifests/base/webhook" "$TRAINER_WEBHOOK_PORT" \
   trainer.kubeflow.org
-TMPDIR="$CD/trainer/tmp" \
+TMPDIR="$CD/trainer/tempdir" \
 start trainer --kubeconfig "$RUN_DIR/trainer.kubeconfig" --config "$CD/trainer/config.yaml" \
   --zap-devel=false --zap-log-level info
 wait_for "trainer /readyz" 180 probe_ready "$TRAINER_PROBE_PORT" || die "trainer did not become ready"
@@ -89,7 +89,7 @@ integrations:
 featureGates: {ElasticJobsViaWorkloadSlices: true, VisibilityOnDemand: false}
 EOF
 install_controller kueue "$KUEUE_SRC/config/default" "$KUEUE_SRC/config/default" "$KUEUE_WEBHOOK_PORT" kueue.x-k8s.io
-TMPDIR="$CD/kueue/tmp" POD_NAMESPACE=kueue-system \
+TMPDIR="$CD/kueue/tempdir" POD_NAMESPACE=kueue-system \
 start kueue --kubeconfig "$RUN_DIR/kueue.kubeconfig" --config "$CD/kueue/config.yaml" \
   --zap-devel=false --zap-log-level info
 wait_for "kueue /readyz" 180 probe_ready "$KUEUE_PROBE_PORT" || die "kueue did not become ready"

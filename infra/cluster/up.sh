@@ -176,7 +176,7 @@ openssl x509 -req -in "$CWH/tls.csr" -CA "$CWH/ca.crt" -CAkey "$CWH/ca.key" -set
 rm -f "$CWH/tls.csr"
 chmod 600 "$CWH"/*.key
 for c in jobset trainer kueue; do
-  mkdir -p "$RUN_DIR/controllers/$c/certs" "$RUN_DIR/controllers/$c/tmp"
+  mkdir -p "$RUN_DIR/controllers/$c/certs" "$RUN_DIR/controllers/$c/tempdir"
   cp "$CWH/tls.crt" "$CWH/tls.key" "$CWH/ca.crt" "$RUN_DIR/controllers/$c/certs/"
   chmod 600 "$RUN_DIR/controllers/$c/certs/tls.key"
   # Like the training-operator, the controllers run as cluster-admin out of cluster.

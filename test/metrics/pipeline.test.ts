@@ -23,7 +23,7 @@ import { PROFILED_APP_MODEL } from '../../lib/sim/profiled-app-model.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../lib/sim/training-job-manifests.js';
 import type { JobRef } from '../../lib/types.js';
-import { discoveredTargets, testPrometheusConfig } from './support/monitoring.js';
+import { discoveredTargets, startPrometheus, testPrometheusConfig } from './support/monitoring.js';
 import {
   freePort,
   type MonitoringBinaries,
@@ -255,18 +255,7 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
         discoveredTargets(spooferTarget, spooferPod),
       ]),
     );
-    await writeFile(
-      join(dir, 'targets/alertmanagers.json'),
-      JSON.stringify([{ targets: [`127.0.0.1:${alertmanagerPort}`] }]),
-    );
-    processes.push(
-      start('prometheus', binaries.prometheus, [
-        `--config.file=${join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${join(dir, 'prometheus-data')}`,
-        `--web.listen-address=127.0.0.1:${prometheusPort}`,
-        '--rules.alert.resend-delay=1s',
-      ]),
-    );
+    processes.push(await startPrometheus(binaries, dir, alertmanagerPort, prometheusPort));
     await waitUntil(
       async () => ((await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.ok ? true : undefined),
       20_000,

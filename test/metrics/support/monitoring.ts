@@ -47,6 +47,28 @@ export async function testPrometheusConfig(): Promise<string> {
   return dump({ ...local, scrape_configs: [job] });
 }
 
+/**
+ * Prometheus on `dir`'s prometheus.yml (file_sd targets under dir/targets), sending to the Alertmanager on
+ * `alertmanagerPort`, listening on 127.0.0.1:`prometheusPort`; alerts are resent every second.
+ */
+export async function startPrometheus(
+  binaries: MonitoringBinaries,
+  dir: string,
+  alertmanagerPort: number,
+  prometheusPort: number,
+): Promise<Started> {
+  await writeFile(
+    join(dir, 'targets/alertmanagers.json'),
+    JSON.stringify([{ targets: [`127.0.0.1:${alertmanagerPort}`] }]),
+  );
+  return start('prometheus', binaries.prometheus, [
+    `--config.file=${join(dir, 'prometheus.yml')}`,
+    `--storage.tsdb.path=${join(dir, 'prometheus-data')}`,
+    `--web.listen-address=127.0.0.1:${prometheusPort}`,
+    '--rules.alert.resend-delay=1s',
+  ]);
+}
+
 export interface MonitoringStack {
   prometheusUrl: string;
   alertmanagerUrl: string;
@@ -100,18 +122,7 @@ export async function startMonitoring(options: {
     await rename(`${file}.tmp`, file);
   };
   await setTargets([]);
-  await writeFile(
-    join(dir, 'targets/alertmanagers.json'),
-    JSON.stringify([{ targets: [`127.0.0.1:${alertmanagerPort}`] }]),
-  );
-  processes.push(
-    start('prometheus', binaries.prometheus, [
-      `--config.file=${join(dir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${join(dir, 'prometheus-data')}`,
-      `--web.listen-address=127.0.0.1:${prometheusPort}`,
-      '--rules.alert.resend-delay=1s',
-    ]),
-  );
+  processes.push(await startPrometheus(binaries, dir, alertmanagerPort, prometheusPort));
   const prometheusUrl = `http://127.0.0.1:${prometheusPort}`;
   const alertmanagerUrl = `http://127.0.0.1:${alertmanagerPort}`;
   const logs = () => processes.map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join('\n');
