@@ -1,3 +1,4 @@
+import json
 import os
 import signal
 import socket
@@ -75,8 +76,6 @@ def stub(workdir, *args, socket_path=None, **kwargs):
 
 
 def first_line(proc):
-    import json
-
     return json.loads(proc.stdout.readline())
 
 
@@ -109,11 +108,64 @@ def test_a_crash_in_the_worker_is_printed_and_exits_1(workdir, server):
     assert "the worker's own crash" in err
 
 
+def signal_state(pid):
+    """The kernel's view of a process's signals, for a failure message (a hang says nothing by itself)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except FileNotFoundError:
+        return f"{pid}: gone"
+    keep = ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+    return f"{pid}: " + ", ".join(line.replace("\t", " ") for line in lines if line.split(":")[0] in keep)
+
+
+def wait_explained(proc, seconds, *others):
+    try:
+        return proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        states = "; ".join(signal_state(pid) for pid in (proc.pid, *others))
+        proc.kill()
+        raise AssertionError(f"still running after {seconds} s: {states}") from None
+
+
 def test_the_agents_sigterm_reaches_the_worker_and_its_exit_code_comes_back(workdir, server):
     proc = stub(workdir, "term", socket_path=server)
-    first_line(proc)
+    worker = first_line(proc)["pid"]
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(20) == 7
+    assert wait_explained(proc, 20, worker) == 7
+
+
+def test_a_sigterm_before_the_worker_exists_is_delivered_to_it_once_it_does(workdir):
+    # A stand-in for the server that answers late, so the agent's SIGTERM reaches the stub first.
+    path = str(workdir / "late.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    proc = stub(workdir, "term", socket_path=path)
+    conn, _ = listener.accept()
+    conn.recv(1 << 16)  # the request (and its descriptors, closed with the socket)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    assert proc.poll() is None, "the stub keeps the signal for its worker instead of dying of it"
+    marker = workdir / "got-term"
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import pathlib, signal, sys, time\n"
+            f"signal.signal(signal.SIGTERM, lambda *_: (pathlib.Path({str(marker)!r}).touch(), sys.exit(0)))\n"
+            "print('armed', flush=True)\n"
+            "time.sleep(30)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert worker.stdout.readline().strip() == "armed"
+    conn.sendall((json.dumps({"pid": worker.pid}) + "\n").encode())
+    assert worker.wait(20) == 0 and marker.exists(), "the kept SIGTERM was forwarded once the pid was known"
+    conn.sendall((json.dumps({"status": 7}) + "\n").encode())
+    assert wait_explained(proc, 20) == 7
+    conn.close()
+    listener.close()
 
 
 def test_a_worker_killed_by_a_signal_kills_its_stub_with_the_same_signal(workdir, server):
@@ -180,7 +232,7 @@ def test_a_sigterm_to_the_server_lets_running_workers_finish_then_it_exits(workd
     time.sleep(0.3)
     assert server.poll() is None, "the server waits for its worker"
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(20) == 7, "the worker's own exit code still reaches its stub"
+    assert wait_explained(proc, 20) == 7, "the worker's own exit code still reaches its stub"
     assert server.wait(20) == 0
 
 

@@ -330,20 +330,18 @@ def run_stub(argv: List[str]) -> int:
     sock = _connect(path) if path else None
     if sock is None:
         return _run_here(argv)
-    # Signals that arrive before the worker exists are kept and forwarded once it does: a SIGTERM from an agent
-    # re-forming the world right now must still let the worker stop at a step boundary.
+    # Signals that arrive before the worker exists stay blocked, pending in the kernel, and are delivered once
+    # its pid is known: a SIGTERM from an agent re-forming the world right now must still let the worker stop at
+    # a step boundary. The kernel's mask, not a Python list, so no handler timing can lose one.
     worker: List[int] = []
-    pending: List[int] = []
 
     def forward(signum, _frame):
-        if not worker:
-            pending.append(signum)
-            return
         try:
             os.kill(worker[0], signum)
         except ProcessLookupError:
             pass
 
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED_SIGNALS)
     for sig in FORWARDED_SIGNALS:
         signal.signal(sig, forward)
     request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
@@ -353,8 +351,7 @@ def run_stub(argv: List[str]) -> int:
     if hello is None:
         raise SystemExit("trainscaler warm server hung up before starting the worker")
     worker.append(int(hello["pid"]))
-    for signum in pending:
-        forward(signum, None)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED_SIGNALS)
     answer = _read_line(reader)
     if answer is None:
         raise SystemExit("trainscaler warm server hung up before the worker exited")
