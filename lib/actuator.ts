@@ -209,6 +209,10 @@ function nextState(
   // Counted on the write, before torchelastic restarts: a decision is written once (resourceVersion pin).
   if (plan.changes.some((c) => spendsRestart(c, view, context)))
     state.scaleDowns = (view.state.scaleDowns ?? 0) + 1;
+  // Before trainscaler's first write the Worker replicas are the user's: the size sharing measures against.
+  const worker = view.roles.find((r) => r.role === 'Worker');
+  if (view.state.askedWorkers === undefined && view.state.lastActionAt === undefined && worker)
+    state.askedWorkers = worker.replicas;
   // Remembered so that a later review measures its cost from the job's metrics; a resize that restarts
   // nothing (no pod of the job placed, or only never-placed replicas removed) has no pause to measure.
   const rescale = plan.changes.find(

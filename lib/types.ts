@@ -55,6 +55,11 @@ export interface JobAutoscalerState {
    */
   scaleDowns?: number;
   /**
+   * The Worker replicas the job had before trainscaler's first write to it: the size its user asked for.
+   * Recorded on that first write; before it, the job's current replicas are the user's.
+   */
+  askedWorkers?: number;
+  /**
    * The last worker-count change trainscaler wrote (live from/to, epoch seconds of the write), so that a later
    * review can measure what it cost from the job's own metrics.
    */

@@ -537,6 +537,12 @@ export function parseState(obj: KubeObject): JobAutoscalerState {
   if (typeof parsed.lastDecisionId === 'string') state.lastDecisionId = parsed.lastDecisionId;
   if (typeof parsed.pauseReason === 'string') state.pauseReason = parsed.pauseReason;
   if (typeof parsed.scaleDowns === 'number') state.scaleDowns = parsed.scaleDowns;
+  if (
+    typeof parsed.askedWorkers === 'number' &&
+    Number.isInteger(parsed.askedWorkers) &&
+    parsed.askedWorkers >= 0
+  )
+    state.askedWorkers = parsed.askedWorkers;
   const rescale = parsed.lastRescale;
   if (
     isObject(rescale) &&

@@ -96,6 +96,10 @@ interface Slot {
   costs: RescaleCosts;
   /** Worker scale-downs left before only the job's reserved restart remains (Infinity: no budget). */
   shrinksLeft: number;
+  /** The Worker replicas its user asked for (askedOf); undefined when trainscaler no longer knows them. */
+  asked: number | undefined;
+  /** Its workers share one node of a cluster with others, where a worker given away may not come back. */
+  onOneOfMany: boolean;
   notes: Map<string, Note>;
   predictions: Map<number, number | undefined>;
   meanPredictions: Map<number, number | undefined>;
@@ -124,6 +128,7 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
 function buildSlots(input: RebalanceInput): Slot[] {
   const slots: Slot[] = [];
   const seen = new Set<string>();
+  const manyNodes = input.capacity.nodes.filter((n) => n.schedulable).length > 1;
   // Jobs mostly share a few pod shapes; the largest node's room per shape is the same for all of them.
   const perNodeByShape = new Map<string, number>();
   const perNodeFor = (requests: Resources): number => {
@@ -161,6 +166,8 @@ function buildSlots(input: RebalanceInput): Slot[] {
       remaining: entry.remainingSeconds ?? ASSUMED_REMAINING_SECONDS,
       costs: rescaleCostsOf(job, input.config),
       shrinksLeft: scaleDownsLeft(job),
+      asked: askedOf(job, worker),
+      onOneOfMany: manyNodes && current.nodes === 1,
       notes: new Map(),
       predictions: new Map(),
       meanPredictions: new Map(),
@@ -283,7 +290,8 @@ function queuedShare(
       (s) =>
         s !== own &&
         canShrink(s, config) &&
-        s.entry.job.priority <= p.job.priority &&
+        (s.entry.job.priority < p.job.priority ||
+          (s.entry.job.priority === p.job.priority && sharesWorker(s, config))) &&
         scaleDownPaysOff(s.remaining, s.k0, s.k - 1, s.costs, config),
     );
     if (!victim || !(gain > donorLoss(victim) + config.minRelativeGain)) break;
@@ -480,8 +488,14 @@ function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config
     const recipients = growthOptions(slots, config);
     if (recipients.length === 0) return;
     const victims = slots
-      .filter((s) => s.entry.model !== undefined && canShrink(s, config))
-      .map((s) => ({ slot: s, lastGain: lastWorkerGain(s), loss: donorLoss(s) }))
+      // A job seen at one size only has no measured last worker to judge (lossPerGpu): not reclaimed from.
+      .filter((s) => s.entry.model !== undefined && !oneScale(s) && canShrink(s, config))
+      .map((s) => ({
+        slot: s,
+        lastGain: lastWorkerGain(s),
+        loss: donorLoss(s),
+        shares: sharesWorker(s, config),
+      }))
       .filter(
         (v) =>
           v.lastGain !== undefined &&
@@ -499,6 +513,7 @@ function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config
         if (v.slot === r.slot) continue;
         // Reclaiming never takes from a more important job to feed a less important one.
         if (v.slot.entry.job.priority > r.slot.entry.job.priority) continue;
+        if (v.slot.entry.job.priority === r.slot.entry.job.priority && !v.shares) continue;
         const idle = (v.lastGain ?? 0) < config.minRelativeGain;
         if (!(r.gainPerGpu > (idle ? 1 : RECLAIM_MARGIN) * v.loss)) continue;
         const freed = release(cap, v.slot.worker.requests, 1);
@@ -663,6 +678,30 @@ function canShrink(s: Slot, config: PolicyConfig): boolean {
   );
 }
 
+/**
+ * The size a job's user asked for: recorded on trainscaler's first write (JobAutoscalerState.askedWorkers);
+ * before any write, its current replicas. Undefined for a job written by a version that did not record it.
+ */
+function askedOf(job: JobView, worker: RoleView): number | undefined {
+  if (job.state.askedWorkers !== undefined) return job.state.askedWorkers;
+  return job.state.lastActionAt === undefined ? worker.replicas : undefined;
+}
+
+/**
+ * Whether sharing between jobs of equal priority (a queued job's share, a reclaimed worker) may take this
+ * job's next worker. Above the size its user asked for, yes: those workers came from idle capacity. A job at
+ * or below its asked size whose workers share one node keeps them, unless its last worker adds less than
+ * the hysteresis: the GPU it gives goes to another job, so when it grows back its new worker lands on another
+ * node and the whole job pays the inter-node all-reduce for the rest of its run (a 4-worker yolov3 job shrunk
+ * on its one node and regrown across two ran at about 55% of its speed), a loss the comparison of marginal
+ * gains does not see. Higher priority still takes (takeFromLowerPriority).
+ */
+function sharesWorker(s: Slot, config: PolicyConfig): boolean {
+  if (s.asked === undefined || s.k > s.asked || !s.onOneOfMany) return true;
+  const last = lastWorkerGain(s);
+  return last !== undefined && last < config.minRelativeGain;
+}
+
 function grow(s: Slot): void {
   s.k += 1;
   s.direction = 1;
@@ -716,11 +755,17 @@ function lastWorkerGain(s: Slot): number | undefined {
   return now / less - 1;
 }
 
-/** Fraction of the job's speed lost per freed GPU by removing one worker; 1/k (linear) without a model. */
+/**
+ * Fraction of the job's speed lost per freed GPU by removing one worker; 1/k (linear) without a model or
+ * when the job has run at one size only: below it the model's curve is its priors, and a prior that says a
+ * smaller world is as fast (a 4-worker yolov3 job across two nodes was predicted to lose nothing at 1 worker,
+ * where it ran 40% slower) would make it everyone's free donor.
+ */
 function lossPerGpu(s: Slot): number {
   const now = predict(s, s.k);
   const less = predict(s, s.k - 1);
-  const loss = now !== undefined && less !== undefined ? Math.max(0, 1 - less / now) : 1 / s.k;
+  const loss =
+    !oneScale(s) && now !== undefined && less !== undefined ? Math.max(0, 1 - less / now) : 1 / s.k;
   return (loss / gpuWeight(s)) * urgency(s);
 }
 

@@ -213,6 +213,8 @@ describe('actOnJob: the write and its audit trail', () => {
       paused: false,
       lastActionAt: at,
       lastDecisionId: outcome.decisionId,
+      // The first write records the user's size, what sharing measures against.
+      askedWorkers: 2,
     });
     assert.ok(after.last);
     assert.match(after.last.write ?? '', /^[0-9a-f]{12}$/);

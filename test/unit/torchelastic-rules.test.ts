@@ -277,16 +277,21 @@ describe('rule 2: scale-downs stop while one of maxRestarts is left', () => {
       });
     const state = async () => {
       const obj = await sim.getJob(TOY);
-      return JSON.parse(obj.metadata.annotations?.[ANNOTATION.state] ?? '{}') as { scaleDowns?: number };
+      return JSON.parse(obj.metadata.annotations?.[ANNOTATION.state] ?? '{}') as {
+        scaleDowns?: number;
+        askedWorkers?: number;
+      };
     };
     assert.equal((await actOnJob(TOY, to(3), deps0)).applied, true);
     assert.equal((await state()).scaleDowns, 1);
+    assert.equal((await state()).askedWorkers, 4, "the first write records the user's size");
     sim.step(60);
     assert.equal((await actOnJob(TOY, to(4), deps0)).applied, true, 'growth');
     assert.equal((await state()).scaleDowns, 1, 'growth spends no restart');
     sim.step(60);
     assert.equal((await actOnJob(TOY, to(3), deps0)).applied, true);
     assert.equal((await state()).scaleDowns, 2);
+    assert.equal((await state()).askedWorkers, 4, 'later writes keep it');
     sim.step(60);
     const held = await actOnJob(TOY, to(2), deps0);
     assert.equal(held.applied, false, 'maxRestarts 3, 2 spent: the last is kept');

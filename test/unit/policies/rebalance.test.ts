@@ -40,6 +40,10 @@ interface JobSpec {
   lastActionAt?: number;
   remainingSeconds?: number | null;
   elastic?: boolean;
+  /** The user's size recorded on trainscaler's first write (JobAutoscalerState.askedWorkers). */
+  asked?: number;
+  /** Nodes its workers run on (1 unless said). */
+  nodes?: number;
 }
 
 function view(
@@ -82,10 +86,11 @@ function entry(spec: JobSpec): RebalanceJob {
   });
   job.elastic = spec.elastic ?? true;
   if (spec.lastActionAt !== undefined) job.state.lastActionAt = spec.lastActionAt;
+  if (spec.asked !== undefined) job.state.askedWorkers = spec.asked;
   return {
     job,
     model: spec.table ? tableModel(spec.table) : undefined,
-    current: { replicas: spec.k, nodes: 1, localBatchSize: 32 },
+    current: { replicas: spec.k, nodes: spec.nodes ?? 1, localBatchSize: 32 },
     // An hour left unless said otherwise; `null` for a job whose remaining time is unknown.
     ...(spec.remainingSeconds !== null ? { remainingSeconds: spec.remainingSeconds ?? 3600 } : {}),
   };
@@ -565,6 +570,36 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(sizes(plans), { far: 3, fresh: 3 });
   });
 
+  it('is not taken from on its priors: seen at one size, it loses linearly and is not reclaimed from', () => {
+    // Seen at 4 workers only; its priors say 3 or 1 workers are as fast (a world across nodes, say).
+    const flat = { 1: 400, 2: 400, 3: 400, 4: 400 };
+    const spread = (distinctScales: number): RebalanceJob => {
+      const e = entry({ name: 'spread', k: 4, remainingSeconds: 7_200 });
+      e.model = distinctScales === 1 ? oneScaleModel(4, flat) : tableModel(flat);
+      return e;
+    };
+    const gainer = entry({ name: 'gainer', k: 4, table: { 4: 400, 5: 480 } }); // +20% per GPU
+    const run = (d: RebalanceJob) =>
+      decideRebalance({ jobs: [d, gainer], capacity: capacity(8, 8), config, now: NOW });
+    assert.deepEqual(run(spread(1)), []);
+    // Measured at several sizes, the same curve is the job's own: its last worker adds nothing and moves.
+    assert.deepEqual(sizes(run(spread(3))), { spread: 3, gainer: 5 });
+    // A queued job's share: its first worker is worth anything; its second (1/1) does not beat the linear loss
+    // of a job 10 minutes from its end (1/4 x 6), where the priors would give it three workers for nothing.
+    const near = spread(1);
+    near.remainingSeconds = 600;
+    const job = view({ name: 'queued' }, { replicas: 4 });
+    job.state.lastActionAt = NOW - 10;
+    const plans = decideRebalance({
+      jobs: [near, { job, model: undefined, current: { replicas: 4, nodes: 1, localBatchSize: 32 } }],
+      pending: [{ job, demand: ONE_GPU, pods: 4, role: 'Worker', placed: 0 }],
+      capacity: capacity(4, 4),
+      config,
+      now: NOW,
+    });
+    assert.deepEqual(sizes(plans), { spread: 3, queued: 1 });
+  });
+
   it('with several scales observed, an unbounded spread argues for one probe worker on the mean, not for idling', () => {
     const plans = decideRebalance({ jobs: [fresh(3)], capacity: capacity(2, 5), config, now: NOW });
     assert.deepEqual(sizes(plans), { fresh: 3 });
@@ -679,5 +714,93 @@ describe('decideRebalance: workers that slow their job down', () => {
 
   it('does not shrink a job about to end: the restart would cost more than it saves', () => {
     assert.deepEqual(sizes(rebalance([{ ...slowed, remainingSeconds: 300 }])), {});
+  });
+});
+
+describe('decideRebalance: a job at its asked size on one node of many keeps its workers among equals', () => {
+  const LINEAR = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i + 1, 100 * (i + 1)]));
+  /** `nodeCount` 8-GPU nodes, the first `used` GPUs taken by 1-GPU pods. */
+  const nodes = (nodeCount: number, used: number): ClusterCapacity => ({
+    nodes: Array.from({ length: nodeCount }, (_, i) => {
+      const taken = Math.max(0, Math.min(8, used - 8 * i));
+      return {
+        name: `n${i + 1}`,
+        allocatable: { cpuMillis: 8000, memoryBytes: 8 * GiB, gpus: 8 },
+        allocated: { cpuMillis: taken * 1000, memoryBytes: taken * GiB, gpus: taken },
+        schedulable: true,
+      };
+    }),
+  });
+  const queued = () => {
+    const job = view({ name: 'queued' }, { replicas: 4 });
+    job.state.lastActionAt = NOW - 10;
+    const slot: RebalanceJob = {
+      job,
+      model: undefined,
+      current: { replicas: 4, nodes: 1, localBatchSize: 32 },
+    };
+    const demand: PendingDemand = { job, demand: ONE_GPU, pods: 4, role: 'Worker', placed: 0 };
+    return { slot, demand };
+  };
+  const share = (donor: JobSpec, cap = nodes(2, 16)) => {
+    const q = queued();
+    return decideRebalance({
+      jobs: [entry(donor), q.slot],
+      pending: [q.demand],
+      capacity: cap,
+      config,
+      now: NOW,
+    });
+  };
+  // Far from its end, so that any queued job is worth more than its last worker.
+  const donor = (extra: Partial<JobSpec> = {}): JobSpec => ({
+    name: 'donor',
+    k: 8,
+    table: LINEAR,
+    remainingSeconds: 36_000,
+    ...extra,
+  });
+
+  it('is not shrunk for a queued job of its priority', () => {
+    assert.deepEqual(share(donor()), []);
+    assert.deepEqual(share(donor({ asked: 8, lastActionAt: NOW - 3600 })), []);
+  });
+
+  it('gives the workers it has above its asked size, and only those', () => {
+    assert.deepEqual(sizes(share(donor({ asked: 6, lastActionAt: NOW - 3600 }))), { donor: 6, queued: 2 });
+  });
+
+  it('gives when its workers already span nodes, when it is alone on the cluster, or when its size is unknown', () => {
+    assert.deepEqual(sizes(share(donor({ nodes: 2 }))), { donor: 4 });
+    assert.deepEqual(sizes(share(donor(), capacity(8, 8))), { donor: 4 });
+    // Written by a version that did not record the user's size.
+    assert.deepEqual(sizes(share(donor({ lastActionAt: NOW - 3600 }))), { donor: 4 });
+  });
+
+  it('gives a worker that adds less than the hysteresis', () => {
+    const flat = { ...LINEAR, 8: 710 }; // the 8th worker adds +1.4%
+    assert.deepEqual(sizes(share(donor({ table: flat }))).donor, 7);
+  });
+
+  it('still gives to a queued job of higher priority', () => {
+    const q = queued();
+    q.slot.job.priority = 10;
+    const plans = decideRebalance({
+      jobs: [entry(donor()), q.slot],
+      pending: [q.demand],
+      capacity: nodes(2, 16),
+      config,
+      now: NOW,
+    });
+    assert.equal(sizes(plans).donor, 4);
+  });
+
+  it('is not reclaimed from for a running job of its priority', () => {
+    const far = donor({ k: 4, table: { 3: 300, 4: 400 } }); // 25% x 0.1 urgency
+    const near = { name: 'near', k: 4, table: { 4: 400, 5: 440 }, remainingSeconds: 1_800, nodes: 2 }; // 10% x 2
+    const run = (d: JobSpec) =>
+      decideRebalance({ jobs: [entry(d), entry(near)], capacity: nodes(2, 16), config, now: NOW });
+    assert.deepEqual(run(far), []);
+    assert.deepEqual(sizes(run({ ...far, nodes: 2 })), { donor: 3, near: 5 });
   });
 });
