@@ -488,8 +488,7 @@ function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config
     const recipients = growthOptions(slots, config);
     if (recipients.length === 0) return;
     const victims = slots
-      // A job seen at one size only has no measured last worker to judge (lossPerGpu): not reclaimed from.
-      .filter((s) => s.entry.model !== undefined && !oneScale(s) && canShrink(s, config))
+      .filter((s) => s.entry.model !== undefined && canShrink(s, config))
       .map((s) => ({
         slot: s,
         lastGain: lastWorkerGain(s),
@@ -755,17 +754,11 @@ function lastWorkerGain(s: Slot): number | undefined {
   return now / less - 1;
 }
 
-/**
- * Fraction of the job's speed lost per freed GPU by removing one worker; 1/k (linear) without a model or
- * when the job has run at one size only: below it the model's curve is its priors, and a prior that says a
- * smaller world is as fast (a 4-worker yolov3 job across two nodes was predicted to lose nothing at 1 worker,
- * where it ran 40% slower) would make it everyone's free donor.
- */
+/** Fraction of the job's speed lost per freed GPU by removing one worker; 1/k (linear) without a model. */
 function lossPerGpu(s: Slot): number {
   const now = predict(s, s.k);
   const less = predict(s, s.k - 1);
-  const loss =
-    !oneScale(s) && now !== undefined && less !== undefined ? Math.max(0, 1 - less / now) : 1 / s.k;
+  const loss = now !== undefined && less !== undefined ? Math.max(0, 1 - less / now) : 1 / s.k;
   return (loss / gpuWeight(s)) * urgency(s);
 }
 

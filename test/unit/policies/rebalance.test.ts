@@ -570,36 +570,6 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(sizes(plans), { far: 3, fresh: 3 });
   });
 
-  it('is not taken from on its priors: seen at one size, it loses linearly and is not reclaimed from', () => {
-    // Seen at 4 workers only; its priors say 3 or 1 workers are as fast (a world across nodes, say).
-    const flat = { 1: 400, 2: 400, 3: 400, 4: 400 };
-    const spread = (distinctScales: number): RebalanceJob => {
-      const e = entry({ name: 'spread', k: 4, remainingSeconds: 7_200 });
-      e.model = distinctScales === 1 ? oneScaleModel(4, flat) : tableModel(flat);
-      return e;
-    };
-    const gainer = entry({ name: 'gainer', k: 4, table: { 4: 400, 5: 480 } }); // +20% per GPU
-    const run = (d: RebalanceJob) =>
-      decideRebalance({ jobs: [d, gainer], capacity: capacity(8, 8), config, now: NOW });
-    assert.deepEqual(run(spread(1)), []);
-    // Measured at several sizes, the same curve is the job's own: its last worker adds nothing and moves.
-    assert.deepEqual(sizes(run(spread(3))), { spread: 3, gainer: 5 });
-    // A queued job's share: its first worker is worth anything; its second (1/1) does not beat the linear loss
-    // of a job 10 minutes from its end (1/4 x 6), where the priors would give it three workers for nothing.
-    const near = spread(1);
-    near.remainingSeconds = 600;
-    const job = view({ name: 'queued' }, { replicas: 4 });
-    job.state.lastActionAt = NOW - 10;
-    const plans = decideRebalance({
-      jobs: [near, { job, model: undefined, current: { replicas: 4, nodes: 1, localBatchSize: 32 } }],
-      pending: [{ job, demand: ONE_GPU, pods: 4, role: 'Worker', placed: 0 }],
-      capacity: capacity(4, 4),
-      config,
-      now: NOW,
-    });
-    assert.deepEqual(sizes(plans), { spread: 3, queued: 1 });
-  });
-
   it('with several scales observed, an unbounded spread argues for one probe worker on the mean, not for idling', () => {
     const plans = decideRebalance({ jobs: [fresh(3)], capacity: capacity(2, 5), config, now: NOW });
     assert.deepEqual(sizes(plans), { fresh: 3 });
