@@ -12,6 +12,9 @@
 //   --workload PATH                a workload CSV or folder instead of the Pollux workloads
 //   --world measured|fitted        where the true step times come from (default measured: the Pollux tables in
 //                                  ../shared/data/pollux/traces; fitted: lib/sim/app-profiles.ts, as the demo)
+//   --save FILE                    the runs as JSON (rewritten after every run), for --tables-from
+//   --markdown FILE                also write the README tables printed at the end to FILE
+//   --tables-from A.json[,B.json]  no simulation: the README tables of saved runs, merged (later files win)
 //   --multi-tenant-workload PATH[,PATH]  (default workloads-0.5/workload-1, with --full also workloads-1.0/workload-1: the trainscaler run of a 1.0x workload
 //                                  with tenants takes about 9 minutes on 2 shared cores, too long for CI)
 import { execFileSync } from 'node:child_process';
@@ -19,6 +22,7 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import {
   aggregate,
+  PUBLISHED_MEAN_AVG_JCT_SECONDS,
   parsePolicies,
   runSimulation,
   SIMULATION_POLICIES,
@@ -46,7 +50,8 @@ import {
 import { DEFAULT_MULTI_TENANT } from '../../lib/sim/workload-multitenant.js';
 import type { ClusterCapacity, StepSample } from '../../lib/types.js';
 import { loadScalability, POLLUX_DIR, polluxAvailable, readCsv, TRACES_DIR } from '../support/pollux-data.js';
-import { type BenchRecord, runRecord } from './cluster-record.js';
+import { type BenchRecord, mergeRecords, readRecord, runRecord } from './cluster-record.js';
+import { type PeerFigures, renderReadmeTables } from './cluster-tables.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(name);
@@ -400,6 +405,37 @@ function checkTargets(): void {
   }
 }
 
+/** The published peer figures (Pollux OSDI'21, measured in the Pollux artifact's own simulator). */
+const PEERS: PeerFigures = {
+  label: "Pollux artifact's own simulator (published)",
+  load: '1.0x',
+  seconds: Object.fromEntries(
+    ['Pollux', 'Tiresias', 'Optimus+Oracle'].map((name) => [
+      name,
+      PUBLISHED_MEAN_AVG_JCT_SECONDS[name] ?? Number.NaN,
+    ]),
+  ),
+};
+
+/** The README's tables of what was recorded, printed, and written to --markdown FILE when given. */
+function printReadmeTables(tables: BenchRecord): void {
+  const text = renderReadmeTables(tables, PEERS);
+  console.log(`\n== README tables (markdown) ==\n${text}`);
+  const file = value('--markdown');
+  if (file) {
+    writeFileSync(file, text);
+    console.log(`README tables written to ${file}`);
+  }
+}
+
+// --tables-from A.json,B.json: no simulation, the tables of saved runs merged (a later file's run of the same
+// workload and policy wins), e.g. the baselines of one run beside trainscaler's of a later one.
+const tablesFrom = value('--tables-from');
+if (tablesFrom) {
+  printReadmeTables(mergeRecords(tablesFrom.split(',').map(readRecord)));
+  process.exit(0);
+}
+
 if (!polluxAvailable() || !existsSync(join(POLLUX_DIR, 'workloads-1.0'))) {
   console.error(`the Pollux data is not at ${POLLUX_DIR}: this benchmark replays its workloads`);
   process.exit(1);
@@ -431,4 +467,5 @@ function tenantWorkloads(): Workload[] {
 }
 if (!flag('--no-multi-tenant')) for (const tenants of tenantWorkloads()) await multiTenant(tenants);
 if (!flag('--no-latency')) latency();
+if (record.runs.length > 0 || record.multiTenant.length > 0) printReadmeTables(record);
 console.log(`\nwall-clock bench total: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);
