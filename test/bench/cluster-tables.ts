@@ -23,6 +23,7 @@ const num = (x: number | null | undefined) =>
   x === null || x === undefined || Number.isNaN(x) ? '-' : Math.round(x).toLocaleString('en-US');
 const pct = (x: number | null | undefined) =>
   x === null || x === undefined || Number.isNaN(x) ? '-' : `${(x * 100).toFixed(1)}%`;
+const signed = (x: number, digits: number) => `${x > 0 ? '+' : ''}${x.toFixed(digits)}`;
 const mean = (values: readonly number[]) =>
   values.length > 0 ? values.reduce((s, v) => s + v, 0) / values.length : null;
 
@@ -131,11 +132,15 @@ export function perLoadTable(record: BenchRecord): string {
   const rows: string[][] = [];
   for (const load of loadsOf(record.runs))
     for (const policy of SIMULATION_POLICIES) {
+      // Every policy has its row, '-' when it was not run: a later run's rows can be pasted in place.
       const runs = runsAt(record, load, policy);
-      if (runs.length === 0) continue;
       const m = (pick: (r: RunRecord) => number | null) => meanOf(runs, pick);
+      const fixed = (x: number | null, digits: number) => (x === null ? '-' : x.toFixed(digits));
       const preemptions = m((r) => r.jobs.reduce((s, j) => s + (j.preemptions ?? 0), 0) / r.jobs.length);
-      const rescales = (m((r) => r.summary.rescalesPerJob) ?? 0).toFixed(2);
+      const rescales = fixed(
+        m((r) => r.summary.rescalesPerJob),
+        2,
+      );
       rows.push([
         `${loadLabel(load)} (${runs.length})`,
         policy,
@@ -143,9 +148,17 @@ export function perLoadTable(record: BenchRecord): string {
         num(m((r) => r.summary.medianJctSeconds)),
         num(m((r) => r.summary.makespanSeconds)),
         pct(m((r) => r.summary.gpuUtilisation)),
-        policy === 'tiresias' ? `${rescales} (${(preemptions ?? 0).toFixed(2)} preemptions/job)` : rescales,
-        (m((r) => r.summary.idleGpuHoursWhileJobsCouldGrow) ?? 0).toFixed(1),
-        (m((r) => r.summary.idleGpuHoursBeyondTwoTicks) ?? 0).toFixed(1),
+        policy === 'tiresias' && preemptions !== null
+          ? `${rescales} (${preemptions.toFixed(2)} preemptions/job)`
+          : rescales,
+        fixed(
+          m((r) => r.summary.idleGpuHoursWhileJobsCouldGrow),
+          1,
+        ),
+        fixed(
+          m((r) => r.summary.idleGpuHoursBeyondTwoTicks),
+          1,
+        ),
         pct(m((r) => r.summary.completionRate)),
       ]);
     }
@@ -197,7 +210,7 @@ export function perApplicationTable(record: BenchRecord): string {
           const wait = mean(done.map((j) => j.queuedSeconds ?? 0));
           return jct === null ? '-' : `${num(jct)} (${num(wait)})`;
         }),
-        String(jobs.length),
+        num(jobs.length),
       ]);
     }
   }
@@ -214,21 +227,20 @@ export function multiTenantTable(rows: readonly MultiTenantRecord[]): string {
     const manual = rows.find((r) => r.workload === w && r.policy === 'manual')?.aggregate;
     for (const policy of SIMULATION_POLICIES) {
       const a = rows.find((r) => r.workload === w && r.policy === policy)?.aggregate;
-      if (!a) continue;
       const vsManual =
-        manual && policy !== 'manual' && a.meanMedianJctSeconds !== null && manual.meanMedianJctSeconds
-          ? `${(100 * (a.meanMedianJctSeconds / manual.meanMedianJctSeconds - 1)).toFixed(0)}% / ${(100 * (a.meanCompletionRate - manual.meanCompletionRate)).toFixed(1)} points`
+        a && manual && policy !== 'manual' && a.meanMedianJctSeconds !== null && manual.meanMedianJctSeconds
+          ? `${signed(100 * (a.meanMedianJctSeconds / manual.meanMedianJctSeconds - 1), 0)}% / ${signed(100 * (a.meanCompletionRate - manual.meanCompletionRate), 1)} points`
           : '-';
       out.push([
         `${loadLabel(loadOf(w))} ${workloadLabel(w)}`,
         policy,
-        num(a.meanMedianJctSeconds),
-        pct(a.meanCompletionRate),
+        num(a?.meanMedianJctSeconds),
+        pct(a?.meanCompletionRate),
         vsManual,
-        pct(a.meanCpuRequested),
-        pct(a.meanCpuUsed),
-        pct(a.meanMemoryRequested),
-        pct(a.meanMemoryUsed),
+        pct(a?.meanCpuRequested),
+        pct(a?.meanCpuUsed),
+        pct(a?.meanMemoryRequested),
+        pct(a?.meanMemoryUsed),
       ]);
     }
   }
@@ -251,14 +263,25 @@ export function multiTenantTable(rows: readonly MultiTenantRecord[]): string {
 
 /** Which command, commit and date produced which policy's rows (a merged record can hold several). */
 function sources(record: BenchRecord): string[] {
-  const by = new Map<string, Set<string>>();
-  const add = (source: string | undefined, what: string) => {
+  const by = new Map<string, { replay: Set<string>; tenants: Set<string> }>();
+  const entry = (source: string | undefined) => {
     const key = source ?? 'unknown source';
-    by.set(key, (by.get(key) ?? new Set()).add(what));
+    const found = by.get(key) ?? { replay: new Set<string>(), tenants: new Set<string>() };
+    by.set(key, found);
+    return found;
   };
-  for (const r of record.runs) add(r.source, r.policy);
-  for (const r of record.multiTenant) add(r.source, `${r.policy} (multi-tenant)`);
-  return [...by].map(([source, what]) => `- ${[...what].join(', ')}: ${source}`);
+  for (const r of record.runs) entry(r.source).replay.add(r.policy);
+  for (const r of record.multiTenant) entry(r.source).tenants.add(r.policy);
+  const list = (s: Set<string>) => SIMULATION_POLICIES.filter((p) => s.has(p)).join(', ');
+  return [...by].map(([source, { replay, tenants }]) => {
+    const what =
+      list(replay) === list(tenants)
+        ? `${list(replay)} (replay and multi-tenant)`
+        : [replay.size > 0 ? list(replay) : '', tenants.size > 0 ? `multi-tenant ${list(tenants)}` : '']
+            .filter((t) => t !== '')
+            .join('; ');
+    return `- ${what}: ${source}`;
+  });
 }
 
 /** Every README table, in the README's order, each under its heading. */

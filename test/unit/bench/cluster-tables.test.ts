@@ -180,7 +180,8 @@ describe('bench:cluster README tables', () => {
       '100.0%',
     ]);
     assert.equal(rowOf(table, '0.5x (2) | trainscaler')[6], '1.00');
-    assert.ok(!table.includes('threshold'), 'a policy that was not run has no row');
+    // A policy that was not run keeps its row, empty, so that a later run's row can take its place.
+    assert.deepEqual(rowOf(table, '0.5x (0) | threshold').slice(2), Array(8).fill('-'));
   });
 
   it('lists average JCT per workload, loads and workloads in numeric order', () => {
@@ -250,14 +251,17 @@ describe('bench:cluster README tables', () => {
     const rows = table.split('\n').slice(2);
     assert.deepEqual(
       rows.map((l) => l.split(' | ').slice(0, 2).join(' ')),
-      ['| 0.5x workload-1 manual', '| 1.0x workload-1 manual', '| 1.0x workload-1 trainscaler'],
+      ['0.5x workload-1', '1.0x workload-1'].flatMap((w) =>
+        ['manual', 'backfill', 'tiresias', 'threshold', 'trainscaler'].map((p) => `| ${w} ${p}`),
+      ),
     );
+    assert.deepEqual(rowOf(table, '0.5x workload-1 | trainscaler').slice(2), Array(7).fill('-'));
     assert.deepEqual(rowOf(table, '1.0x workload-1 | trainscaler'), [
       '1.0x workload-1',
       'trainscaler',
       '600',
       '100.0%',
-      '-40% / 10.0 points',
+      '-40% / +10.0 points',
       '40.0%',
       '20.0%',
       '30.0%',
@@ -276,8 +280,22 @@ describe('bench:cluster README tables', () => {
     assert.equal(merged.runs.length, record.runs.length);
     assert.equal(rowOf(perWorkloadTable(merged), '0.5x workload-2')[5], '900');
     const text = renderReadmeTables(merged, peers);
-    assert.match(text, /- trainscaler: a later run/);
-    assert.match(text, /- trainscaler: run of trainscaler/);
+    assert.match(text, /^- trainscaler: a later run$/m);
+    assert.match(text, /^- trainscaler: run of trainscaler$/m);
+    assert.match(text, /^- tiresias: run of tiresias$/m);
+    const aggregate = { ...({} as PolicyAggregate), meanMedianJctSeconds: 1, meanCompletionRate: 1 };
+    const withTenants = renderReadmeTables(
+      {
+        ...merged,
+        multiTenant: [
+          { workload: 'workloads-0.5/workload-1', policy: 'tiresias', aggregate, source: 'run of tiresias' },
+          { workload: 'workloads-0.5/workload-1', policy: 'manual', aggregate, source: 'another run' },
+        ],
+      },
+      peers,
+    );
+    assert.match(withTenants, /^- tiresias \(replay and multi-tenant\): run of tiresias$/m);
+    assert.match(withTenants, /^- multi-tenant manual: another run$/m);
     assert.throws(() => mergeRecords([record, { ...later, world: 'fitted' }]), /different worlds/);
   });
 });
