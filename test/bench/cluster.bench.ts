@@ -106,7 +106,10 @@ function provenance(): string {
     }
   };
   const commit = git('rev-parse', '--short', 'HEAD') || 'unknown commit';
-  const dirty = git('status', '--porcelain', '--untracked-files=no') ? ' + uncommitted changes' : '';
+  // Documentation edits do not change a figure; any other uncommitted change is named.
+  const dirty = git('status', '--porcelain', '--untracked-files=no', '--', '.', ':!*.md')
+    ? ' + uncommitted changes'
+    : '';
   const command = ['npm run bench:cluster', ...(args.length > 0 ? ['--', ...args] : [])].join(' ');
   return `\`${command}\`, commit ${commit}${dirty}, ${new Date().toISOString().slice(0, 10)}`;
 }
