@@ -49,6 +49,10 @@ export function loadLabel(load: string): string {
 function workloadLabel(workload: string): string {
   return workload.includes('/') ? workload.slice(workload.indexOf('/') + 1) : workload;
 }
+/** 'workloads-1.0/workload-3' -> '1.0x workload-3'; a workload outside a load folder keeps its name. */
+function fullLabel(workload: string): string {
+  return workload.includes('/') ? `${loadLabel(loadOf(workload))} ${workloadLabel(workload)}` : workload;
+}
 const numberIn = (s: string) => Number(/([\d.]+)/.exec(s)?.[1] ?? Number.POSITIVE_INFINITY);
 const byNumber = (a: string, b: string) => numberIn(a) - numberIn(b) || a.localeCompare(b);
 
@@ -171,7 +175,7 @@ export function perWorkloadTable(record: BenchRecord): string {
     (a, b) => byNumber(loadOf(a), loadOf(b)) || byNumber(workloadLabel(a), workloadLabel(b)),
   );
   const rows = workloads.map((w) => [
-    `${loadLabel(loadOf(w))} ${workloadLabel(w)}`,
+    fullLabel(w),
     ...SIMULATION_POLICIES.map((p) =>
       num(record.runs.find((r) => r.workload === w && r.policy === p)?.summary.avgJctSeconds),
     ),
@@ -232,7 +236,7 @@ export function multiTenantTable(rows: readonly MultiTenantRecord[]): string {
           ? `${signed(100 * (a.meanMedianJctSeconds / manual.meanMedianJctSeconds - 1), 0)}% / ${signed(100 * (a.meanCompletionRate - manual.meanCompletionRate), 1)} points`
           : '-';
       out.push([
-        `${loadLabel(loadOf(w))} ${workloadLabel(w)}`,
+        fullLabel(w),
         policy,
         num(a?.meanMedianJctSeconds),
         pct(a?.meanCompletionRate),
