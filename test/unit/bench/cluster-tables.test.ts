@@ -199,6 +199,12 @@ describe('bench:cluster README tables', () => {
     ]);
   });
 
+  it('names a workload outside a load folder (--workload FILE) once', () => {
+    const single: BenchRecord = { world: 'measured', runs: [run('tiny', 'manual', 100)], multiTenant: [] };
+    assert.deepEqual(rowOf(perWorkloadTable(single), 'tiny').slice(0, 2), ['tiny', '100']);
+    assert.equal(rowOf(meanJctTable(single, peers), 'tiny')[0], 'tiny (1 workload)');
+  });
+
   it('compares trainscaler per application with the best baseline of each load', () => {
     assert.equal(bestBaseline(record, 'workloads-0.5'), 'backfill');
     assert.equal(bestBaseline(record, 'workloads-1.0'), 'tiresias');
