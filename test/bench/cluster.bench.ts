@@ -12,12 +12,17 @@
 //   --workload PATH                a workload CSV or folder instead of the Pollux workloads
 //   --world measured|fitted        where the true step times come from (default measured: the Pollux tables in
 //                                  ../shared/data/pollux/traces; fitted: lib/sim/app-profiles.ts, as the demo)
-//   --multi-tenant-workload PATH   (default workloads-0.5/workload-1: the trainscaler run of a 1.0x workload
+//   --save FILE                    the runs as JSON (rewritten after every run), for --tables-from
+//   --markdown FILE                also write the README tables printed at the end to FILE
+//   --tables-from A.json[,B.json]  no simulation: the README tables of saved runs, merged (later files win)
+//   --multi-tenant-workload PATH[,PATH]  (default workloads-0.5/workload-1, with --full also workloads-1.0/workload-1: the trainscaler run of a 1.0x workload
 //                                  with tenants takes about 9 minutes on 2 shared cores, too long for CI)
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import {
   aggregate,
+  PUBLISHED_MEAN_AVG_JCT_SECONDS,
   parsePolicies,
   runSimulation,
   SIMULATION_POLICIES,
@@ -45,6 +50,8 @@ import {
 import { DEFAULT_MULTI_TENANT } from '../../lib/sim/workload-multitenant.js';
 import type { ClusterCapacity, StepSample } from '../../lib/types.js';
 import { loadScalability, POLLUX_DIR, polluxAvailable, readCsv, TRACES_DIR } from '../support/pollux-data.js';
+import { type BenchRecord, mergeRecords, readRecord, runRecord } from './cluster-record.js';
+import { type PeerFigures, renderReadmeTables } from './cluster-tables.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(name);
@@ -89,6 +96,32 @@ function worldFor() {
 }
 const world = worldFor();
 
+/** Which code, command and day produced a figure: printed with the tables and kept in --save records. */
+function provenance(): string {
+  const git = (...a: string[]) => {
+    try {
+      return execFileSync('git', a, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return '';
+    }
+  };
+  const commit = git('rev-parse', '--short', 'HEAD') || 'unknown commit';
+  // Documentation edits do not change a figure; any other uncommitted change is named.
+  const dirty = git('status', '--porcelain', '--untracked-files=no', '--', '.', ':!*.md')
+    ? ' + uncommitted changes'
+    : '';
+  const command = ['npm run bench:cluster', ...(args.length > 0 ? ['--', ...args] : [])].join(' ');
+  return `\`${command}\`, commit ${commit}${dirty}, ${new Date().toISOString().slice(0, 10)}`;
+}
+const SOURCE = provenance();
+
+/** Everything the README tables read, written to --save FILE after every run (a stopped run keeps its part). */
+const record: BenchRecord = { world: world.name, runs: [], multiTenant: [] };
+function save(): void {
+  const file = value('--save');
+  if (file) writeFileSync(file, `${JSON.stringify(record)}\n`);
+}
+
 async function replay(workloads: Workload[]): Promise<void> {
   const sets = [...new Set(workloads.map((w) => w.name.split('/')[0] ?? w.name))];
   const perLoad: SimulationResult[] = [];
@@ -110,6 +143,8 @@ async function replay(workloads: Workload[]): Promise<void> {
         );
       for (const run of part.runs)
         console.log(`apps ${run.workload} ${run.policy}: ${byApplication(run, workload)}`);
+      record.runs.push(...part.runs.map((run) => runRecord(run, SOURCE)));
+      save();
       for (const run of part.runs) {
         const t = run.triggerCounts;
         if (t)
@@ -225,7 +260,18 @@ async function multiTenant(workload: Workload): Promise<void> {
       `${run.policy}: ${run.summary.completed}/${run.summary.jobs} completed, ${failed.length} failed${why ? ` (${why})` : ''}, wall-clock ${run.wallSeconds.toFixed(1)} s`,
     );
   }
-  console.log(`wall-clock multi-tenant total: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  for (const [policy, aggregate] of Object.entries(result.policies))
+    if (aggregate)
+      record.multiTenant.push({
+        workload: workload.name,
+        policy: policy as SimulationPolicy,
+        aggregate,
+        source: SOURCE,
+      });
+  save();
+  console.log(
+    `wall-clock multi-tenant ${workload.name}: ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
 }
 
 function percentile(sorted: number[], q: number): number {
@@ -362,6 +408,37 @@ function checkTargets(): void {
   }
 }
 
+/** The published peer figures (Pollux OSDI'21, measured in the Pollux artifact's own simulator). */
+const PEERS: PeerFigures = {
+  label: "Pollux artifact's own simulator (published)",
+  load: '1.0x',
+  seconds: Object.fromEntries(
+    ['Pollux', 'Tiresias', 'Optimus+Oracle'].map((name) => [
+      name,
+      PUBLISHED_MEAN_AVG_JCT_SECONDS[name] ?? Number.NaN,
+    ]),
+  ),
+};
+
+/** The README's tables of what was recorded, printed, and written to --markdown FILE when given. */
+function printReadmeTables(tables: BenchRecord): void {
+  const text = renderReadmeTables(tables, PEERS);
+  console.log(`\n== README tables (markdown) ==\n${text}`);
+  const file = value('--markdown');
+  if (file) {
+    writeFileSync(file, text);
+    console.log(`README tables written to ${file}`);
+  }
+}
+
+// --tables-from A.json,B.json: no simulation, the tables of saved runs merged (a later file's run of the same
+// workload and policy wins), e.g. the baselines of one run beside trainscaler's of a later one.
+const tablesFrom = value('--tables-from');
+if (tablesFrom) {
+  printReadmeTables(mergeRecords(tablesFrom.split(',').map(readRecord)));
+  process.exit(0);
+}
+
 if (!polluxAvailable() || !existsSync(join(POLLUX_DIR, 'workloads-1.0'))) {
   console.error(`the Pollux data is not at ${POLLUX_DIR}: this benchmark replays its workloads`);
   process.exit(1);
@@ -373,9 +450,25 @@ if (flag('--check-targets')) checkTargets();
 compareWorlds();
 const workloads = workloadsFor();
 if (!flag('--no-replay')) await replay(workloads);
-const tenants = loadWorkloads(
-  value('--multi-tenant-workload') ?? join(POLLUX_DIR, 'workloads-0.5', 'workload-1.csv'),
-)[0];
-if (!flag('--no-multi-tenant') && tenants) await multiTenant(tenants);
+/**
+ * The multi-tenant runs: workload-1 of 0.5x (the reduced form; CI) and, with --full, of 1.0x too (issue 13
+ * asks both loads), or the workload files given. Named by their folder, so that the two workload-1 differ.
+ */
+function tenantWorkloads(): Workload[] {
+  const given = value('--multi-tenant-workload')?.split(',');
+  const files =
+    given ??
+    (flag('--full') ? ['0.5', '1.0'] : ['0.5']).map((l) =>
+      join(POLLUX_DIR, `workloads-${l}`, 'workload-1.csv'),
+    );
+  return files.flatMap((file) =>
+    loadWorkloads(file).map((w) => ({
+      ...w,
+      name: file.endsWith('.csv') ? `${basename(dirname(file))}/${w.name}` : w.name,
+    })),
+  );
+}
+if (!flag('--no-multi-tenant')) for (const tenants of tenantWorkloads()) await multiTenant(tenants);
 if (!flag('--no-latency')) latency();
+if (record.runs.length > 0 || record.multiTenant.length > 0) printReadmeTables(record);
 console.log(`\nwall-clock bench total: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);
