@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { handleSubmit } from '../../functions/submit.js';
 import { actOnJob } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
-import { buildJobPatch, readJob, roleOf, torchElasticOf } from '../../lib/adapters/job-adapter.js';
+import { buildJobPatch, readJob, torchElasticOf } from '../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../lib/cluster/cluster-client.js';
 import {
   applyGuardrails,
