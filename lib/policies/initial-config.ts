@@ -322,8 +322,15 @@ function workersFromModel(
   // smaller size then starts it sooner.
   const floor = maxFit === undefined ? worker.minReplicas : Math.min(asked, maxFit, top.k);
   const smallest = scored.find((s) => withinHysteresis(s.tp, top.tp, config.minRelativeGain)) ?? top;
-  const pick =
+  const nearest =
     scored.find((s) => s.k >= floor && withinHysteresis(s.tp, top.tp, config.minRelativeGain)) ?? top;
+  // Above the ask, a size must beat the ask itself by the hysteresis: within 5% of a far best, an in-between
+  // size (16 -> 17 workers, one more node) is a change the prediction cannot tell from noise.
+  const askedScore = asked >= floor ? scored.find((s) => s.k === asked) : undefined;
+  const pick =
+    askedScore && nearest.k > asked && withinHysteresis(askedScore.tp, nearest.tp, config.minRelativeGain)
+      ? askedScore
+      : nearest;
 
   const userTp = pessimisticThroughput(
     model,

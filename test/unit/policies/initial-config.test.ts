@@ -169,6 +169,20 @@ describe('decideInitialConfig with a profile', () => {
     assert.equal(workerReplicas(five.changes), 5, five.reason);
   });
 
+  it('grows above the ask only by more than the hysteresis over the ask itself', () => {
+    // best 420 at 8; 5 is the smallest within 5% of it (399 * 1.05 < 420), but only 3% above the 4 asked: keep 4.
+    const flat = tableModel({ 2: 200, 3: 300, 4: 399, 5: 412, 6: 415, 7: 418, 8: 420 });
+    const plan = decideInitialConfig(input({ profile: profile(), model: flat }));
+    assert.equal(workerReplicas(plan.changes), undefined, plan.reason);
+    assert.match(plan.reason, /keep 4 workers/);
+    // 6% above the ask is worth it
+    const steeper = tableModel({ 2: 200, 3: 300, 4: 400, 5: 424, 6: 426, 7: 428, 8: 430 });
+    assert.equal(
+      workerReplicas(decideInitialConfig(input({ profile: profile(), model: steeper })).changes),
+      5,
+    );
+  });
+
   it('still starts below the ask when more workers are predicted slower', () => {
     const peaked = tableModel({ 2: 200, 3: 300, 4: 400, 5: 350, 6: 300, 7: 250, 8: 200 });
     const plan = decideInitialConfig(
@@ -179,7 +193,12 @@ describe('decideInitialConfig with a profile', () => {
 
   it('takes one more worker when the smaller count falls just outside hysteresis', () => {
     const plan = decideInitialConfig(
-      input({ profile: profile(), model: tableModel({ ...DIMINISHING, 4: 367 }) }), // 367 * 1.05 = 385.35 < 386
+      input({
+        job: job({}, [role({ replicas: 8 })]),
+        profile: profile(),
+        model: tableModel({ ...DIMINISHING, 4: 367 }), // 367 * 1.05 = 385.35 < 386
+        capacity: capacity(1, 0),
+      }),
     );
     assert.equal(workerReplicas(plan.changes), 5);
   });
