@@ -102,6 +102,16 @@ export class ShrinkingCapacity {
     return true;
   }
 
+  /** How many more pods of this request fit, counted up to `atMost`. */
+  fitting(request: Resources, atMost: number): number {
+    let n = 0;
+    for (let i = this.#cursor.get(shapeKey(request)) ?? 0; i < this.#nodes.length && n < atMost; i++) {
+      const node = this.#nodes[i];
+      if (node?.schedulable) n += podsFittingOnNode(freeOnNode(node), request);
+    }
+    return Math.min(n, atMost);
+  }
+
   snapshot(): ClusterCapacity {
     return { nodes: this.#nodes.map((n) => ({ ...n, allocated: { ...n.allocated } })) };
   }

@@ -99,8 +99,8 @@ interface Slot {
   notes: Map<string, Note>;
   predictions: Map<number, number | undefined>;
   meanPredictions: Map<number, number | undefined>;
-  /** Grown by one probe worker on the mean prediction (probeUncertain): its plan is explained on the mean. */
-  probed: boolean;
+  /** Grown into idle capacity, judged on the mean prediction: its plan is explained on the mean. */
+  onMean: boolean;
 }
 
 export function decideRebalance(input: RebalanceInput): Plan[] {
@@ -115,7 +115,6 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
   cap = shedSlowingWorkers(slots, cap, config);
   cap = growIntoIdle(slots, cap, config);
   cap = probeUnmodelled(slots, cap, config);
-  cap = probeUncertain(slots, cap, config);
   reclaimLowValueWorkers(slots, cap, config);
 
   return slots.filter((s) => s.k !== s.k0).map((s) => planFor(s, config));
@@ -164,7 +163,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
       notes: new Map(),
       predictions: new Map(),
       meanPredictions: new Map(),
-      probed: false,
+      onMean: false,
     });
   }
   return slots.sort(
@@ -411,22 +410,38 @@ function shedSlowingWorkers(slots: Slot[], capacity: ClusterCapacity, config: Po
 }
 
 /**
- * One worker at a time to the job that speeds up the most per GPU, while idle capacity lasts. Only the job
- * just grown changes its option, so the ranking is kept sorted instead of rebuilt per worker handed out.
+ * Idle capacity to the job that speeds up the most per GPU, a step at a time (usually one worker; a few when
+ * only together they speed the job up, across a node boundary), while idle capacity lasts. Judged on the
+ * mean prediction: the caution of step time + 1 sd is there so that a job does not take GPUs from others,
+ * or restart, on noise, and an idle GPU is nobody's. Beyond a few dozen workers a worker adds 1-3%, inside
+ * one sd of the step time, so on the cautious prediction a job that wanted 35 workers crept up by one probe
+ * worker per tick beside idle GPUs; what is wrong on the mean is measured at the new size and given back
+ * (shedSlowingWorkers) or taken by a job that gains more (reclaim, admission). Only the job just grown
+ * changes its option, so the ranking is kept sorted instead of rebuilt per step handed out.
  */
 function growIntoIdle(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
   const free = new ShrinkingCapacity(capacity);
-  const ranked = growthOptions(slots, config);
+  const ranked = growthOptions(slots, config, Number.POSITIVE_INFINITY, meanPredict);
   let grown = false;
   for (;;) {
     const next = ranked.shift();
     if (!next) break;
-    // Free capacity only shrinks here: an option that does not fit now never will.
-    if (!free.place(next.slot.worker.requests)) continue;
-    grow(next.slot);
+    const { slot, workers } = next;
+    const room = free.fitting(slot.worker.requests, workers);
+    if (room < workers) {
+      // Free capacity only shrinks here: a smaller step may still fit, this one never will.
+      const smaller = room > 0 ? growthOption(slot, config, room, meanPredict) : undefined;
+      if (smaller) ranked.splice(sortedIndex(ranked, smaller), 0, smaller);
+      continue;
+    }
+    for (let i = 0; i < workers; i++) {
+      free.place(slot.worker.requests);
+      grow(slot);
+    }
     grown = true;
-    addNote(next.slot, 'idle', 1, 'from idle capacity');
-    const again = growthOption(next.slot, config);
+    slot.onMean = true;
+    addNote(slot, 'idle', workers, 'from idle capacity');
+    const again = growthOption(slot, config, Number.POSITIVE_INFINITY, meanPredict);
     if (again) ranked.splice(sortedIndex(ranked, again), 0, again);
   }
   return grown ? free.snapshot() : capacity;
@@ -477,7 +492,8 @@ function probeUnmodelled(slots: Slot[], capacity: ClusterCapacity, config: Polic
 function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): void {
   let cap = capacity;
   for (;;) {
-    const recipients = growthOptions(slots, config);
+    // A worker moves alone: a recipient whose single next worker speeds it up.
+    const recipients = growthOptions(slots, config, 1);
     if (recipients.length === 0) return;
     const victims = slots
       .filter((s) => s.entry.model !== undefined && canShrink(s, config))
@@ -534,87 +550,81 @@ function reclaimLowValueWorkers(slots: Slot[], capacity: ClusterCapacity, config
 
 interface GrowthOption {
   slot: Slot;
+  /** Workers the step adds. */
+  workers: number;
   gain: number;
   gainPerGpu: number;
 }
 
-/** Jobs that may take one more worker, best gain per GPU first; capacity is the caller's concern. */
-function growthOptions(slots: Slot[], config: PolicyConfig): GrowthOption[] {
+/**
+ * Jobs that may grow, each by its best step of at most `maxStep` workers by `tp` (the cautious prediction
+ * unless said otherwise), best gain per GPU first.
+ */
+function growthOptions(
+  slots: Slot[],
+  config: PolicyConfig,
+  maxStep = Number.POSITIVE_INFINITY,
+  tp: Predictor = predict,
+): GrowthOption[] {
   const out: GrowthOption[] = [];
   for (const s of slots) {
-    const option = growthOption(s, config);
+    const option = growthOption(s, config, maxStep, tp);
     if (option) out.push(option);
   }
   return out.sort(compareOptions);
 }
 
-function growthOption(s: Slot, config: PolicyConfig): GrowthOption | undefined {
-  if (!canGrow(s, config)) return undefined;
-  const now = predict(s, s.k);
-  const next = predict(s, s.k + 1);
-  const start = predict(s, s.k0);
-  if (now === undefined || next === undefined || start === undefined) return undefined;
-  const gain = next / now - 1;
-  // Every added worker must speed the job up, and the decision must clear the hysteresis as a whole: a
-  // worker of a 40-worker job adds 2.5% at best, so asking 5% of each one stopped the growth of every job
-  // near 20 workers while GPUs idled (tuning judges its scale-ups the same way, up to maxReplicaStep at once).
-  if (!(gain > 0)) return undefined;
-  if (reachableGain(s, config, predict) < config.minRelativeGain) return undefined;
-  if (!scaleUpPaysOff(s.remaining, start, next, s.costs, config)) return undefined;
-  return { slot: s, gain, gainPerGpu: (gain / gpuWeight(s)) * urgency(s) };
-}
-
-/** The best relative gain over k0 this decision could reach within the growth limit, by `tp`. */
-function reachableGain(
+/**
+ * The job's best step up (most gain per GPU) of at most `maxStep` workers within the growth rule. A step must
+ * speed the job up and pay for its rescale; its workers need not each do so: the worker that opens a new
+ * node pays the inter-node all-reduce for all the others and is slower alone, while filling the node is
+ * faster (growing one worker at a time left jobs that fill their nodes exactly beside idle GPUs for hours).
+ * The decision must clear the hysteresis as a whole: a worker of a 40-worker job adds 2.5% at best, so
+ * asking 5% of each one stopped the growth of every job near 20 workers while GPUs idled (tuning judges its
+ * scale-ups the same way).
+ */
+function growthOption(
   s: Slot,
   config: PolicyConfig,
-  tp: (s: Slot, k: number) => number | undefined,
-): number {
+  maxStep = Number.POSITIVE_INFINITY,
+  tp: Predictor = predict,
+): GrowthOption | undefined {
+  if (!canGrow(s, config)) return undefined;
+  const now = tp(s, s.k);
+  const start = tp(s, s.k0);
+  if (now === undefined || start === undefined) return undefined;
+  if (reachableGain(s, config, tp) < config.minRelativeGain) return undefined;
+  const top = Math.min(s.worker.maxReplicas, s.k0 + slotGrowthLimit(s, config).workers, s.k + maxStep);
+  let best: GrowthOption | undefined;
+  for (let k = s.k + 1; k <= top; k++) {
+    const at = tp(s, k);
+    if (at === undefined) continue;
+    const gain = at / now - 1;
+    if (!(gain > 0) || !scaleUpPaysOff(s.remaining, start, at, s.costs, config)) continue;
+    const workers = k - s.k;
+    const gainPerGpu = (gain / (workers * gpuWeight(s))) * urgency(s);
+    if (!best || gainPerGpu > best.gainPerGpu) best = { slot: s, workers, gain, gainPerGpu };
+  }
+  return best;
+}
+
+/**
+ * The best relative gain over k0 this decision could reach within the growth limit, by `tp`. A probe (a job
+ * seen at one size) grows by one worker, but what it is for is the step it opens once the job is measured at
+ * two sizes: the hysteresis is judged on that, or no probe of a job past 20 workers (one worker, < 5%)
+ * would ever be sent into idle GPUs.
+ */
+function reachableGain(s: Slot, config: PolicyConfig, tp: Predictor): number {
   const start = tp(s, s.k0);
   if (start === undefined) return Number.NEGATIVE_INFINITY;
-  const limit = Math.min(s.worker.maxReplicas, s.k0 + slotGrowthLimit(s, config).workers);
+  const rule = oneScale(s) ? growthLimitOnceMeasured(s, config) : slotGrowthLimit(s, config);
+  const limit = Math.min(s.worker.maxReplicas, s.k0 + rule.workers);
   let best = Number.NEGATIVE_INFINITY;
   for (let k = s.k0 + 1; k <= limit; k++) {
     const at = tp(s, k);
     if (at !== undefined) best = Math.max(best, at / start - 1);
   }
   return best;
-}
-
-/**
- * Idle GPUs left after growth and probes of unmodelled jobs: a job whose cautious prediction (step time +
- * 1 sd) forecasts no gain but whose mean prediction says one more worker pays gets that one worker. The
- * doubt is about a size the job has not run at, and measuring it there is cheaper than leaving the GPU idle;
- * the next fit sees the new scale. Best mean gain per GPU (urgency-weighted) first, one worker per job.
- */
-function probeUncertain(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
-  let cap = capacity;
-  const candidates: Array<{ s: Slot; gain: number; value: number }> = [];
-  for (const s of slots) {
-    if (s.entry.model === undefined || oneScale(s) || !s.movable || s.direction !== 0) continue;
-    if (s.k !== s.k0 || s.k >= s.worker.maxReplicas) continue;
-    const now = meanPredict(s, s.k);
-    const next = meanPredict(s, s.k + 1);
-    if (now === undefined || next === undefined || !(next > now)) continue;
-    if (reachableGain(s, config, meanPredict) < config.minRelativeGain) continue;
-    if (!scaleUpPaysOff(s.remaining, now, next, s.costs, config)) continue;
-    const gain = next / now - 1;
-    candidates.push({ s, gain, value: (gain / gpuWeight(s)) * urgency(s) });
-  }
-  candidates.sort((a, b) => b.value - a.value || compareStrings(a.s.key, b.s.key));
-  for (const { s, gain } of candidates) {
-    if (podsFitting(cap, s.worker.requests) < 1) continue;
-    cap = reserve(cap, s.worker.requests, 1);
-    grow(s);
-    s.probed = true;
-    addNote(
-      s,
-      'probe',
-      1,
-      `probe on idle capacity: at step time + 1 sd the model sees no gain beyond ${plural(s.k0, 'worker')}, its mean predicts ${formatChange(gain)}; one worker measures it`,
-    );
-  }
-  return cap;
 }
 
 function compareOptions(a: GrowthOption, b: GrowthOption): number {
@@ -648,6 +658,11 @@ function slotGrowthLimit(s: Slot, config: PolicyConfig) {
   );
 }
 
+/** The growth rule's step once the job has been measured at a second size (what a probe opens). */
+function growthLimitOnceMeasured(s: Slot, config: PolicyConfig) {
+  return growthLimit({ distinctScales: 2, remainingKnown: s.entry.remainingSeconds !== undefined }, config);
+}
+
 function oneScale(s: Slot): boolean {
   return (s.entry.model?.distinctScales ?? 0) < 2;
 }
@@ -672,6 +687,8 @@ function shrink(s: Slot): void {
   s.k -= 1;
   s.direction = -1;
 }
+
+type Predictor = (s: Slot, k: number) => number | undefined;
 
 /** The current size is observed, so it gets the expected value; any other size the cautious one. */
 function placementAt(s: Slot, k: number): Placement {
@@ -762,8 +779,8 @@ function addNote(s: Slot, key: string, delta: number, detail: string): void {
 
 function planFor(s: Slot, config: PolicyConfig): Plan {
   const parts: string[] = [];
-  const before = s.probed ? meanPredict(s, s.k0) : predict(s, s.k0);
-  const after = s.probed ? meanPredict(s, s.k) : predict(s, s.k);
+  const before = s.onMean ? meanPredict(s, s.k0) : predict(s, s.k0);
+  const after = s.onMean ? meanPredict(s, s.k) : predict(s, s.k);
   if (before !== undefined && after !== undefined) {
     parts.push(`predicted ${formatRateChange(before, after)}`);
   }

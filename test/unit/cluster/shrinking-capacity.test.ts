@@ -29,7 +29,7 @@ const shapeArb: fc.Arbitrary<Resources> = fc.record({
 });
 
 describe('ShrinkingCapacity', () => {
-  it('places pod by pod exactly as reserve() does, and refuses exactly when nothing fits', () => {
+  it('places pod by pod exactly as reserve() does, counts what fits as podsFitting does, and refuses exactly when nothing fits', () => {
     fc.assert(
       fc.property(
         fc.array(nodeArb, { minLength: 1, maxLength: 12 }),
@@ -43,6 +43,8 @@ describe('ShrinkingCapacity', () => {
           for (const pick of picks) {
             const shape = shapes[pick % shapes.length] as Resources;
             const fitsBefore = podsFitting(expected, shape) >= 1;
+            const atMost = (pick % 7) + 1;
+            assert.equal(free.fitting(shape, atMost), Math.min(atMost, podsFitting(expected, shape)));
             assert.equal(free.fits(shape), fitsBefore);
             assert.equal(free.place(shape), fitsBefore);
             if (fitsBefore) expected = reserve(expected, shape, 1);

@@ -200,6 +200,21 @@ describe('decideRebalance: idle capacity', () => {
     assert.equal(change?.kind === 'replicas' && change.to, 4 + DEFAULT_POLICY_CONFIG.maxReplicaStep);
   });
 
+  it('growth rule: a probe of a large job clears the hysteresis on the step it opens', () => {
+    // 24 workers seen at one size, +3% per worker on the mean: one worker alone is below the 5% hysteresis,
+    // the step measuring it opens (maxReplicaStep, to 28: +7.1%) is not.
+    const table = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [i + 1, 1000 * (1 + 0.03 * i)]));
+    const job = entry({ name: 'wide', k: 24, max: 40, table, remainingSeconds: 36_000 });
+    const plans = decideRebalance({
+      jobs: [{ ...job, model: { ...tableModel(table), distinctScales: 1 } }],
+      capacity: capacity(24, 64),
+      config,
+      now: NOW,
+    });
+    assert.deepEqual(sizes(plans), { wide: 25 });
+    assert.match(plans[0]?.reason ?? '', /growth rule: seen at one size only/);
+  });
+
   it('compares gains per GPU', () => {
     // small's workers hold 4 GPUs: +30% is 7.5%/GPU, below big's 10%/GPU; +45% is 11.25%/GPU, above it.
     const fourGpu = (table: Record<number, number>) => ({ name: 'small', k: 2, gpus: 4, table });
@@ -223,9 +238,26 @@ describe('decideRebalance: idle capacity', () => {
     assert.deepEqual(sizes(withFree([small({ lastActionAt: NOW - 300 }), big()], 1)), { small: 3 });
     const flat = big({ table: { 8: 800, 9: 838 } }); // +4.75%
     assert.deepEqual(withFree([flat], 4), []);
-    // A worker that slows the job is never added, whatever lies beyond it.
+  });
+
+  it('steps over a worker that slows the job when the step as a whole speeds it up (a node boundary)', () => {
+    // The 4th worker alone is slower (290 < 300); the 4th and 5th together are faster (400).
     const dip = { name: 'dip', k: 2, table: { 2: 200, 3: 300, 4: 290, 5: 400 } };
-    assert.deepEqual(sizes(withFree([dip], 3)), { dip: 3 });
+    assert.deepEqual(sizes(withFree([dip], 3)), { dip: 5 });
+    // Room for one more after the 3rd only: the slower 4th alone is not taken.
+    assert.deepEqual(sizes(withFree([dip], 2)), { dip: 3 });
+    // A step that ends slower is never taken, whatever its size.
+    const sag = { name: 'sag', k: 2, table: { 2: 200, 3: 300, 4: 290, 5: 295 } };
+    assert.deepEqual(sizes(withFree([sag], 3)), { sag: 3 });
+    // Filling the next node from a full one: 4 -> 5 alone loses, 4 -> 8 gains.
+    const full = { name: 'full', k: 4, table: { 4: 400, 5: 380, 6: 470, 7: 540, 8: 600 } };
+    assert.deepEqual(sizes(withFree([full], 4)), { full: 8 });
+    // Room for three: the best step that fits (4 -> 7), not nothing.
+    assert.deepEqual(sizes(withFree([full], 3)), { full: 7 });
+    // A worker taken from another job moves alone: never one that alone slows its recipient down.
+    const lazy = { name: 'lazy', k: 4, table: { 3: 399, 4: 400 } };
+    const boundary = { name: 'boundary', k: 2, table: { 2: 200, 3: 190, 4: 400 } };
+    assert.deepEqual(rebalance([lazy, boundary]), []);
   });
 
   it('does not grow a job whose gain cannot pay for the rescale before it ends', () => {
@@ -565,12 +597,18 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(sizes(plans), { far: 3, fresh: 3 });
   });
 
-  it('with several scales observed, an unbounded spread argues for one probe worker on the mean, not for idling', () => {
+  it('with several scales observed, an unbounded spread argues for growth into idle GPUs on the mean, not for idling', () => {
     const plans = decideRebalance({ jobs: [fresh(3)], capacity: capacity(2, 5), config, now: NOW });
-    assert.deepEqual(sizes(plans), { fresh: 3 });
+    assert.deepEqual(sizes(plans), { fresh: 4 });
     assert.match(
       plans[0]?.reason ?? '',
-      /^2 -> 3 workers: predicted 200 -> 290 samples\/s \(\+45\.0%\); \+1 probe on idle capacity: at step time \+ 1 sd the model sees no gain beyond 2 workers, its mean predicts \+45\.0%/,
+      /^2 -> 4 workers: predicted 200 -> 360 samples\/s \(\+80\.0%\); \+2 from idle capacity/,
+    );
+    // From another job, the cautious prediction decides: it sees no gain, so nothing moves.
+    const far = entry({ name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 36_000 });
+    assert.deepEqual(
+      decideRebalance({ jobs: [fresh(3), far], capacity: capacity(6, 6), config, now: NOW }),
+      [],
     );
     // No probe where the mean itself says the worker adds nothing, or where no GPU is idle.
     const flat = entry({ name: 'fresh', k: 2 });
