@@ -216,6 +216,11 @@ interface JobRecord {
   timelineClosed: boolean;
   lastTimelineAt: number;
   processedAtLastPoint: number;
+  /**
+   * Peak usage of each pod (by name) that stopped running, and when it stopped: Prometheus keeps a deleted
+   * pod's series, so production's max_over_time usage queries still see them within their window.
+   */
+  endedUsage: Map<string, { role: RoleName; cpuMillis: number; memoryBytes: number; until: number }>;
 }
 
 interface PodRecord {
@@ -259,6 +264,11 @@ function describe(ref: JobRef): string {
 function isTerminal(rec: PodRecord): boolean {
   const phase = rec.pod.status?.phase;
   return phase === 'Succeeded' || phase === 'Failed';
+}
+
+/** Its training container has run (it may be in a crash-loop back-off now). */
+function hasStarted(rec: PodRecord): boolean {
+  return rec.runningSince !== undefined || rec.restartAt !== undefined;
 }
 
 function isFinished(job: JobRecord): boolean {
@@ -350,6 +360,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       target: spec.targetSamples ?? this.#apps.defaultTargetSamples(spec.app),
       stalledUntil: now,
       worldMembers: [],
+      endedUsage: new Map(),
       agentRestarts: new Map(),
       restartsSpent: 0,
       pauses: [],
@@ -575,16 +586,52 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   }
 
   /** Per pod with a started container: the app's real CPU use and peak memory, capped by the limits. */
-  async containerUsage(ref: JobRef, _windowSeconds: number): Promise<ContainerUsage[]> {
+  /**
+   * Peak usage per pod over the window, as production's max_over_time queries read it: the running
+   * containers, and the pods that stopped within the window (ended, evicted, deleted with a finished job).
+   */
+  async containerUsage(ref: JobRef, windowSeconds: number): Promise<ContainerUsage[]> {
     const job = this.#job(ref);
-    const usage: ContainerUsage[] = [];
+    const byPod = new Map<string, ContainerUsage>();
+    const add = (u: ContainerUsage) => {
+      const old = byPod.get(u.pod);
+      byPod.set(
+        u.pod,
+        old
+          ? {
+              ...u,
+              cpuMillis: Math.max(old.cpuMillis, u.cpuMillis),
+              memoryBytes: Math.max(old.memoryBytes, u.memoryBytes),
+            }
+          : u,
+      );
+    };
+    const from = this.now() - windowSeconds;
+    for (const [pod, ended] of job.endedUsage)
+      if (ended.until >= from)
+        add({ pod, role: ended.role, cpuMillis: ended.cpuMillis, memoryBytes: ended.memoryBytes });
     for (const rec of this.#podsOf(job)) {
-      const started = rec.runningSince !== undefined || rec.restartAt !== undefined;
-      if (!started || isTerminal(rec)) continue;
-      usage.push({ pod: rec.pod.metadata?.name ?? '', role: rec.role, ...this.#realUsage(job, rec) });
+      if (!hasStarted(rec) || isTerminal(rec)) continue;
+      add({ pod: rec.pod.metadata?.name ?? '', role: rec.role, ...this.#realUsage(job, rec) });
     }
-    if (usage.length === 0) throw new MissingMetricsError(`no running containers for ${describe(ref)}`);
-    return usage;
+    if (byPod.size === 0)
+      throw new MissingMetricsError(`no container usage for ${describe(ref)} in the last ${windowSeconds} s`);
+    return [...byPod.values()];
+  }
+
+  /** A pod that stops running leaves its peak usage behind (see containerUsage). */
+  #rememberUsage(rec: PodRecord, t: number): void {
+    const job = this.#jobs.get(rec.jobKey);
+    if (!job || !hasStarted(rec) || isTerminal(rec)) return;
+    const name = rec.pod.metadata?.name ?? '';
+    const usage = this.#realUsage(job, rec);
+    const old = job.endedUsage.get(name);
+    job.endedUsage.set(name, {
+      role: rec.role,
+      cpuMillis: Math.max(old?.cpuMillis ?? 0, usage.cpuMillis),
+      memoryBytes: Math.max(old?.memoryBytes ?? 0, usage.memoryBytes),
+      until: t,
+    });
   }
 
   async workerStepTimes(ref: JobRef, windowSeconds: number): Promise<WorkerStepTimes[]> {
@@ -720,6 +767,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   }
 
   #deletePod(rec: PodRecord): void {
+    this.#rememberUsage(rec, this.now());
     this.#pods.delete(rec.key);
     this.#podsByJob.get(rec.jobKey)?.delete(rec.key);
     this.#emitPod('DELETED', rec);
@@ -804,6 +852,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   }
 
   #oomKill(job: JobRecord, rec: PodRecord, t: number): void {
+    this.#rememberUsage(rec, t);
     const restarts = markOomKilled(rec.pod, rec.trainingContainer, rec.runningSince ?? t, t);
     rec.runningSince = undefined;
     const backoff = this.timing.crashLoopBackoffSeconds * 2 ** Math.max(0, restarts - 1);
@@ -834,6 +883,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
 
   /** Preemption or eviction: the pod fails now; its controller replaces it at the next reconcile. */
   #disrupt(rec: PodRecord, reason: 'Preempted' | 'Evicted', message: string, t: number): void {
+    this.#rememberUsage(rec, t);
     markDisrupted(rec.pod, reason, message, t);
     rec.runningSince = undefined;
     rec.restartAt = undefined;
@@ -1044,6 +1094,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
         this.#deletePod(rec);
         continue;
       }
+      this.#rememberUsage(rec, at);
       rec.runningSince = undefined;
       rec.restartAt = undefined;
       markSucceeded(rec.pod, at);

@@ -468,7 +468,49 @@ function tenantWorkloads(): Workload[] {
     })),
   );
 }
-if (!flag('--no-multi-tenant')) for (const tenants of tenantWorkloads()) await multiTenant(tenants);
+if (!flag('--no-multi-tenant')) {
+  for (const tenants of tenantWorkloads()) await multiTenant(tenants);
+  tenantGains();
+}
+
+/**
+ * Per load (the workloads' folder), trainscaler against manual on the multi-tenant runs: the mean of the
+ * workloads' median JCTs and completion rates, and each workload's gain, so that no figure rests on one
+ * workload alone (issue 13 asks -40% median and +8 points at 0.5x and 1.0x).
+ */
+function tenantGains(): void {
+  const of = (workload: string, policy: SimulationPolicy) =>
+    record.multiTenant.find((r) => r.workload === workload && r.policy === policy)?.aggregate;
+  const signed = (v: number, digits: number) => `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`;
+  const sets = new Map<string, string[]>();
+  for (const r of record.multiTenant) {
+    const set = r.workload.includes('/') ? (r.workload.split('/')[0] ?? '') : '';
+    const names = sets.get(set) ?? [];
+    if (!names.includes(r.workload)) names.push(r.workload);
+    sets.set(set, names);
+  }
+  for (const [set, names] of sets) {
+    const pairs = names.flatMap((w) => {
+      const m = of(w, 'manual');
+      const t = of(w, 'trainscaler');
+      return m?.meanMedianJctSeconds && t?.meanMedianJctSeconds ? [{ w, m, t }] : [];
+    });
+    if (pairs.length === 0) continue;
+    const mean = (f: (x: (typeof pairs)[number]) => number) =>
+      pairs.reduce((sum, x) => sum + f(x), 0) / pairs.length;
+    const mMedian = mean((x) => x.m.meanMedianJctSeconds ?? 0);
+    const tMedian = mean((x) => x.t.meanMedianJctSeconds ?? 0);
+    const per = pairs
+      .map(
+        ({ w, m, t }) =>
+          `${w.split('/').pop()} ${signed((100 * (t.meanMedianJctSeconds ?? 0)) / (m.meanMedianJctSeconds ?? 1) - 100, 0)}% / ${signed(100 * (t.meanCompletionRate - m.meanCompletionRate), 1)}`,
+      )
+      .join(', ');
+    console.log(
+      `multi-tenant ${set || 'workloads'} (${pairs.length}): median JCT manual ${Math.round(mMedian)} s, trainscaler ${Math.round(tMedian)} s (${signed((100 * tMedian) / mMedian - 100, 0)}%, mean of the medians); completion ${(100 * mean((x) => x.m.meanCompletionRate)).toFixed(1)}% -> ${(100 * mean((x) => x.t.meanCompletionRate)).toFixed(1)}% (${signed(100 * mean((x) => x.t.meanCompletionRate - x.m.meanCompletionRate), 1)} points); per workload (median / points): ${per}`,
+    );
+  }
+}
 if (!flag('--no-latency')) latency();
 if (record.runs.length > 0 || record.multiTenant.length > 0) printReadmeTables(record);
 console.log(`\nwall-clock bench total: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);

@@ -133,7 +133,7 @@ describe('runSimulation', () => {
         memoryOverRequestRange: [2, 2],
         cpuOverRequestShare: 1,
         cpuOverRequestRange: [1.5, 1.5],
-        nodeFailureMeanHours: 0,
+        nodeMeanHoursBetweenFailures: 0,
       },
     });
     const s = result.runs[0]?.summary;

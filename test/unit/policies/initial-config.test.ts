@@ -126,10 +126,15 @@ describe('decideInitialConfig without a profile', () => {
 });
 
 describe('decideInitialConfig with a profile', () => {
-  it('picks the smallest worker count within hysteresis of the best predicted throughput', () => {
+  it('when nothing fits now (the job queues), picks the smallest worker count within hysteresis of the best', () => {
     // best 386 at 7; 370 * 1.05 = 388.5 > 386 so 4 is enough; 290 * 1.05 = 304.5 is not.
     const plan = decideInitialConfig(
-      input({ job: job({}, [role({ replicas: 8 })]), profile: profile(), model: tableModel(DIMINISHING) }),
+      input({
+        job: job({}, [role({ replicas: 8 })]),
+        profile: profile(),
+        model: tableModel(DIMINISHING),
+        capacity: capacity(1, 0),
+      }),
     );
     assert.equal(workerReplicas(plan.changes), 4);
     assert.match(
@@ -139,9 +144,61 @@ describe('decideInitialConfig with a profile', () => {
     assert.match(plan.reason, /7 workers would reach 386 samples\/s, less than 5% more/);
   });
 
+  it('never starts below the ask that fits in free capacity for a gain within hysteresis (the GPUs would idle)', () => {
+    // 4 workers come within 5% of the best (386 at 7), but 8 are free and 8 were asked: 8 adds nothing over
+    // 7, so 7; not 4, which would leave 3 GPUs idle for a prediction inside the model's noise.
+    const plan = decideInitialConfig(
+      input({ job: job({}, [role({ replicas: 8 })]), profile: profile(), model: tableModel(DIMINISHING) }),
+    );
+    assert.equal(workerReplicas(plan.changes), 7, plan.reason);
+    assert.match(plan.reason, /4 workers would come within 5%, but free capacity holds 7 of the 8 asked/);
+    // asked 6 of 8 free: kept at 6 (386 at 7 is within 5% of 385 at 6, so no growth either)
+    const six = decideInitialConfig(
+      input({ job: job({}, [role({ replicas: 6 })]), profile: profile(), model: tableModel(DIMINISHING) }),
+    );
+    assert.equal(workerReplicas(six.changes), undefined, six.reason);
+    // only 5 free: all 5, not 4
+    const five = decideInitialConfig(
+      input({
+        job: job({}, [role({ replicas: 6 })]),
+        profile: profile(),
+        model: tableModel(DIMINISHING),
+        capacity: capacity(1, 5),
+      }),
+    );
+    assert.equal(workerReplicas(five.changes), 5, five.reason);
+  });
+
+  it('grows above the ask only by more than the hysteresis over the ask itself', () => {
+    // best 420 at 8; 5 is the smallest within 5% of it (399 * 1.05 < 420), but only 3% above the 4 asked: keep 4.
+    const flat = tableModel({ 2: 200, 3: 300, 4: 399, 5: 412, 6: 415, 7: 418, 8: 420 });
+    const plan = decideInitialConfig(input({ profile: profile(), model: flat }));
+    assert.equal(workerReplicas(plan.changes), undefined, plan.reason);
+    assert.match(plan.reason, /keep 4 workers/);
+    // 6% above the ask is worth it
+    const steeper = tableModel({ 2: 200, 3: 300, 4: 400, 5: 424, 6: 426, 7: 428, 8: 430 });
+    assert.equal(
+      workerReplicas(decideInitialConfig(input({ profile: profile(), model: steeper })).changes),
+      5,
+    );
+  });
+
+  it('still starts below the ask when more workers are predicted slower', () => {
+    const peaked = tableModel({ 2: 200, 3: 300, 4: 400, 5: 350, 6: 300, 7: 250, 8: 200 });
+    const plan = decideInitialConfig(
+      input({ job: job({}, [role({ replicas: 8 })]), profile: profile(), model: peaked }),
+    );
+    assert.equal(workerReplicas(plan.changes), 4, plan.reason);
+  });
+
   it('takes one more worker when the smaller count falls just outside hysteresis', () => {
     const plan = decideInitialConfig(
-      input({ profile: profile(), model: tableModel({ ...DIMINISHING, 4: 367 }) }), // 367 * 1.05 = 385.35 < 386
+      input({
+        job: job({}, [role({ replicas: 8 })]),
+        profile: profile(),
+        model: tableModel({ ...DIMINISHING, 4: 367 }), // 367 * 1.05 = 385.35 < 386
+        capacity: capacity(1, 0),
+      }),
     );
     assert.equal(workerReplicas(plan.changes), 5);
   });
@@ -288,12 +345,12 @@ describe('decideInitialConfig for TFJob parameter servers', () => {
   it("scales PS with the profile's PS:worker ratio", () => {
     const plan = decideInitialConfig(
       input({
-        job: tf(8, 1),
+        job: tf(6, 1),
         profile: profile({ best: { replicas: 4, ps: 2, localBatchSize: 32, throughput: 370 } }),
         model: tableModel({ ...DIMINISHING, 5: 400, 6: 420, 7: 421, 8: 421 }),
       }),
     );
-    assert.equal(workerReplicas(plan.changes), 6);
+    assert.equal(workerReplicas(plan.changes), undefined, 'the 6 workers asked stay');
     assert.ok(
       plan.changes.some((c) => c.kind === 'replicas' && c.role === 'PS' && c.from === 1 && c.to === 3),
     );
@@ -302,7 +359,7 @@ describe('decideInitialConfig for TFJob parameter servers', () => {
 
   it('keeps the PS count without a ratio in the profile', () => {
     const plan = decideInitialConfig(
-      input({ job: tf(8, 1), profile: profile(), model: tableModel(DIMINISHING) }),
+      input({ job: tf(8, 1), profile: profile(), model: tableModel(DIMINISHING), capacity: capacity(1, 0) }),
     );
     assert.equal(workerReplicas(plan.changes), 4);
     assert.ok(!plan.changes.some((c) => c.kind === 'replicas' && c.role === 'PS'));

@@ -363,6 +363,21 @@ describe('simulated metrics', () => {
     assert.ok(((await sim.samplesProcessed(ref)) ?? 0) > 0);
   });
 
+  it("keeps a finished job's peak usage within the window, as Prometheus keeps a deleted pod's series", async () => {
+    const sim = cluster();
+    const ref = submit(sim, 'toy', { workers: 2, targetSamples: 20_000 });
+    sim.step(1200);
+    assert.equal(sim.jobStatus(ref).phase, 'Succeeded');
+    const finishedAt = sim.jobStatus(ref).finishedAt ?? 0;
+    const usage = await sim.containerUsage(ref, 3600);
+    assert.deepEqual(usage.map((u) => u.pod).sort(), ['toy-worker-0', 'toy-worker-1']);
+    for (const u of usage) assert.ok(u.memoryBytes >= 0.9 * 8 * GiB && u.memoryBytes <= 8 * GiB);
+    // Outside the window the ended pods are gone, as in a max_over_time query.
+    sim.step(3600);
+    const since = sim.now() - finishedAt;
+    await assert.rejects(sim.containerUsage(ref, since - 60), MissingMetricsError);
+  });
+
   it('samples at most once a minute per job', async () => {
     const sim = cluster();
     const ref = submit(sim, 'toy', { workers: 1 });

@@ -134,12 +134,17 @@ describe('multi-tenant traits', () => {
     assert.ok(Math.abs(share((t) => t.highPriority) - 0.1) < 0.02);
   });
 
-  it('draws node failures within the horizon, none when disabled', () => {
-    const failures = nodeFailureTimes(1, 16, 100 * 3600);
-    assert.ok(failures.length > 5 && failures.length < 35, String(failures.length));
+  it('draws node failures within the horizon at the per-node rate, none when disabled', () => {
+    // Llama 3's rate: one every 6,335 h per node, so 16 nodes over 10,000 h expect about 25.
+    assert.ok(Math.abs(DEFAULT_MULTI_TENANT.nodeMeanHoursBetweenFailures - 6335) < 1);
+    const failures = nodeFailureTimes(1, 16, 10_000 * 3600);
+    assert.ok(failures.length > 12 && failures.length < 40, String(failures.length));
+    // twice the nodes, about twice the failures
+    const doubled = nodeFailureTimes(1, 32, 10_000 * 3600).length;
+    assert.ok(doubled > 1.4 * failures.length && doubled < 2.8 * failures.length, String(doubled));
     assert.ok(failures.every((f, i) => f.node >= 0 && f.node < 16 && f.at >= (failures[i - 1]?.at ?? 0)));
     assert.deepEqual(
-      nodeFailureTimes(1, 16, 100 * 3600, { ...DEFAULT_MULTI_TENANT, nodeFailureMeanHours: 0 }),
+      nodeFailureTimes(1, 16, 100 * 3600, { ...DEFAULT_MULTI_TENANT, nodeMeanHoursBetweenFailures: 0 }),
       [],
     );
   });
