@@ -45,16 +45,21 @@ def workdir(tmp_path):
     return tmp_path
 
 
-@pytest.fixture
-def server(workdir):
-    path = str(workdir / "warm.sock")
+def start_server(path, preload):
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainscaler_hook.warm", "serve", path],
         stdout=subprocess.PIPE,
         text=True,
-        env=env_with(TRAINSCALER_WARM_PRELOAD="json"),
+        env=env_with(TRAINSCALER_WARM_PRELOAD=preload),
     )
     assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+@pytest.fixture
+def server(workdir):
+    path = str(workdir / "warm.sock")
+    proc = start_server(path, "json")
     yield path
     proc.terminate()
     proc.wait(10)
@@ -219,13 +224,7 @@ def test_the_server_exits_and_kills_its_workers_when_its_parent_is_gone(workdir)
 
 def test_a_sigterm_to_the_server_lets_running_workers_finish_then_it_exits(workdir):
     path = str(workdir / "term.sock")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "trainscaler_hook.warm", "serve", path],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env_with(TRAINSCALER_WARM_PRELOAD=""),
-    )
-    assert server.stdout.readline().strip() == "ready"
+    server = start_server(path, "")
     proc = stub(workdir, "term", socket_path=path)
     first_line(proc)
     server.send_signal(signal.SIGTERM)  # a pod's SIGTERM to the whole process group reaches both
