@@ -667,6 +667,7 @@ function slotGrowthLimit(s: Slot, config: PolicyConfig) {
     {
       distinctScales: s.entry.model?.distinctScales ?? 0,
       remainingKnown: s.entry.remainingSeconds !== undefined,
+      nodeFill: nodeFill(s),
     },
     config,
   );
@@ -674,7 +675,17 @@ function slotGrowthLimit(s: Slot, config: PolicyConfig) {
 
 /** The growth rule's step once the job has been measured at a second size (what a probe opens). */
 function growthLimitOnceMeasured(s: Slot, config: PolicyConfig) {
-  return growthLimit({ distinctScales: 2, remainingKnown: s.entry.remainingSeconds !== undefined }, config);
+  return growthLimit(
+    { distinctScales: 2, remainingKnown: s.entry.remainingSeconds !== undefined, nodeFill: nodeFill(s) },
+    config,
+  );
+}
+
+/** Workers that fill the node the job's next worker (from its current size) would open; 0 when it opens none. */
+function nodeFill(s: Slot): number {
+  const { current } = s.entry;
+  if (s.perNode <= 1 || nodesAfterResize(current, s.k0 + 1, s.perNode) <= current.nodes) return 0;
+  return s.perNode;
 }
 
 function oneScale(s: Slot): boolean {

@@ -93,15 +93,27 @@ export function scaleDownPaysOff(
  * measurement, so it grows by one worker at most (a probe; the next review fits on two scales). An unknown
  * remaining time (no trainscaler.io/target-samples) is an assumed hour, and an assumption alone does not
  * justify a large step either: one worker at most. Otherwise up to maxReplicaStep.
+ *
+ * Where that one worker would open a new node (`nodeFill`: the workers that fill the node it opens), the
+ * step may fill that node instead, up to maxReplicaStep: the one worker alone makes every other worker pay
+ * the inter-node all-reduce and is predicted slower, so "one at a time" kept a job that exactly fills its
+ * nodes at its size forever (an imagenet job asked 48 workers, started at 4 on one node, and ran at 4 for 53 h
+ * beside a nearly empty cluster). Filling the node is the smallest step that measures the job across nodes.
  */
 export function growthLimit(
-  evidence: { distinctScales: number; remainingKnown: boolean },
+  evidence: { distinctScales: number; remainingKnown: boolean; nodeFill?: number },
   config: Pick<PolicyConfig, 'maxReplicaStep'>,
 ): { workers: number; why?: string } {
-  if (evidence.distinctScales < 2)
-    return { workers: 1, why: 'seen at one size only: one probe worker at a time' };
-  if (!evidence.remainingKnown) return { workers: 1, why: 'remaining time unknown: one worker at a time' };
-  return { workers: Math.max(0, Math.floor(config.maxReplicaStep)) };
+  const step = Math.max(0, Math.floor(config.maxReplicaStep));
+  const one = (why: string) => {
+    const fill = Math.min(step, Math.floor(evidence.nodeFill ?? 0));
+    return fill > 1
+      ? { workers: fill, why: `${why}, but ${fill} to fill the node the first one opens` }
+      : { workers: 1, why };
+  };
+  if (evidence.distinctScales < 2) return one('seen at one size only: one probe worker at a time');
+  if (!evidence.remainingKnown) return one('remaining time unknown: one worker at a time');
+  return { workers: step };
 }
 
 export function describeRemaining(remainingSeconds: number | undefined): string {

@@ -596,6 +596,39 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(sizes(plans), { fresh: 3 });
   });
 
+  it('fills the node its probe opens when it exactly fills its own: one worker alone would be slower', () => {
+    const fourGpuNode = (name: string, used: number) => ({
+      name,
+      allocatable: { cpuMillis: 4000, memoryBytes: 4 * GiB, gpus: 4 },
+      allocated: { cpuMillis: used * 1000, memoryBytes: used * GiB, gpus: used },
+      schedulable: true,
+    });
+    // 4 workers on a full 4-GPU node; the 5th opens a node and makes all pay the inter-node all-reduce.
+    const boundary = (nodes: ReturnType<typeof fourGpuNode>[], distinctScales = 1) => {
+      const e = entry({ name: 'wide', k: 4, max: 48, remainingSeconds: 36_000 });
+      e.model = oneScaleModel(4, { 4: 400, 5: 330, 6: 420, 7: 500, 8: 580 }, distinctScales);
+      return decideRebalance({ jobs: [e], capacity: { nodes }, config, now: NOW });
+    };
+    const plans = boundary([fourGpuNode('n1', 4), fourGpuNode('n2', 0), fourGpuNode('n3', 0)]);
+    assert.deepEqual(sizes(plans), { wide: 8 });
+    assert.match(
+      plans[0]?.reason ?? '',
+      /growth rule: seen at one size only: one probe worker at a time, but 4 to fill the node the first one opens/,
+    );
+    // Room for two only on the new node: 4 -> 6 (+5%) is the best that fits.
+    assert.deepEqual(sizes(boundary([fourGpuNode('n1', 4), fourGpuNode('n2', 2)])), { wide: 6 });
+    // Inside its node the probe stays one worker.
+    const inside = entry({ name: 'inside', k: 3, max: 48, remainingSeconds: 36_000 });
+    inside.model = oneScaleModel(3, { 3: 300, 4: 400, 5: 330, 6: 420, 7: 500 });
+    const within = decideRebalance({
+      jobs: [inside],
+      capacity: { nodes: [fourGpuNode('n1', 3), fourGpuNode('n2', 0)] },
+      config,
+      now: NOW,
+    });
+    assert.deepEqual(sizes(within), { inside: 4 });
+  });
+
   it('takes a probe worker from a job far from its end when none is idle', () => {
     const far = entry({ name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 36_000 });
     const plans = decideRebalance({ jobs: [fresh(1), far], capacity: capacity(6, 6), config, now: NOW });
