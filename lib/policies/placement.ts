@@ -62,6 +62,22 @@ export function pessimisticThroughput(model: ThroughputModel, placement: Placeme
   return throughputAt(placement, p.stepTime + (Number.isFinite(p.stdev) ? Math.max(0, p.stdev) : Infinity));
 }
 
+/**
+ * Samples/s at stepTime - 1 stdev, never above perfect scaling from `observed` (no job speeds up more than
+ * linearly in its workers): what the job may reach where the fit is unsure, for deciding whether to measure.
+ */
+export function optimisticThroughput(
+  model: ThroughputModel,
+  placement: Placement,
+  observed: { replicas: number; throughput: number },
+): number | undefined {
+  const p = model.predict(placement);
+  const linear = (observed.throughput * placement.replicas) / observed.replicas;
+  const fast = p.stepTime - (Number.isFinite(p.stdev) ? Math.max(0, p.stdev) : Infinity);
+  const tp = fast > 0 ? throughputAt(placement, fast) : undefined;
+  return Math.min(tp ?? linear, linear);
+}
+
 function throughputAt(placement: Placement, stepTime: number): number | undefined {
   if (!Number.isFinite(stepTime) || stepTime <= 0) return undefined;
   const tp = (placement.replicas * placement.localBatchSize) / stepTime;

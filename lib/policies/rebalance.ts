@@ -20,6 +20,7 @@ import {
   localBatchFor,
   nodesAfterResize,
   nodesSpanned,
+  optimisticThroughput,
   pessimisticThroughput,
   plural,
   podsPerNode,
@@ -105,6 +106,8 @@ interface Slot {
   meanPredictions: Map<number, number | undefined>;
   /** Grown into idle capacity, judged on the mean prediction: its plan is explained on the mean. */
   onMean: boolean;
+  /** Probed into idle capacity on the optimistic prediction: its plan is explained on that. */
+  onOptimism: boolean;
 }
 
 export function decideRebalance(input: RebalanceInput): Plan[] {
@@ -118,6 +121,7 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
   cap = admitPending(slots, pending, cap, config);
   cap = shedSlowingWorkers(slots, cap, config);
   cap = growIntoIdle(slots, cap, config);
+  cap = probeOnOptimism(slots, cap, config);
   cap = probeUnmodelled(slots, cap, config);
   reclaimLowValueWorkers(slots, cap, config);
 
@@ -171,6 +175,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
       predictions: new Map(),
       meanPredictions: new Map(),
       onMean: false,
+      onOptimism: false,
     });
   }
   return slots.sort(
@@ -468,6 +473,52 @@ function sortedIndex(ranked: GrowthOption[], option: GrowthOption): number {
 }
 
 /**
+ * A job seen at one size only and below the size its user asked for, whose mean prediction says no step into
+ * idle GPUs gains enough, is still probed when its optimistic prediction (step time - 1 sd, at most linear
+ * scaling) says the step would: with one size seen, how the job scales across nodes is the priors' guess, and
+ * nothing else ever measures it. An imagenet job asked 48 workers, started at 4 on one node, and its priors
+ * put 8 workers on two nodes 25% below 4 on one, so it ran at 4 for 53 h beside a nearly empty cluster
+ * (1.5x workload-7). An idle GPU is nobody's: a wrong probe costs a restart and a tick at the slower speed, and
+ * is given back once measured (shedSlowingWorkers); uncertainty argues for the probe, not for idling.
+ */
+function probeOnOptimism(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
+  const free = new ShrinkingCapacity(capacity);
+  let probed = false;
+  const candidates = slots
+    .filter((s) => oneScale(s) && s.k === s.k0 && s.asked !== undefined && s.k0 < s.asked)
+    .sort((a, b) => urgency(b) - urgency(a) || compareStrings(a.key, b.key));
+  for (const s of candidates) {
+    if (!growthOption(s, config, Number.POSITIVE_INFINITY, optimisticPredict)) continue;
+    // At best linear, every step gains alike per GPU: the largest that fits measures most (across a node
+    // boundary, the filled node rather than one worker paying the inter-node all-reduce for all).
+    const start = optimisticPredict(s, s.k0) ?? 0;
+    const top = Math.min(s.worker.maxReplicas, s.k0 + slotGrowthLimit(s, config).workers);
+    let workers = 0;
+    for (let k = Math.min(top, s.k0 + free.fitting(s.worker.requests, top - s.k0)); k > s.k0; k--) {
+      const at = optimisticPredict(s, k);
+      if (at !== undefined && at > start && scaleUpPaysOff(s.remaining, start, at, s.costs, config)) {
+        workers = k - s.k0;
+        break;
+      }
+    }
+    if (workers === 0) continue;
+    for (let i = 0; i < workers; i++) {
+      free.place(s.worker.requests);
+      grow(s);
+    }
+    probed = true;
+    s.onOptimism = true;
+    addNote(
+      s,
+      'optimism',
+      workers,
+      'probe from idle capacity: seen at one size, it may scale better than its priors say',
+    );
+  }
+  return probed ? free.snapshot() : capacity;
+}
+
+/**
  * Jobs without a model get one extra worker, so that the next fit sees a second scale. Not across a node
  * boundary: unmeasured, the extra worker would pay for the inter-node all-reduce of all the others (a 4-GPU
  * job made 5 on 4-GPU nodes ran 1.7x slower in the measured world) and nothing observed says it is worth it.
@@ -681,11 +732,17 @@ function growthLimitOnceMeasured(s: Slot, config: PolicyConfig) {
   );
 }
 
-/** Workers that fill the node the job's next worker (from its current size) would open; 0 when it opens none. */
+/**
+ * Workers that fill the node the job's next worker (from its current size) would open, for a job below the size
+ * its user asked for; 0 otherwise. Below its ask the user's size says the job was meant to span more nodes; at
+ * or above it, filling a node on priors alone took GPUs that jobs arriving next then lacked (1.0x workload-2:
+ * cifar10 jobs started at one worker and grew one a tick, 3,910 -> 4,278 s).
+ */
 function nodeFill(s: Slot): number {
   const { current } = s.entry;
+  if (s.asked === undefined || s.k0 >= s.asked) return 0;
   if (s.perNode <= 1 || nodesAfterResize(current, s.k0 + 1, s.perNode) <= current.nodes) return 0;
-  return s.perNode;
+  return Math.min(s.perNode, s.asked - s.k0);
 }
 
 function oneScale(s: Slot): boolean {
@@ -774,6 +831,15 @@ function meanPredict(s: Slot, k: number): number | undefined {
   return tp;
 }
 
+/** The optimistic prediction (step time - 1 sd, at most linear from the observed size); the observed size itself. */
+function optimisticPredict(s: Slot, k: number): number | undefined {
+  const model = s.entry.model;
+  const observed = meanPredict(s, s.k0);
+  if (!model || k < 1 || observed === undefined) return undefined;
+  if (k === s.k0) return observed;
+  return optimisticThroughput(model, placementAt(s, k), { replicas: s.k0, throughput: observed });
+}
+
 /** What the job's last worker adds, as the gain of k over k - 1 (the inverse of a scale-up's gain). */
 function lastWorkerGain(s: Slot): number | undefined {
   const now = predict(s, s.k);
@@ -828,10 +894,16 @@ function addNote(s: Slot, key: string, delta: number, detail: string): void {
 
 function planFor(s: Slot, config: PolicyConfig): Plan {
   const parts: string[] = [];
-  const before = s.onMean ? meanPredict(s, s.k0) : predict(s, s.k0);
-  const after = s.onMean ? meanPredict(s, s.k) : predict(s, s.k);
+  const tp: Predictor = s.onOptimism ? optimisticPredict : s.onMean ? meanPredict : predict;
+  const before = tp(s, s.k0);
+  const after = tp(s, s.k);
   if (before !== undefined && after !== undefined) {
-    parts.push(`predicted ${formatRateChange(before, after)}`);
+    parts.push(`${s.onOptimism ? 'at best' : 'predicted'} ${formatRateChange(before, after)}`);
+  }
+  if (s.onOptimism) {
+    const mean = meanPredict(s, s.k);
+    if (mean !== undefined && before !== undefined)
+      parts.push(`on the mean ${formatRateChange(before, mean)}`);
   }
   for (const note of s.notes.values()) {
     parts.push(`${note.delta > 0 ? '+' : ''}${note.delta} ${note.detail}`);

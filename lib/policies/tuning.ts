@@ -94,11 +94,10 @@ export function scaleDownPaysOff(
  * remaining time (no trainscaler.io/target-samples) is an assumed hour, and an assumption alone does not
  * justify a large step either: one worker at most. Otherwise up to maxReplicaStep.
  *
- * Where that one worker would open a new node (`nodeFill`: the workers that fill the node it opens), the
- * step may fill that node instead, up to maxReplicaStep: the one worker alone makes every other worker pay
- * the inter-node all-reduce and is predicted slower, so "one at a time" kept a job that exactly fills its
- * nodes at its size forever (an imagenet job asked 48 workers, started at 4 on one node, and ran at 4 for 53 h
- * beside a nearly empty cluster). Filling the node is the smallest step that measures the job across nodes.
+ * Where that one worker would open a new node (`nodeFill`: the workers that fill the node it opens, given by
+ * the caller only where it applies), the step may fill that node instead, up to maxReplicaStep: the one worker
+ * alone makes every other worker pay the inter-node all-reduce and is predicted slower, so "one at a time"
+ * never crosses the boundary. Filling the node is the smallest step that measures the job across nodes.
  */
 export function growthLimit(
   evidence: { distinctScales: number; remainingKnown: boolean; nodeFill?: number },

@@ -604,9 +604,9 @@ describe('decideRebalance: a job observed at one scale only', () => {
       schedulable: true,
     });
     // 4 workers on a full 4-GPU node; the 5th opens a node and makes all pay the inter-node all-reduce.
-    const boundary = (nodes: ReturnType<typeof fourGpuNode>[], distinctScales = 1) => {
-      const e = entry({ name: 'wide', k: 4, max: 48, remainingSeconds: 36_000 });
-      e.model = oneScaleModel(4, { 4: 400, 5: 330, 6: 420, 7: 500, 8: 580 }, distinctScales);
+    const boundary = (nodes: ReturnType<typeof fourGpuNode>[], asked = 48) => {
+      const e = entry({ name: 'wide', k: 4, max: 48, remainingSeconds: 36_000, asked });
+      e.model = oneScaleModel(4, { 4: 400, 5: 330, 6: 420, 7: 500, 8: 580 });
       return decideRebalance({ jobs: [e], capacity: { nodes }, config, now: NOW });
     };
     const plans = boundary([fourGpuNode('n1', 4), fourGpuNode('n2', 0), fourGpuNode('n3', 0)]);
@@ -617,6 +617,10 @@ describe('decideRebalance: a job observed at one scale only', () => {
     );
     // Room for two only on the new node: 4 -> 6 (+5%) is the best that fits.
     assert.deepEqual(sizes(boundary([fourGpuNode('n1', 4), fourGpuNode('n2', 2)])), { wide: 6 });
+    // Never past the size its user asked for; at that size, one worker at a time (here: none, it is slower).
+    const empty = () => [fourGpuNode('n1', 4), fourGpuNode('n2', 0), fourGpuNode('n3', 0)];
+    assert.deepEqual(sizes(boundary(empty(), 6)), { wide: 6 });
+    assert.deepEqual(boundary(empty(), 4), []);
     // Inside its node the probe stays one worker.
     const inside = entry({ name: 'inside', k: 3, max: 48, remainingSeconds: 36_000 });
     inside.model = oneScaleModel(3, { 3: 300, 4: 400, 5: 330, 6: 420, 7: 500 });
@@ -627,6 +631,33 @@ describe('decideRebalance: a job observed at one scale only', () => {
       now: NOW,
     });
     assert.deepEqual(sizes(within), { inside: 4 });
+  });
+
+  it('is probed into idle GPUs on its optimistic prediction when the mean says no, below its asked size only', () => {
+    const fourGpuNode = (name: string, used: number) => ({
+      name,
+      allocatable: { cpuMillis: 4000, memoryBytes: 4 * GiB, gpus: 4 },
+      allocated: { cpuMillis: used * 1000, memoryBytes: used * GiB, gpus: used },
+      schedulable: true,
+    });
+    // Priors put two nodes 25% below one: the mean never grows it; off the observed size the spread is unbounded.
+    const stuck = (asked: number, nodes = [fourGpuNode('n1', 4), fourGpuNode('n2', 0)]) => {
+      const e = entry({ name: 'stuck', k: 4, max: 48, remainingSeconds: 36_000, asked });
+      e.model = oneScaleModel(4, { 4: 400, 5: 300, 6: 300, 7: 300, 8: 300 });
+      return decideRebalance({ jobs: [e], capacity: { nodes }, config, now: NOW });
+    };
+    const plans = stuck(48);
+    assert.deepEqual(sizes(plans), { stuck: 8 });
+    // At best linear (400 -> 800), and the mean is said too.
+    assert.match(
+      plans[0]?.reason ?? '',
+      /^4 -> 8 workers: at best 400 -> 800 samples\/s \(\+100\.0%\); on the mean 400 -> 300/,
+    );
+    assert.match(plans[0]?.reason ?? '', /probe from idle capacity: seen at one size/);
+    // At its asked size, no: the user's size is the evidence that it was meant to span more.
+    assert.deepEqual(stuck(4), []);
+    // No idle GPU, no probe.
+    assert.deepEqual(stuck(48, [fourGpuNode('n1', 4)]), []);
   });
 
   it('takes a probe worker from a job far from its end when none is idle', () => {
