@@ -704,10 +704,15 @@ function growthLimitOnceMeasured(s: Slot, config: PolicyConfig) {
   );
 }
 
-/** Workers that fill the node the job's next worker (from its current size) would open; 0 when it opens none. */
+/**
+ * Workers that fill the node the job's next worker (from its current size) would open; 0 when it opens none.
+ * On the nodes the job really spans (workerNodesAt): a job at 3 workers on a node another job fills opens a
+ * node with its 4th just as one at 4 does; judged densely, it was allowed one probe worker, which across the
+ * node boundary predicts slower, and a 1.0x imagenet job never grew (0 rescales, 53 h beside idle GPUs).
+ */
 function nodeFill(s: Slot): number {
   const { current } = s.entry;
-  if (s.perNode <= 1 || nodesAfterResize(current, s.k0 + 1, s.perNode) <= current.nodes) return 0;
+  if (s.perNode <= 1 || workerNodesAt(s, s.k0 + 1) <= current.nodes) return 0;
   return s.perNode;
 }
 

@@ -901,4 +901,19 @@ describe('decideRebalance: sizes are predicted on the nodes the job would really
   it('grows when its own node has the room', () => {
     assert.deepEqual(run(job(2, ['a', 'a']), twoNodes(2, 4)), { yolo: 4 });
   });
+
+  it('seen at one size on a node another job fills, may fill the node its next worker opens', () => {
+    // 3 on node a (full): a 4th alone spans two nodes and is slower; filling node b is faster.
+    const table: Record<number, number> = { 3: 54, 4: 41, 5: 55, 6: 68, 7: 80 };
+    const probed = job(3, ['a', 'a', 'a']);
+    probed.model = {
+      sampleCount: 2,
+      distinctScales: 1,
+      predict(p: Placement) {
+        const tp = (p.nodes > 1 || p.replicas <= 3 ? table[p.replicas] : undefined) ?? 1;
+        return { stepTime: (p.replicas * p.localBatchSize) / tp, stdev: 0, throughput: tp };
+      },
+    };
+    assert.deepEqual(run(probed, twoNodes(0, 4)), { yolo: 7 });
+  });
 });
