@@ -8,6 +8,7 @@ import {
   observeJob,
   type RuntimeObservations,
   remainingSecondsOf,
+  workerNodesOf,
 } from '../lib/decisions/runtime-review.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
@@ -136,6 +137,8 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         model,
         current,
       };
+      const workerNodes = workerNodesOf(snapshot.pods, current.replicas);
+      if (workerNodes) entry.workerNodes = workerNodes;
       const remaining =
         observed && model
           ? remainingSecondsOf(snapshot.view, observed, model.predict(current).throughput)

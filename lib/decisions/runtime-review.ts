@@ -8,7 +8,15 @@ import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers, STRAGGLER_LOOKBACK_SECONDS } from '../policies/stragglers.js';
 import { decideTuning } from '../policies/tuning.js';
-import type { ClusterCapacity, ContainerUsage, JobRef, Plan, StepSample, WorkerStepTimes } from '../types.js';
+import type {
+  ClusterCapacity,
+  ContainerUsage,
+  JobRef,
+  Plan,
+  PodView,
+  StepSample,
+  WorkerStepTimes,
+} from '../types.js';
 
 /** What the metrics say about a running job; fetched once per trigger, reused across conflict retries. */
 export interface RuntimeObservations {
@@ -60,6 +68,20 @@ export function currentPlacement(snapshot: JobSnapshot, samples: readonly StepSa
   const ps = findRole(snapshot.view, 'PS');
   if (ps) placement.ps = ps.replicas;
   return placement;
+}
+
+/**
+ * The node of each Worker pod by replica index, when all `replicas` of them run on a node; undefined
+ * otherwise (a pod pending or restarting: the layout is in flux and the rebalance packs densely instead).
+ */
+export function workerNodesOf(pods: readonly PodView[], replicas: number): string[] | undefined {
+  const nodes: Array<string | undefined> = Array.from({ length: replicas }, () => undefined);
+  for (const pod of pods) {
+    if (pod.role !== 'Worker' || pod.phase !== 'Running' || !pod.nodeName) continue;
+    if (pod.index >= 0 && pod.index < replicas) nodes[pod.index] = pod.nodeName;
+  }
+  const known = nodes.filter((n): n is string => n !== undefined);
+  return replicas > 0 && known.length === replicas ? known : undefined;
 }
 
 /** Seconds to the job's declared target at the given throughput; undefined when either is unknown. */

@@ -876,3 +876,77 @@ describe('decideRebalance: a job at its asked size on one node of many keeps its
     assert.deepEqual(sizes(run({ ...far, nodes: 2 })), { donor: 3, near: 5 });
   });
 });
+
+describe('decideRebalance: sizes are predicted on the nodes the job would really span (workerNodes)', () => {
+  // yolov3-like: fast on one node, slow across two (the inter-node all-reduce), exact (stdev 0), measured.
+  const ONE_NODE: Record<number, number> = { 1: 24, 2: 40, 3: 54, 4: 72 };
+  const TWO_NODES: Record<number, number> = { 2: 26, 3: 37, 4: 41 };
+  const nodeAware: ThroughputModel = {
+    sampleCount: 6,
+    distinctScales: 3,
+    predict(p: Placement) {
+      const tp = (p.nodes > 1 ? TWO_NODES[p.replicas] : ONE_NODE[p.replicas]) ?? 1;
+      return { stepTime: (p.replicas * p.localBatchSize) / tp, stdev: 0, throughput: tp };
+    },
+  };
+  /** 4-GPU nodes a and b with `freeA` and `freeB` GPUs free. */
+  const node = (name: string, free: number) => ({
+    name,
+    allocatable: { cpuMillis: 4000, memoryBytes: 4 * GiB, gpus: 4 },
+    allocated: { cpuMillis: (4 - free) * 1000, memoryBytes: (4 - free) * GiB, gpus: 4 - free },
+    schedulable: true,
+  });
+  const twoNodes = (freeA: number, freeB: number): ClusterCapacity => ({
+    nodes: [node('a', freeA), node('b', freeB)],
+  });
+  const job = (k: number, workerNodes: string[] | undefined): RebalanceJob => {
+    const e = entry({ name: 'yolo', k, max: 8 });
+    const nodes = workerNodes ? new Set(workerNodes).size : 1;
+    return {
+      ...e,
+      model: nodeAware,
+      current: { ...e.current, nodes },
+      remainingSeconds: 36_000,
+      ...(workerNodes ? { workerNodes } : {}),
+    };
+  };
+  const run = (j: RebalanceJob, cap: ClusterCapacity) =>
+    sizes(decideRebalance({ jobs: [j], capacity: cap, config, now: NOW }));
+
+  it('gives back a last worker alone on a second node: one worker fewer runs on one node, faster', () => {
+    assert.deepEqual(run(job(4, ['a', 'a', 'a', 'b']), twoNodes(0, 3)), { yolo: 3 });
+  });
+
+  it('keeps it when the shrink would not leave one node (the lone worker is not the last index) or the layout is unknown', () => {
+    assert.deepEqual(run(job(4, ['b', 'a', 'a', 'a']), twoNodes(0, 3)), {});
+    const unknown = job(4, undefined);
+    unknown.current = { ...unknown.current, nodes: 2 };
+    assert.deepEqual(run(unknown, twoNodes(0, 3)), {});
+  });
+
+  it('does not grow into idle GPUs on another node when its own node is full and two nodes are no faster', () => {
+    // 2 on node a (full): 3 or 4 workers would span a and b, 37 or 41 samples/s against 40 now.
+    assert.deepEqual(run(job(2, ['a', 'a']), twoNodes(0, 4)), {});
+  });
+
+  it('grows when its own node has the room', () => {
+    assert.deepEqual(run(job(2, ['a', 'a']), twoNodes(2, 4)), { yolo: 4 });
+  });
+
+  it('seen at one size on a node another job fills, may fill the node its next worker opens', () => {
+    // 3 on node a (full): a 4th alone spans two nodes and is slower; filling node b is faster.
+    const table: Record<number, number> = { 3: 54, 4: 41, 5: 55, 6: 68, 7: 80 };
+    const probed = job(3, ['a', 'a', 'a']);
+    // Below the size its user asked for: the node fill applies only there.
+    probed.job.state.askedWorkers = 8;
+    probed.model = {
+      sampleCount: 2,
+      distinctScales: 1,
+      predict(p: Placement) {
+        const tp = (p.nodes > 1 || p.replicas <= 3 ? table[p.replicas] : undefined) ?? 1;
+        return { stepTime: (p.replicas * p.localBatchSize) / tp, stdev: 0, throughput: tp };
+      },
+    };
+    assert.deepEqual(run(probed, twoNodes(0, 4)), { yolo: 7 });
+  });
+});
