@@ -96,6 +96,16 @@ function entry(spec: JobSpec): RebalanceJob {
   };
 }
 
+/** A 4-GPU node (the measured world's shape) with `used` GPUs taken by 1-GPU pods. */
+function fourGpuNode(name: string, used: number) {
+  return {
+    name,
+    allocatable: { cpuMillis: 4000, memoryBytes: 4 * GiB, gpus: 4 },
+    allocated: { cpuMillis: used * 1000, memoryBytes: used * GiB, gpus: used },
+    schedulable: true,
+  };
+}
+
 /** One node with `total` GPUs of which `used` are taken by 1-GPU pods (so release() can give them back). */
 function capacity(used: number, total = 32): ClusterCapacity {
   return {
@@ -597,12 +607,6 @@ describe('decideRebalance: a job observed at one scale only', () => {
   });
 
   it('fills the node its probe opens when it exactly fills its own: one worker alone would be slower', () => {
-    const fourGpuNode = (name: string, used: number) => ({
-      name,
-      allocatable: { cpuMillis: 4000, memoryBytes: 4 * GiB, gpus: 4 },
-      allocated: { cpuMillis: used * 1000, memoryBytes: used * GiB, gpus: used },
-      schedulable: true,
-    });
     // 4 workers on a full 4-GPU node; the 5th opens a node and makes all pay the inter-node all-reduce.
     const boundary = (nodes: ReturnType<typeof fourGpuNode>[], asked = 48) => {
       const e = entry({ name: 'wide', k: 4, max: 48, remainingSeconds: 36_000, asked });
@@ -634,12 +638,6 @@ describe('decideRebalance: a job observed at one scale only', () => {
   });
 
   it('is probed into idle GPUs on its optimistic prediction when the mean says no, below its asked size only', () => {
-    const fourGpuNode = (name: string, used: number) => ({
-      name,
-      allocatable: { cpuMillis: 4000, memoryBytes: 4 * GiB, gpus: 4 },
-      allocated: { cpuMillis: used * 1000, memoryBytes: used * GiB, gpus: used },
-      schedulable: true,
-    });
     // Priors put two nodes 25% below one: the mean never grows it; off the observed size the spread is unbounded.
     const stuck = (asked: number, nodes = [fourGpuNode('n1', 4), fourGpuNode('n2', 0)]) => {
       const e = entry({ name: 'stuck', k: 4, max: 48, remainingSeconds: 36_000, asked });
