@@ -511,9 +511,9 @@ function probeOnOptimism(slots: Slot[], capacity: ClusterCapacity, config: Polic
     .filter((s) => oneScale(s) && s.k === s.k0 && s.asked !== undefined && s.k0 < s.asked)
     .sort((a, b) => urgency(b) - urgency(a) || compareStrings(a.key, b.key));
   for (const s of candidates) {
-    if (!growthOption(s, config, Number.POSITIVE_INFINITY, optimisticPredict)) continue;
-    // At best linear, every step gains alike per GPU: the largest that fits measures most (across a node
-    // boundary, the filled node rather than one worker paying the inter-node all-reduce for all).
+    if (!canGrow(s, config) || reachableGain(s, config, optimisticPredict) < config.minRelativeGain) continue;
+    // At best linear, every step gains alike per GPU: the largest that fits and pays measures most (across a
+    // node boundary, the filled node rather than one worker paying the inter-node all-reduce for all).
     const start = optimisticPredict(s, s.k0) ?? 0;
     const top = Math.min(s.worker.maxReplicas, s.k0 + slotGrowthLimit(s, config).workers);
     let workers = 0;

@@ -126,16 +126,20 @@ describe('decideInitialConfig without a profile', () => {
 });
 
 describe('decideInitialConfig with a profile', () => {
-  it('when nothing fits now (the job queues), picks the smallest worker count within hysteresis of the best', () => {
-    // best 386 at 7; 370 * 1.05 = 388.5 > 386 so 4 is enough; 290 * 1.05 = 304.5 is not.
-    const plan = decideInitialConfig(
+  /** A job asking `replicas` workers, sized from the diminishing-returns profile (all nodes free unless given). */
+  const asking = (replicas: number, free?: ClusterCapacity) =>
+    decideInitialConfig(
       input({
-        job: job({}, [role({ replicas: 8 })]),
+        job: job({}, [role({ replicas })]),
         profile: profile(),
         model: tableModel(DIMINISHING),
-        capacity: capacity(1, 0),
+        ...(free ? { capacity: free } : {}),
       }),
     );
+
+  it('when nothing fits now (the job queues), picks the smallest worker count within hysteresis of the best', () => {
+    // best 386 at 7; 370 * 1.05 = 388.5 > 386 so 4 is enough; 290 * 1.05 = 304.5 is not.
+    const plan = asking(8, capacity(1, 0));
     assert.equal(workerReplicas(plan.changes), 4);
     assert.match(
       plan.reason,
@@ -147,25 +151,14 @@ describe('decideInitialConfig with a profile', () => {
   it('never starts below the ask that fits in free capacity for a gain within hysteresis (the GPUs would idle)', () => {
     // 4 workers come within 5% of the best (386 at 7), but 8 are free and 8 were asked: 8 adds nothing over
     // 7, so 7; not 4, which would leave 3 GPUs idle for a prediction inside the model's noise.
-    const plan = decideInitialConfig(
-      input({ job: job({}, [role({ replicas: 8 })]), profile: profile(), model: tableModel(DIMINISHING) }),
-    );
+    const plan = asking(8);
     assert.equal(workerReplicas(plan.changes), 7, plan.reason);
     assert.match(plan.reason, /4 workers would come within 5%, but free capacity holds 7 of the 8 asked/);
     // asked 6 of 8 free: kept at 6 (386 at 7 is within 5% of 385 at 6, so no growth either)
-    const six = decideInitialConfig(
-      input({ job: job({}, [role({ replicas: 6 })]), profile: profile(), model: tableModel(DIMINISHING) }),
-    );
+    const six = asking(6);
     assert.equal(workerReplicas(six.changes), undefined, six.reason);
     // only 5 free: all 5, not 4
-    const five = decideInitialConfig(
-      input({
-        job: job({}, [role({ replicas: 6 })]),
-        profile: profile(),
-        model: tableModel(DIMINISHING),
-        capacity: capacity(1, 5),
-      }),
-    );
+    const five = asking(6, capacity(1, 5));
     assert.equal(workerReplicas(five.changes), 5, five.reason);
   });
 

@@ -656,6 +656,18 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(stuck(4), []);
     // No idle GPU, no probe.
     assert.deepEqual(stuck(48, [fourGpuNode('n1', 4)]), []);
+    // Sure of itself (1% spread) that 8 workers add about 1%: even at best below the hysteresis, no probe.
+    const sure = entry({ name: 'sure', k: 4, max: 48, remainingSeconds: 36_000, asked: 48 });
+    sure.model = {
+      sampleCount: 3,
+      distinctScales: 1,
+      predict(p: Placement) {
+        const stepTime = (p.replicas * p.localBatchSize) / 400;
+        return { stepTime, stdev: p.replicas === 4 ? 0 : 0.01 * stepTime, throughput: 400 };
+      },
+    };
+    const nodes = [fourGpuNode('n1', 4), fourGpuNode('n2', 0)];
+    assert.deepEqual(decideRebalance({ jobs: [sure], capacity: { nodes }, config, now: NOW }), []);
   });
 
   it('takes a probe worker from a job far from its end when none is idle', () => {
