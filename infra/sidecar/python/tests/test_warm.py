@@ -27,7 +27,10 @@ SCRIPT = textwrap.dedent(
     if mode == "raise":
         raise RuntimeError("the worker's own crash")
     if mode in ("term", "sleep"):
-        time.sleep(60)
+        # Training steps, not one long sleep: Python runs a signal handler between bytecodes, so a SIGTERM
+        # landing just before a 60 s sleep would wait for it, as it waits for a step in a real worker.
+        for _ in range(600):
+            time.sleep(0.1)
     """
 )
 
@@ -159,14 +162,14 @@ def test_a_sigterm_before_the_worker_exists_is_delivered_to_it_once_it_does(work
             "import pathlib, signal, sys, time\n"
             f"signal.signal(signal.SIGTERM, lambda *_: (pathlib.Path({str(marker)!r}).touch(), sys.exit(0)))\n"
             "print('armed', flush=True)\n"
-            "time.sleep(30)\n",
+            "for _ in range(300): time.sleep(0.1)\n",  # steps, as in SCRIPT
         ],
         stdout=subprocess.PIPE,
         text=True,
     )
     assert worker.stdout.readline().strip() == "armed"
     conn.sendall((json.dumps({"pid": worker.pid}) + "\n").encode())
-    assert worker.wait(20) == 0 and marker.exists(), "the kept SIGTERM was forwarded once the pid was known"
+    assert wait_explained(worker, 20, proc.pid) == 0 and marker.exists(), "the kept SIGTERM reached the worker"
     conn.sendall((json.dumps({"status": 7}) + "\n").encode())
     assert wait_explained(proc, 20) == 7
     conn.close()

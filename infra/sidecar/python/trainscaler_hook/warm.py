@@ -316,9 +316,59 @@ def _connect(path: str) -> Optional[socket.socket]:
     return sock
 
 
-def _read_line(reader: io.BufferedReader) -> Optional[dict]:
-    line = reader.readline()
-    return json.loads(line) if line else None
+class _LineReader:
+    """JSON lines from the server, read straight off the socket so a select() can wait on it beside the signals."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def pending(self) -> Optional[dict]:
+        line, newline, rest = self.buffer.partition(b"\n")
+        if not newline:
+            return None
+        self.buffer = rest
+        return json.loads(line)
+
+    def fill(self) -> bool:
+        """One read from the socket; False when the server hung up."""
+        data = self.sock.recv(4096)
+        self.buffer += data
+        return bool(data)
+
+    def next_line(self) -> Optional[dict]:
+        while True:
+            line = self.pending()
+            if line is not None or not self.fill():
+                return line
+
+
+def _note_signal(_signum, _frame) -> None:
+    # The forwarding happens in the stub's wait loop, woken by the byte the C-level handler writes to the
+    # wakeup pipe. A Python handler alone runs only between bytecodes: a signal landing just before a blocking
+    # recv() would wait for the recv to return, that is for the worker to exit, and never be forwarded.
+    pass
+
+
+def _wait_forwarding(lines: _LineReader, wake: int, worker: int) -> Optional[dict]:
+    """Wait for the server's next line, forwarding every signal that arrives meanwhile to ``worker``."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(lines.sock, selectors.EVENT_READ)
+        selector.register(wake, selectors.EVENT_READ)
+        while True:
+            line = lines.pending()
+            if line is not None:
+                return line
+            for key, _events in selector.select():
+                if key.fileobj == wake:
+                    for signum in os.read(wake, 64):
+                        if signum in FORWARDED_SIGNALS:
+                            try:
+                                os.kill(worker, signum)
+                            except ProcessLookupError:
+                                pass
+                elif not lines.fill():
+                    return lines.pending()
 
 
 def run_stub(argv: List[str]) -> int:
@@ -333,26 +383,21 @@ def run_stub(argv: List[str]) -> int:
     # Signals that arrive before the worker exists stay blocked, pending in the kernel, and are delivered once
     # its pid is known: a SIGTERM from an agent re-forming the world right now must still let the worker stop at
     # a step boundary. The kernel's mask, not a Python list, so no handler timing can lose one.
-    worker: List[int] = []
-
-    def forward(signum, _frame):
-        try:
-            os.kill(worker[0], signum)
-        except ProcessLookupError:
-            pass
-
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED_SIGNALS)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
     for sig in FORWARDED_SIGNALS:
-        signal.signal(sig, forward)
+        signal.signal(sig, _note_signal)
     request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
     _send_request(sock, request, [0, 1, 2])
-    reader = sock.makefile("rb")
-    hello = _read_line(reader)
+    lines = _LineReader(sock)
+    hello = lines.next_line()
     if hello is None:
         raise SystemExit("trainscaler warm server hung up before starting the worker")
-    worker.append(int(hello["pid"]))
+    worker = int(hello["pid"])
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED_SIGNALS)
-    answer = _read_line(reader)
+    answer = _wait_forwarding(lines, wake_read, worker)
     if answer is None:
         raise SystemExit("trainscaler warm server hung up before the worker exited")
     code = int(answer["status"])
