@@ -56,6 +56,8 @@ export function describeChange(c: Change): string {
       return `evict pod ${c.pod}`;
     case 'avoid-node':
       return `${c.role} pods prefer nodes other than ${c.node}`;
+    case 'prefer-node':
+      return `${c.role} pods prefer node ${c.node}`;
     case 'pause':
       return `pause: ${c.reason}`;
     case 'rendezvous':

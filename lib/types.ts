@@ -242,6 +242,12 @@ export type Change =
    * straggler, so that its replacement lands elsewhere when another node fits; running pods are untouched.
    */
   | { kind: 'avoid-node'; role: RoleName; node: string }
+  /**
+   * Prefer this node for the role's pods created from now on (a preferred node affinity on the pod template),
+   * written on submit when the job's profile says spreading it over nodes costs more than it gains: the
+   * scheduler puts its pods there while the node has room, else wherever they fit.
+   */
+  | { kind: 'prefer-node'; role: RoleName; node: string }
   | { kind: 'pause'; reason: string }
   /**
    * A torchelastic rendezvous setting of an elastic PyTorchJob, set only where the user allows it

@@ -245,7 +245,7 @@ function refusesTemplateChange(kind: string, change: Change): Refusal | undefine
       field: '/spec',
       why: `a running ${kind}'s pod template is immutable (resources cannot change without recreating it)`,
     };
-  if (change.kind === 'avoid-node')
+  if (change.kind === 'avoid-node' || change.kind === 'prefer-node')
     return {
       field: '/spec',
       why: `a running ${kind}'s pod template is immutable (node affinity changes only while suspended and never started)`,
@@ -671,6 +671,7 @@ function refusalsOf(
       to: worker.limits.memoryBytes,
     },
     'avoid-node': { kind: 'avoid-node', role: worker.role, node: '' },
+    'prefer-node': { kind: 'prefer-node', role: worker.role, node: '' },
     'evict-pod': { kind: 'evict-pod', pod: '' },
     pause: { kind: 'pause', reason: '' },
     rendezvous: { kind: 'rendezvous', setting: 'last_call_timeout', value: '' },
@@ -851,6 +852,10 @@ export function buildJobPatch(
       const loc = locations.get(change.role);
       if (!loc) throw new ValidationError(`/spec`, `job has no ${change.role} role`);
       ops.push(...avoidNodeOps(obj, loc.podSpecPath, change.node, ensureObject));
+    } else if (change.kind === 'prefer-node') {
+      const loc = locations.get(change.role);
+      if (!loc) throw new ValidationError(`/spec`, `job has no ${change.role} role`);
+      ops.push(...preferNodeOps(obj, loc.podSpecPath, change.node, ensureObject));
     }
   }
   if (Object.keys(annotations).length > 0) {
@@ -942,6 +947,53 @@ function avoidNodeOps(
   if (ours.length >= MAX_AVOIDED_NODES && oldest !== undefined)
     return [{ op: 'replace', path: jsonPointer([...listPath, oldest.index]), value: term }];
   return [{ op: 'add', path: jsonPointer([...listPath, '-']), value: term }];
+}
+
+/** Weight of trainscaler's preferred node: below AVOID_WEIGHT, so a node avoided for straggling stays avoided. */
+const PREFER_WEIGHT = 50;
+
+/**
+ * A preferred (soft) node affinity term `metadata.name In [node]`, appended to the pod template's preferred
+ * node affinity: the scheduler puts the role's new pods on that node while it has room, elsewhere otherwise.
+ * One such term at most: a later one replaces trainscaler's earlier preference (the user's terms stay).
+ */
+function preferNodeOps(
+  obj: KubeObject,
+  podSpecPath: Path,
+  node: string,
+  ensureObject: (path: Path) => void,
+): JsonPatchOp[] {
+  const listPath = [
+    ...podSpecPath,
+    'affinity',
+    'nodeAffinity',
+    'preferredDuringSchedulingIgnoredDuringExecution',
+  ];
+  const term = {
+    weight: PREFER_WEIGHT,
+    preference: { matchFields: [{ key: 'metadata.name', operator: 'In', values: [node] }] },
+  };
+  const existing = getArray(obj, listPath);
+  if (existing === undefined) {
+    ensureObject([...podSpecPath, 'affinity']);
+    ensureObject([...podSpecPath, 'affinity', 'nodeAffinity']);
+    return [{ op: 'add', path: jsonPointer(listPath), value: [term] }];
+  }
+  const ours = existing.findIndex((t) => preferredNode(t) !== undefined);
+  if (ours < 0) return [{ op: 'add', path: jsonPointer([...listPath, '-']), value: term }];
+  if (preferredNode(existing[ours]) === node) return [];
+  return [{ op: 'replace', path: jsonPointer([...listPath, ours]), value: term }];
+}
+
+/** The node a term written by preferNodeOps prefers; undefined for any other term. */
+function preferredNode(term: unknown): string | undefined {
+  const fields = getArray(term, ['preference', 'matchFields']);
+  if (getNumber(term, ['weight']) !== PREFER_WEIGHT || fields?.length !== 1) return undefined;
+  const [field] = fields;
+  const values = getArray(field, ['values']);
+  if (getString(field, ['key']) !== 'metadata.name' || getString(field, ['operator']) !== 'In')
+    return undefined;
+  return values?.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
 }
 
 /** The node a term written by avoidNodeOps avoids; undefined for any other term. */

@@ -42,11 +42,16 @@ export interface KueueGuarded {
   notes: string[];
 }
 
-type PodSetChange = Change & { kind: 'replicas' | 'resources' | 'avoid-node' };
+type PodSetChange = Change & { kind: 'replicas' | 'resources' | 'avoid-node' | 'prefer-node' };
 
 /** Changes Kueue sees as a change of the job's pod sets (their counts or template). */
 export function touchesPodSets(change: Change): change is PodSetChange {
-  return change.kind === 'replicas' || change.kind === 'resources' || change.kind === 'avoid-node';
+  return (
+    change.kind === 'replicas' ||
+    change.kind === 'resources' ||
+    change.kind === 'avoid-node' ||
+    change.kind === 'prefer-node'
+  );
 }
 
 /** The admitted Workload: the one holding quota and not being evicted. */

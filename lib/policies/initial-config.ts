@@ -3,7 +3,7 @@
 // worker count comes from the fitted throughput curve and the requests from observed peaks: starting right
 // is cheaper than rescaling later, because nothing is running yet.
 
-import { podsFitting, reserve } from '../cluster/capacity.js';
+import { freeOnNode, podsFitting, podsFittingOnNode, reserve } from '../cluster/capacity.js';
 import type { PolicyConfig } from '../config.js';
 import type { Placement, ThroughputModel } from '../model/throughput-model.js';
 import {
@@ -131,12 +131,45 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
     changes.push(...size.changes);
     notes.push(size.note);
   }
+  const locality = psRole ? undefined : preferredNode(workers, workerSize.requests, capacity);
+  if (locality) {
+    changes.push({ kind: 'prefer-node', role: 'Worker', node: locality.node });
+    notes.push(locality.note);
+  }
   const rendezvous = rendezvousAdvice(job);
   if (rendezvous) {
     changes.push(...rendezvous.changes);
     notes.push(rendezvous.note);
   }
   return plan(changes, notes.join('; '));
+}
+
+/**
+ * The node a job's workers should prefer when all of them fit on one node: the fullest node that holds them
+ * all now (best fit, which keeps emptier nodes whole for larger jobs). An all-reduce within a node is never
+ * slower than across nodes, and without the preference the scheduler's first fit puts worker 0 on whichever
+ * node has one GPU left and the rest on the next; since a shrink removes the highest indices, the job keeps
+ * that split for its whole run (yolov3 in the measured world steps at 72 samples/s with 4 workers on one
+ * node, 41 on 1 + 3). The preference stays on the template, so a worker the job regrows lands there again
+ * while the node has room. Undefined for one worker, a job larger than a node, or when no node holds it now.
+ */
+function preferredNode(
+  workers: number,
+  request: Resources,
+  capacity: ClusterCapacity,
+): { node: string; note: string } | undefined {
+  const nodes = capacity.nodes.filter((n) => n.schedulable);
+  if (workers < 2 || nodes.length < 2) return undefined;
+  let best: { name: string; room: number } | undefined;
+  for (const n of nodes) {
+    const room = podsFittingOnNode(freeOnNode(n), request);
+    if (room >= workers && (!best || room < best.room)) best = { name: n.name, room };
+  }
+  if (!best) return undefined;
+  return {
+    node: best.name,
+    note: `locality: Worker pods prefer node ${best.name}, the fullest that holds all ${workers} now (one node's all-reduce, and regrowth lands there while it has room)`,
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
-// kube-scheduler's two decisions that matter for training jobs, as pure functions: first-fit binding by
-// requests, and preemption of lower-priority pods when a higher-priority pod fits nowhere.
+// kube-scheduler's decisions that matter for training jobs, as pure functions: first-fit binding by requests
+// (a pod's preferred node affinity first), and preemption of lower-priority pods when a higher-priority pod
+// fits nowhere.
 import type { Resources } from '../types.js';
 
 export interface SchedulingNode {
@@ -47,6 +48,41 @@ export function firstFitNode(
   request: Resources,
 ): string | undefined {
   return nodes.find((node) => fits(request, freeOn(node, bound)))?.name;
+}
+
+/**
+ * A preferred node affinity term as the scheduler reads it: its weight and the node names it matches
+ * (`matchFields` on `metadata.name`, operator In or NotIn, the only node field the API allows there).
+ */
+export interface PreferredNodeTerm {
+  weight: number;
+  operator: 'In' | 'NotIn';
+  names: readonly string[];
+}
+
+/**
+ * kube-scheduler's NodeAffinity score: among the nodes where the request fits, the one whose matching
+ * preferred terms weigh most; first fit among equals (the emulation's stand-in for the other score plugins).
+ * With no terms, plain first fit.
+ */
+export function preferredFitNode(
+  nodes: SchedulingNode[],
+  bound: BoundPod[],
+  request: Resources,
+  terms: readonly PreferredNodeTerm[],
+): string | undefined {
+  if (terms.length === 0) return firstFitNode(nodes, bound, request);
+  let best: { name: string; score: number } | undefined;
+  for (const node of nodes) {
+    if (!fits(request, freeOn(node, bound))) continue;
+    let score = 0;
+    for (const term of terms) {
+      const named = term.names.includes(node.name);
+      if (named === (term.operator === 'In')) score += term.weight;
+    }
+    if (!best || score > best.score) best = { name: node.name, score };
+  }
+  return best?.name;
 }
 
 /** Which resources no node has enough of, for the Unschedulable message ("Insufficient nvidia.com/gpu"). */

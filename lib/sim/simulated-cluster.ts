@@ -33,10 +33,11 @@ import { bytesToMemoryQuantity, millisToCpuQuantity } from './quantity.js';
 import {
   type BoundPod,
   choosePreemption,
-  firstFitNode,
   fits,
   freeOn,
   insufficientResources,
+  type PreferredNodeTerm,
+  preferredFitNode,
   type SchedulingNode,
 } from './scheduler-emulation.js';
 import { SimulatedClock, toRfc3339 } from './simulated-clock.js';
@@ -789,14 +790,17 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     return bound;
   }
 
-  /** kube-scheduler: higher priority first, then the longest waiting; first fit, else preempt lower priority. */
+  /**
+   * kube-scheduler: higher priority first, then the longest waiting; the fitting node its preferred node
+   * affinity weighs most, first fit among equals, else preempt lower priority.
+   */
   #schedulePendingPods(t: number): void {
     const pending = [...this.#pods.values()]
       .filter((rec) => !rec.pod.spec?.nodeName && rec.pod.status?.phase === 'Pending')
       .sort((a, b) => b.priority - a.priority || a.pendingSince - b.pendingSince || a.seq - b.seq);
     for (const rec of pending) {
       let bound = this.#boundPods();
-      let nodeName = firstFitNode(this.#nodes, bound, rec.sizing.requests);
+      let nodeName = preferredFitNode(this.#nodes, bound, rec.sizing.requests, preferredNodeTerms(rec.pod));
       if (!nodeName) {
         const preemption = choosePreemption(this.#nodes, bound, {
           requests: rec.sizing.requests,
@@ -1341,4 +1345,17 @@ function revisionHash(revision: string): string {
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
   return hash.toString(16).padStart(8, '0');
+}
+
+/** The pod's preferred node affinity terms that name nodes (matchFields metadata.name In/NotIn); others ignored. */
+function preferredNodeTerms(pod: V1Pod): PreferredNodeTerm[] {
+  const terms: PreferredNodeTerm[] = [];
+  for (const t of pod.spec?.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? []) {
+    const fields = t.preference?.matchFields ?? [];
+    if (fields.length !== 1 || (t.preference?.matchExpressions ?? []).length > 0) continue;
+    const [field] = fields;
+    if (field?.key !== 'metadata.name' || (field.operator !== 'In' && field.operator !== 'NotIn')) continue;
+    terms.push({ weight: t.weight, operator: field.operator, names: field.values ?? [] });
+  }
+  return terms;
 }

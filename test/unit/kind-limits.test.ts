@@ -136,7 +136,7 @@ describe('guardrails: a JobSet target is a multiple of its child Jobs', () => {
 describe('what each kind refuses, whatever the value', () => {
   it('an indexed Job: its pod template (resources, node affinity); its count and evictions pass', () => {
     const view = readJob(indexedJob());
-    assert.deepEqual(Object.keys(view.refusals ?? {}).sort(), ['avoid-node', 'resources']);
+    assert.deepEqual(Object.keys(view.refusals ?? {}).sort(), ['avoid-node', 'prefer-node', 'resources']);
     assert.match(
       view.refusals?.resources ?? '',
       /^Job cannot change \/spec: a running Job's pod template is immutable/,
@@ -156,6 +156,7 @@ describe('what each kind refuses, whatever the value', () => {
       'avoid-node',
       'evict-pod',
       'pause',
+      'prefer-node',
       'rendezvous',
       'replicas',
       'resources',

@@ -247,6 +247,44 @@ describe('buildJobPatch', () => {
       ['node-d', 'node-b', 'node-c'],
     );
   });
+
+  it('prefer-node: adds one preferred node affinity term, replaces its own earlier one, keeps every other term', () => {
+    type Terms = { weight: number; preference: { matchFields?: { operator: string; values: string[] }[] } }[];
+    const termsOf = (obj: KubeObject) =>
+      spec(obj).pytorchReplicaSpecs.Worker.template.spec.affinity?.nodeAffinity
+        ?.preferredDuringSchedulingIgnoredDuringExecution as Terms;
+    const prefer = (obj: KubeObject, node: string) =>
+      apply(obj, buildJobPatch(obj, [{ kind: 'prefer-node', role: 'Worker', node }], {}));
+    const once = prefer(pytorchJob(), 'node-a');
+    assert.deepEqual(termsOf(once), [
+      {
+        weight: 50,
+        preference: { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-a'] }] },
+      },
+    ]);
+    assert.deepEqual(
+      buildJobPatch(once, [{ kind: 'prefer-node', role: 'Worker', node: 'node-a' }], {}).map((o) => o.path),
+      ['/metadata/resourceVersion'],
+      'idempotent',
+    );
+    const avoided = apply(
+      once,
+      buildJobPatch(once, [{ kind: 'avoid-node', role: 'Worker', node: 'node-x' }], {}),
+    );
+    const moved = prefer(avoided, 'node-b');
+    assert.deepEqual(
+      termsOf(moved).map((t) => [
+        t.weight,
+        t.preference.matchFields?.[0]?.operator,
+        t.preference.matchFields?.[0]?.values[0],
+      ]),
+      [
+        [50, 'In', 'node-b'],
+        [100, 'NotIn', 'node-x'],
+      ],
+      'its own term replaced in place, the straggler avoidance kept (and it weighs more)',
+    );
+  });
 });
 
 // biome-ignore lint/suspicious/noExplicitAny: fixtures are edited in place below, at any depth

@@ -319,6 +319,52 @@ describe('decideInitialConfig with a profile', () => {
   });
 });
 
+describe('decideInitialConfig: locality', () => {
+  /** Nodes of 8 GPUs with these GPUs free. */
+  const freeGpus = (...free: number[]): ClusterCapacity => ({
+    nodes: free.map((f, i) => ({
+      name: `n${i}`,
+      allocatable: { cpuMillis: 64_000, memoryBytes: 512 * GiB, gpus: 8 },
+      allocated: { cpuMillis: 0, memoryBytes: 0, gpus: 8 - f },
+      schedulable: true,
+    })),
+  });
+  const preferred = (replicas: number, cap: ClusterCapacity) =>
+    decideInitialConfig(
+      input({ job: job({}, [role({ replicas, minReplicas: 1 })]), capacity: cap }),
+    ).changes.find((c) => c.kind === 'prefer-node');
+
+  it('prefers the fullest node that holds all its workers now', () => {
+    const plan = decideInitialConfig(
+      input({ job: job({}, [role({ replicas: 4 })]), capacity: freeGpus(1, 8, 5, 4, 6) }),
+    );
+    assert.deepEqual(
+      plan.changes.find((c) => c.kind === 'prefer-node'),
+      { kind: 'prefer-node', role: 'Worker', node: 'n3' },
+    );
+    assert.match(plan.reason, /locality: Worker pods prefer node n3, the fullest that holds all 4 now/);
+  });
+
+  it('prefers nothing for one worker, a job larger than any free node, or a one-node cluster', () => {
+    assert.equal(preferred(1, freeGpus(1, 8)), undefined);
+    assert.equal(preferred(5, freeGpus(4, 4, 4)), undefined, 'fits only spread');
+    assert.equal(preferred(4, freeGpus(8)), undefined, 'one node: nothing to choose');
+    assert.deepEqual(
+      preferred(4, {
+        nodes: [
+          ...freeGpus(8).nodes,
+          {
+            ...(freeGpus(8).nodes[0] as ClusterCapacity['nodes'][number]),
+            name: 'cordoned',
+            schedulable: false,
+          },
+        ],
+      }),
+      undefined,
+    );
+  });
+});
+
 describe('decideInitialConfig for TFJob parameter servers', () => {
   const ps = (replicas: number) =>
     role({

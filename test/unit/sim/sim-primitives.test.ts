@@ -9,7 +9,7 @@ import {
   memoryQuantityToBytes,
   parseQuantity,
 } from '../../../lib/sim/quantity.js';
-import { choosePreemption, firstFitNode } from '../../../lib/sim/scheduler-emulation.js';
+import { choosePreemption, firstFitNode, preferredFitNode } from '../../../lib/sim/scheduler-emulation.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import { alertmanagerWebhook, eventBridgeScheduledEvent } from '../../../lib/sim/simulated-triggers.js';
 import {
@@ -59,6 +59,20 @@ describe('scheduler emulation', () => {
     { key: 'c', nodeName: 'n1', requests: GPU, priority: 10, boundAt: 5 },
     { key: 'd', nodeName: 'n1', requests: GPU, priority: 10, boundAt: 9 },
   ];
+
+  it("binds where the pod's preferred node affinity weighs most among nodes that fit, first fit among equals", () => {
+    const three = [...nodes, { name: 'n2', allocatable: nodes[0]?.allocatable ?? GPU }];
+    const prefer = (names: string[], weight = 50) => ({ weight, operator: 'In' as const, names });
+    const avoid = (names: string[], weight = 100) => ({ weight, operator: 'NotIn' as const, names });
+    assert.equal(preferredFitNode(three, [], GPU, []), 'n0', 'no terms: first fit');
+    assert.equal(preferredFitNode(three, [], GPU, [prefer(['n2'])]), 'n2');
+    // The preferred node is full: first fit among the rest.
+    assert.equal(preferredFitNode(three, bound.slice(2), GPU, [prefer(['n1'])]), 'n0');
+    assert.equal(preferredFitNode(three, [], GPU, [avoid(['n0'])]), 'n1');
+    // Weights add up: avoiding n2 (100) outweighs preferring it (50).
+    assert.equal(preferredFitNode(three, [], GPU, [prefer(['n2']), avoid(['n2'])]), 'n0');
+    assert.equal(preferredFitNode(three, bound, { ...GPU, gpus: 3 }, [prefer(['n2'])]), undefined);
+  });
 
   it('binds first fit and preempts the lowest-priority, newest pod where fewest matter', () => {
     assert.equal(firstFitNode(nodes, bound.slice(0, 2), GPU), 'n1');

@@ -282,6 +282,47 @@ describe('simulated failures', () => {
     assert.equal(sim.jobStatus(ref).phase, 'Running');
   });
 
+  it("places a pod on its template's preferred node when it fits there, first fit otherwise", async () => {
+    const nodes = ['node-a', 'node-b', 'node-c'].map((name) => ({ ...ONE_NODE[0], name })) as typeof ONE_NODE;
+    const sim = cluster({ nodes });
+    const ref = submit(sim, 'near', { workers: 3 });
+    const affinity = '/spec/pytorchReplicaSpecs/Worker/template/spec/affinity';
+    const term = (operator: string, node: string, weight: number) => ({
+      weight,
+      preference: { matchFields: [{ key: 'metadata.name', operator, values: [node] }] },
+    });
+    await sim.patchJob(
+      ref,
+      [
+        {
+          op: 'add',
+          path: affinity,
+          value: {
+            nodeAffinity: {
+              preferredDuringSchedulingIgnoredDuringExecution: [
+                term('In', 'node-c', 50),
+                // A term on node labels is not a node name: ignored, not read as one.
+                {
+                  weight: 100,
+                  preference: { matchExpressions: [{ key: 'zone', operator: 'In', values: ['x'] }] },
+                },
+              ],
+            },
+          },
+        },
+      ],
+      { dryRun: false },
+    );
+    submit(sim, 'filler', { workers: 2 });
+    sim.step(10);
+    const on = async (name: string) => (await pod(sim, name))?.spec?.nodeName;
+    assert.deepEqual(
+      [await on('near-worker-0'), await on('near-worker-1'), await on('near-worker-2')],
+      ['node-c', 'node-c', 'node-c'],
+    );
+    assert.deepEqual([await on('filler-worker-0'), await on('filler-worker-1')], ['node-a', 'node-a']);
+  });
+
   it('preempts lower-priority pods for a higher-priority pod, and the operator recreates them Pending', async () => {
     const sim = cluster({ nodes: ONE_NODE, priorityClasses: { 'production-high': 1000 } });
     const low = submit(sim, 'low', { workers: 4 });
