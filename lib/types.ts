@@ -244,8 +244,8 @@ export type Change =
   | { kind: 'avoid-node'; role: RoleName; node: string }
   /**
    * Prefer this node for the role's pods created from now on (a preferred node affinity on the pod template),
-   * written on submit when the job's profile says spreading it over nodes costs more than it gains: the
-   * scheduler puts its pods there while the node has room, else wherever they fit.
+   * written on submit when all of a job's workers fit on one node now: the scheduler puts its pods there while
+   * the node has room, else wherever they fit.
    */
   | { kind: 'prefer-node'; role: RoleName; node: string }
   | { kind: 'pause'; reason: string }
