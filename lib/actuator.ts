@@ -199,13 +199,19 @@ function addsGpus(plan: Plan, view: JobView): boolean {
   });
 }
 
+/** Changes that only say where pods created later should go: no running pod notices them. */
+const MOVES_NO_POD: ReadonlySet<Change['kind']> = new Set(['prefer-node']);
+
 function nextState(
   view: JobView,
   plan: Plan,
   record: DecisionRecord,
   context: GuardrailContext,
 ): JobAutoscalerState {
-  const state: JobAutoscalerState = { ...view.state, lastActionAt: record.at, lastDecisionId: record.id };
+  const state: JobAutoscalerState = { ...view.state, lastDecisionId: record.id };
+  // The cool-down counts from a write that changed how the job runs. A node preference alone moves no pod and
+  // restarts nothing: counting it would hold a job just submitted out of the rebalance for the whole cool-down.
+  if (plan.changes.some((c) => !MOVES_NO_POD.has(c.kind))) state.lastActionAt = record.at;
   // Counted on the write, before torchelastic restarts: a decision is written once (resourceVersion pin).
   if (plan.changes.some((c) => spendsRestart(c, view, context)))
     state.scaleDowns = (view.state.scaleDowns ?? 0) + 1;

@@ -41,7 +41,10 @@ export type RefusableChange = Change['kind'];
 
 /** What trainscaler keeps on the job itself (annotations) between stateless invocations. */
 export interface JobAutoscalerState {
-  /** Epoch seconds of the last write trainscaler made to this job. */
+  /**
+   * Epoch seconds of the last write trainscaler made to this job that changed how it runs (the cool-down
+   * counts from it); a node preference alone (prefer-node), which moves no pod, leaves it as it was.
+   */
   lastActionAt?: number;
   lastDecisionId?: string;
   /** Consecutive OOM kills seen for the job, used for bounded memory growth. */

@@ -246,7 +246,9 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
       }
     }
     assert.match(explained, /^PyTorchJob team-a\/bert: last decision of each policy$/m);
-    assert.match(explained, /^initial: no-change on submit, since /m);
+    // Its 4 workers fit on one node: the submit writes only where they should go (no resize, no cool-down).
+    assert.match(explained, /^initial: applied on submit, since /m);
+    assert.match(explained, /^ {2}- Worker pods prefer node \S+$/m);
     assert.match(explained, /^rebalance: /m);
   });
 });

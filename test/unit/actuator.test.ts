@@ -291,6 +291,21 @@ describe('actOnJob: the write and its audit trail', () => {
     assert.equal(sim.recordedEvents()[0]?.type, 'Warning');
   });
 
+  it('a node preference alone is recorded and audited but starts no cool-down; a resize does', async () => {
+    const { sim, deps } = setup();
+    const prefer: Change = { kind: 'prefer-node', role: 'Worker', node: 'node-1' };
+    const first = await actOnJob(TOY, () => plan([prefer], 'initial'), deps);
+    assert.equal(first.applied, true);
+    const preferred = await job(sim);
+    assert.equal(preferred.state.lastDecisionId, first.decisionId);
+    assert.equal(preferred.state.lastActionAt, undefined, 'no pod moved: nothing to cool down from');
+    assert.equal(preferred.state.askedWorkers, 2);
+    assert.equal(sim.recordedEvents().length, 1);
+    const grown = await actOnJob(TOY, workersTo(3, 'rebalance'), deps);
+    assert.equal(grown.applied, true, 'the rebalance may act at once after a preference');
+    assert.equal((await job(sim)).state.lastActionAt, sim.clock.now());
+  });
+
   it('a pause is recorded in the state and audited as a Warning', async () => {
     const { sim, deps } = setup();
     const outcome = await actOnJob(
