@@ -909,7 +909,52 @@ function rendezvousOps(
 
 /** At most this many nodes are avoided by trainscaler's terms; a new one replaces the oldest. */
 const MAX_AVOIDED_NODES = 3;
-const AVOID_WEIGHT = 100;
+/** trainscaler's node terms, told apart from the user's by weight and operator. */
+const AVOID_TERM = { weight: 100, operator: 'NotIn' } as const;
+/** Below the avoidance's weight, so a node avoided for straggling stays avoided. */
+const PREFER_TERM = { weight: 50, operator: 'In' } as const;
+type NodeTermShape = typeof AVOID_TERM | typeof PREFER_TERM;
+
+function nodeTerm(shape: NodeTermShape, node: string) {
+  return {
+    weight: shape.weight,
+    preference: { matchFields: [{ key: 'metadata.name', operator: shape.operator, values: [node] }] },
+  };
+}
+
+/** The node a term of this shape names (as nodeTerm writes it); undefined for any other term. */
+function nodeOfTerm(term: unknown, shape: NodeTermShape): string | undefined {
+  const fields = getArray(term, ['preference', 'matchFields']);
+  if (getNumber(term, ['weight']) !== shape.weight || fields?.length !== 1) return undefined;
+  const [field] = fields;
+  const values = getArray(field, ['values']);
+  if (getString(field, ['key']) !== 'metadata.name' || getString(field, ['operator']) !== shape.operator)
+    return undefined;
+  return values?.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
+}
+
+/**
+ * The pod template's preferred node affinity terms, and where they live. When there are none yet, the
+ * parents are created and `initial` is the patch that adds the first term.
+ */
+function preferredTermsAt(
+  obj: KubeObject,
+  podSpecPath: Path,
+  term: object,
+  ensureObject: (path: Path) => void,
+): { listPath: Path; existing: unknown[] } | { initial: JsonPatchOp[] } {
+  const listPath = [
+    ...podSpecPath,
+    'affinity',
+    'nodeAffinity',
+    'preferredDuringSchedulingIgnoredDuringExecution',
+  ];
+  const existing = getArray(obj, listPath);
+  if (existing !== undefined) return { listPath, existing };
+  ensureObject([...podSpecPath, 'affinity']);
+  ensureObject([...podSpecPath, 'affinity', 'nodeAffinity']);
+  return { initial: [{ op: 'add', path: jsonPointer(listPath), value: [term] }] };
+}
 
 /**
  * A preferred (soft) node anti-affinity term `metadata.name NotIn [node]`, appended to the pod template's
@@ -923,24 +968,12 @@ function avoidNodeOps(
   node: string,
   ensureObject: (path: Path) => void,
 ): JsonPatchOp[] {
-  const listPath = [
-    ...podSpecPath,
-    'affinity',
-    'nodeAffinity',
-    'preferredDuringSchedulingIgnoredDuringExecution',
-  ];
-  const term = {
-    weight: AVOID_WEIGHT,
-    preference: { matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: [node] }] },
-  };
-  const existing = getArray(obj, listPath);
-  if (existing === undefined) {
-    ensureObject([...podSpecPath, 'affinity']);
-    ensureObject([...podSpecPath, 'affinity', 'nodeAffinity']);
-    return [{ op: 'add', path: jsonPointer(listPath), value: [term] }];
-  }
+  const term = nodeTerm(AVOID_TERM, node);
+  const terms = preferredTermsAt(obj, podSpecPath, term, ensureObject);
+  if ('initial' in terms) return terms.initial;
+  const { listPath, existing } = terms;
   const ours = existing
-    .map((t, index) => ({ index, avoided: avoidedNode(t) }))
+    .map((t, index) => ({ index, avoided: nodeOfTerm(t, AVOID_TERM) }))
     .filter((t): t is { index: number; avoided: string } => t.avoided !== undefined);
   if (ours.some((t) => t.avoided === node)) return [];
   const oldest = ours[0];
@@ -948,9 +981,6 @@ function avoidNodeOps(
     return [{ op: 'replace', path: jsonPointer([...listPath, oldest.index]), value: term }];
   return [{ op: 'add', path: jsonPointer([...listPath, '-']), value: term }];
 }
-
-/** Weight of trainscaler's preferred node: below AVOID_WEIGHT, so a node avoided for straggling stays avoided. */
-const PREFER_WEIGHT = 50;
 
 /**
  * A preferred (soft) node affinity term `metadata.name In [node]`, appended to the pod template's preferred
@@ -963,48 +993,14 @@ function preferNodeOps(
   node: string,
   ensureObject: (path: Path) => void,
 ): JsonPatchOp[] {
-  const listPath = [
-    ...podSpecPath,
-    'affinity',
-    'nodeAffinity',
-    'preferredDuringSchedulingIgnoredDuringExecution',
-  ];
-  const term = {
-    weight: PREFER_WEIGHT,
-    preference: { matchFields: [{ key: 'metadata.name', operator: 'In', values: [node] }] },
-  };
-  const existing = getArray(obj, listPath);
-  if (existing === undefined) {
-    ensureObject([...podSpecPath, 'affinity']);
-    ensureObject([...podSpecPath, 'affinity', 'nodeAffinity']);
-    return [{ op: 'add', path: jsonPointer(listPath), value: [term] }];
-  }
-  const ours = existing.findIndex((t) => preferredNode(t) !== undefined);
+  const term = nodeTerm(PREFER_TERM, node);
+  const terms = preferredTermsAt(obj, podSpecPath, term, ensureObject);
+  if ('initial' in terms) return terms.initial;
+  const { listPath, existing } = terms;
+  const ours = existing.findIndex((t) => nodeOfTerm(t, PREFER_TERM) !== undefined);
   if (ours < 0) return [{ op: 'add', path: jsonPointer([...listPath, '-']), value: term }];
-  if (preferredNode(existing[ours]) === node) return [];
+  if (nodeOfTerm(existing[ours], PREFER_TERM) === node) return [];
   return [{ op: 'replace', path: jsonPointer([...listPath, ours]), value: term }];
-}
-
-/** The node a term written by preferNodeOps prefers; undefined for any other term. */
-function preferredNode(term: unknown): string | undefined {
-  const fields = getArray(term, ['preference', 'matchFields']);
-  if (getNumber(term, ['weight']) !== PREFER_WEIGHT || fields?.length !== 1) return undefined;
-  const [field] = fields;
-  const values = getArray(field, ['values']);
-  if (getString(field, ['key']) !== 'metadata.name' || getString(field, ['operator']) !== 'In')
-    return undefined;
-  return values?.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
-}
-
-/** The node a term written by avoidNodeOps avoids; undefined for any other term. */
-function avoidedNode(term: unknown): string | undefined {
-  const fields = getArray(term, ['preference', 'matchFields']);
-  if (getNumber(term, ['weight']) !== AVOID_WEIGHT || fields?.length !== 1) return undefined;
-  const [field] = fields;
-  const values = getArray(field, ['values']);
-  if (getString(field, ['key']) !== 'metadata.name' || getString(field, ['operator']) !== 'NotIn')
-    return undefined;
-  return values?.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
 }
 
 export function refOf(obj: KubeObject): JobRef {
