@@ -801,6 +801,7 @@ describe('decideRebalance: workers that slow their job down', () => {
 
 describe('decideRebalance: a job at its asked size on one node of many keeps its workers among equals', () => {
   const LINEAR = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i + 1, 100 * (i + 1)]));
+  const LINEAR_MODEL = tableModel(LINEAR);
   /** `nodeCount` 8-GPU nodes, the first `used` GPUs taken by 1-GPU pods. */
   const nodes = (nodeCount: number, used: number): ClusterCapacity => ({
     nodes: Array.from({ length: nodeCount }, (_, i) => {
@@ -862,6 +863,33 @@ describe('decideRebalance: a job at its asked size on one node of many keeps its
   it('gives a worker that adds less than the hysteresis', () => {
     const flat = { ...LINEAR, 8: 710 }; // the 8th worker adds +1.4%
     assert.deepEqual(sizes(share(donor({ table: flat }))).donor, 7);
+  });
+
+  it('lends to a queued job of its priority predicted to finish within half its remaining time', () => {
+    // The donor has 10 h left. A borrower of 36,000 samples at 100 samples/s per worker (its profile) runs
+    // 6 min on one worker: the GPU comes back long before the donor ends.
+    const lend = (targetSamples: number | undefined, withProfile = true) => {
+      const q = queued();
+      if (targetSamples !== undefined) q.slot.job.targetSamples = targetSamples;
+      return decideRebalance({
+        jobs: [entry(donor()), q.slot],
+        pending: [withProfile ? { ...q.demand, model: LINEAR_MODEL } : q.demand],
+        capacity: nodes(2, 16),
+        config,
+        now: NOW,
+      });
+    };
+    // It gets the 4 workers it asked for, so only the donor changes.
+    assert.deepEqual(sizes(lend(36_000)), { donor: 4 });
+    assert.match(lend(36_000).find((p) => p.ref.name === 'donor')?.reason ?? '', /to ml\/queued, queued/);
+    // 1,800,000 samples: 5 h on one worker, exactly half the donor's 10 h: still lent.
+    assert.deepEqual(sizes(lend(1_800_000)).donor, 4);
+    // 2,000,000 samples: 5.6 h on one worker, more than half: kept, though its first worker is worth more
+    // (0.18 per hour) than the donor's last loses (0.0125 + 5%).
+    assert.deepEqual(lend(2_000_000), []);
+    // Without a target or a profile its run time is unknown: kept.
+    assert.deepEqual(lend(undefined), []);
+    assert.deepEqual(lend(36_000, false), []);
   });
 
   it('still gives to a queued job of higher priority', () => {
