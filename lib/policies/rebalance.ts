@@ -86,6 +86,12 @@ export interface RebalanceInput {
 /** A lender keeping its workers among equals lends only to a borrower done within 1/this of its remaining time. */
 const LEND_HORIZON_FACTOR = 2;
 
+/**
+ * A lender keeping its workers among equals lends only to a borrower done within this many cool-downs: the GPU
+ * comes back before the lender could act again, so a queue of arrivals does not keep it small.
+ */
+const LEND_COOLDOWNS = 2;
+
 /** Remaining times below this are not told apart: a minute is about a rescale's cost. */
 const MIN_REMAINING_SECONDS = 60;
 
@@ -323,7 +329,7 @@ function queuedShare(
         canShrink(s, config) &&
         (s.entry.job.priority < p.job.priority ||
           (s.entry.job.priority === p.job.priority &&
-            (sharesWorker(s, config) || lendsBriefly(s, runFor(granted + 1))))) &&
+            (sharesWorker(s, config) || lendsBriefly(s, runFor(granted + 1), config)))) &&
         scaleDownPaysOff(s.remaining, s.k0, s.k - 1, s.costs, config),
     );
     if (!victim || !(gain > donorLoss(victim) + config.minRelativeGain)) break;
@@ -420,8 +426,12 @@ function queuedRunTime(own: Slot, p: PendingDemand): (k: number) => number | und
  * which the comparison of marginal gains already counts. 1.5x workloads 2 and 3: queued cifar10 and ncf
  * jobs of a few minutes waited behind yolov3 and imagenet jobs at their asked size on one node.
  */
-function lendsBriefly(s: Slot, borrowerRunTime: number | undefined): boolean {
-  return borrowerRunTime !== undefined && borrowerRunTime * LEND_HORIZON_FACTOR <= s.remaining;
+function lendsBriefly(s: Slot, borrowerRunTime: number | undefined, config: PolicyConfig): boolean {
+  return (
+    borrowerRunTime !== undefined &&
+    borrowerRunTime <= LEND_COOLDOWNS * config.cooldownSeconds &&
+    borrowerRunTime * LEND_HORIZON_FACTOR <= s.remaining
+  );
 }
 
 /** The job that loses least by giving a worker: lowest priority first, then smallest loss per GPU. */
