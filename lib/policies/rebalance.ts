@@ -418,13 +418,15 @@ function queuedRunTime(own: Slot, p: PendingDemand): (k: number) => number | und
 }
 
 /**
- * Whether a job that keeps its workers among equals (sharesWorker) may still lend one to a queued job that
- * is predicted to finish within half the lender's remaining time. What the protection guards against is a
- * worker that never comes back to the lender's node; a borrower that ends soon frees the GPU on that node
- * while the lender still has most of its run ahead, and the lender regrows into it (growth lands beside a
- * job while its nodes have room). So the lend costs the lender its last worker's speed for a short while,
- * which the comparison of marginal gains already counts. 1.5x workloads 2 and 3: queued cifar10 and ncf
- * jobs of a few minutes waited behind yolov3 and imagenet jobs at their asked size on one node.
+ * Whether a job that keeps its workers among equals (sharesWorker) may still lend one to a queued job of its
+ * priority that is predicted (its profile's model and declared target) to finish within two cool-downs and
+ * within half the lender's remaining time. What the protection guards against is a worker that never comes
+ * back to the lender's node; a borrower that ends that soon frees the GPU on that node before the lender could
+ * act again and while most of its run is ahead, and the lender regrows into it (growth lands beside a job while
+ * its nodes have room). Lending to longer borrowers (up to half the lender's remaining time, no cool-down cap)
+ * made 1.0x worse (3,230 -> 3,277 s): under a steady queue of arrivals yolov3 lenders were kept small
+ * (rescales per job 4.5 -> 16.5 in workload-3). 1.5x workloads 2 and 3: queued cifar10 and ncf jobs of a few
+ * minutes waited behind yolov3 and imagenet jobs at their asked size on one node.
  */
 function lendsBriefly(s: Slot, borrowerRunTime: number | undefined, config: PolicyConfig): boolean {
   return (
