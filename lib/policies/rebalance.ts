@@ -88,7 +88,7 @@ const LEND_HORIZON_FACTOR = 2;
 
 /**
  * A lender keeping its workers among equals lends only to a borrower done within this many cool-downs: the GPU
- * comes back before the lender could act again, so a queue of arrivals does not keep it small.
+ * comes back before the lender could act again.
  */
 const LEND_COOLDOWNS = 2;
 
@@ -424,8 +424,9 @@ function queuedRunTime(own: Slot, p: PendingDemand): (k: number) => number | und
  * back to the lender's node; a borrower that ends that soon frees the GPU on that node before the lender could
  * act again and while most of its run is ahead, and the lender regrows into it (growth lands beside a job while
  * its nodes have room). Lending to longer borrowers (up to half the lender's remaining time, no cool-down cap)
- * made 1.0x worse (3,230 -> 3,277 s): under a steady queue of arrivals yolov3 lenders were kept small
- * (rescales per job 4.5 -> 16.5 in workload-3). 1.5x workloads 2 and 3: queued cifar10 and ncf jobs of a few
+ * made 1.0x worse (3,230 -> 3,277 s): a freed GPU goes to the next queued job before the lender regrows, so
+ * under steady arrivals yolov3 lenders stayed small (rescales per job 4.5 -> 16.5 in workload-3). With the
+ * cap yolov3 still pays (1.0x: 18,233 -> 19,782 s a job, rescales 8.2 -> 13.5) for less than the others gain. 1.5x workloads 2 and 3: queued cifar10 and ncf jobs of a few
  * minutes waited behind yolov3 and imagenet jobs at their asked size on one node.
  */
 function lendsBriefly(s: Slot, borrowerRunTime: number | undefined, config: PolicyConfig): boolean {
