@@ -801,6 +801,7 @@ describe('decideRebalance: workers that slow their job down', () => {
 
 describe('decideRebalance: a job at its asked size on one node of many keeps its workers among equals', () => {
   const LINEAR = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i + 1, 100 * (i + 1)]));
+  const LINEAR_MODEL = tableModel(LINEAR);
   /** `nodeCount` 8-GPU nodes, the first `used` GPUs taken by 1-GPU pods. */
   const nodes = (nodeCount: number, used: number): ClusterCapacity => ({
     nodes: Array.from({ length: nodeCount }, (_, i) => {
@@ -862,6 +863,35 @@ describe('decideRebalance: a job at its asked size on one node of many keeps its
   it('gives a worker that adds less than the hysteresis', () => {
     const flat = { ...LINEAR, 8: 710 }; // the 8th worker adds +1.4%
     assert.deepEqual(sizes(share(donor({ table: flat }))).donor, 7);
+  });
+
+  it('lends to a queued job of its priority predicted to finish within two cool-downs and half its remaining time', () => {
+    // The borrower's profile: 100 samples/s per worker, so N samples run N / 100 s on its first worker.
+    const lend = (targetSamples: number | undefined, remainingSeconds = 36_000, withProfile = true) => {
+      const q = queued();
+      if (targetSamples !== undefined) q.slot.job.targetSamples = targetSamples;
+      return decideRebalance({
+        jobs: [entry(donor({ remainingSeconds })), q.slot],
+        pending: [withProfile ? { ...q.demand, model: LINEAR_MODEL } : q.demand],
+        capacity: nodes(2, 16),
+        config,
+        now: NOW,
+      });
+    };
+    // 6 min: the GPU comes back long before the donor's 10 h end. The borrower gets the 4 workers it asked
+    // for, so only the donor changes.
+    assert.deepEqual(sizes(lend(36_000)), { donor: 4 });
+    assert.match(lend(36_000).find((p) => p.ref.name === 'donor')?.reason ?? '', /to ml\/queued, queued/);
+    // Exactly two cool-downs (600 s): lent; a second more: kept, though its first worker is worth far more
+    // (6 per hour) than the donor's last loses (0.0125 + 5%).
+    assert.equal(sizes(lend(60_000)).donor, 4);
+    assert.deepEqual(lend(60_100), []);
+    // A donor with 1,000 s left lends to a borrower done in 500 s, not in 501.
+    assert.equal(sizes(lend(50_000, 1_000)).donor, 4);
+    assert.deepEqual(lend(50_100, 1_000), []);
+    // Without a target or a profile its run time is unknown: kept.
+    assert.deepEqual(lend(undefined), []);
+    assert.deepEqual(lend(36_000, 36_000, false), []);
   });
 
   it('still gives to a queued job of higher priority', () => {
