@@ -380,54 +380,53 @@ function queuedShare(
  */
 function queuedWorth(own: Slot, p: PendingDemand, minimum: number): (granted: number) => number {
   const gpus = Math.max(1, p.demand.gpus);
-  const work = p.job.targetSamples ?? 0;
-  const model = p.model;
-  if (!model || !(work > 0)) {
+  const queued = queuedThroughput(own, p);
+  if (!queued) {
     return (granted) => (granted < minimum ? Number.POSITIVE_INFINITY : 1 / granted) / gpus;
   }
-  const rate = (k: number): number => {
-    if (k <= 0) return 0;
-    const placement: Placement = {
-      replicas: k,
-      nodes: nodesSpanned(k, own.perNode),
-      localBatchSize: localBatchFor(p.job, k, own.entry.current.localBatchSize),
-    };
-    return ((expectedThroughput(model, placement) ?? 0) / work) * ASSUMED_REMAINING_SECONDS;
-  };
+  const rate = (k: number): number =>
+    k <= 0 ? 0 : ((queued.at(k) ?? 0) / queued.work) * ASSUMED_REMAINING_SECONDS;
   return (granted) =>
     granted < minimum ? rate(minimum) / minimum / gpus : (rate(granted + 1) - rate(granted)) / gpus;
 }
 
 /**
- * How long the queued job would run at each size, from its profile's model and its declared target;
- * undefined without them (then it is not known to be short).
+ * The queued job's expected samples/s at k workers packed on nodes like the job's, from its profile's model,
+ * and its declared work; undefined without either.
  */
-function queuedRunTime(own: Slot, p: PendingDemand): (k: number) => number | undefined {
+function queuedThroughput(
+  own: Slot,
+  p: PendingDemand,
+): { work: number; at: (k: number) => number | undefined } | undefined {
   const work = p.job.targetSamples ?? 0;
   const model = p.model;
-  if (!model || !(work > 0)) return () => undefined;
-  return (k) => {
-    const placement: Placement = {
+  if (!model || !(work > 0)) return undefined;
+  const at = (k: number) =>
+    expectedThroughput(model, {
       replicas: k,
       nodes: nodesSpanned(k, own.perNode),
       localBatchSize: localBatchFor(p.job, k, own.entry.current.localBatchSize),
-    };
-    const tp = expectedThroughput(model, placement);
-    return tp !== undefined && tp > 0 ? work / tp : undefined;
+    });
+  return { work, at };
+}
+
+/** How long the queued job would run at each size; undefined when that is not known (then it is not short). */
+function queuedRunTime(own: Slot, p: PendingDemand): (k: number) => number | undefined {
+  const queued = queuedThroughput(own, p);
+  if (!queued) return () => undefined;
+  return (k) => {
+    const tp = queued.at(k);
+    return tp !== undefined && tp > 0 ? queued.work / tp : undefined;
   };
 }
 
 /**
  * Whether a job that keeps its workers among equals (sharesWorker) may still lend one to a queued job of its
- * priority that is predicted (its profile's model and declared target) to finish within two cool-downs and
- * within half the lender's remaining time. What the protection guards against is a worker that never comes
- * back to the lender's node; a borrower that ends that soon frees the GPU on that node before the lender could
- * act again and while most of its run is ahead, and the lender regrows into it (growth lands beside a job while
- * its nodes have room). Lending to longer borrowers (up to half the lender's remaining time, no cool-down cap)
- * made 1.0x worse (3,230 -> 3,277 s): a freed GPU goes to the next queued job before the lender regrows, so
- * under steady arrivals yolov3 lenders stayed small (rescales per job 4.5 -> 16.5 in workload-3). With the
- * cap yolov3 still pays (1.0x: 18,233 -> 19,782 s a job, rescales 8.2 -> 13.5) for less than the others gain. 1.5x workloads 2 and 3: queued cifar10 and ncf jobs of a few
- * minutes waited behind yolov3 and imagenet jobs at their asked size on one node.
+ * priority predicted to finish within two cool-downs and within half the lender's remaining time. The
+ * protection guards against a worker that never comes back to the lender's node; a borrower that ends this
+ * soon frees the GPU there before the lender could act again, and the lender regrows into it. Without the
+ * cool-down cap, under steady arrivals the freed GPU went to the next queued job first and lenders stayed
+ * small (README "A donor at its own size on one node").
  */
 function lendsBriefly(s: Slot, borrowerRunTime: number | undefined, config: PolicyConfig): boolean {
   return (
