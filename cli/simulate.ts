@@ -82,11 +82,23 @@ import {
 import { MEASURED_RESCALE_PAUSE_SECONDS } from '../lib/torchelastic/recommended-rendezvous.js';
 import type { JobRef } from '../lib/types.js';
 import { median } from './demo.js';
+import { worldTruthOracle } from './oracle-model.js';
 import { simulatedHandlerDeps } from './simulated-handler-deps.js';
 import { defaultTracesDir, loadSimulationWorld } from './simulation-world.js';
 
 export const SIMULATION_POLICIES = ['manual', 'backfill', 'tiresias', 'threshold', 'trainscaler'] as const;
-export type SimulationPolicy = (typeof SIMULATION_POLICIES)[number];
+/**
+ * Run only when named: trainscaler with the world's truth as its throughput model (cli/oracle-model.ts), to
+ * show what its model's errors cost beside `trainscaler` in the same run. No cluster can run it.
+ */
+export const DIAGNOSTIC_POLICIES = ['trainscaler-oracle'] as const;
+export type SimulationPolicy = (typeof SIMULATION_POLICIES)[number] | (typeof DIAGNOSTIC_POLICIES)[number];
+const KNOWN_POLICIES: readonly string[] = [...SIMULATION_POLICIES, ...DIAGNOSTIC_POLICIES];
+
+/** The policies that run trainscaler's own handlers (submit, alarms, schedule, cluster events). */
+function runsTrainscaler(policy: SimulationPolicy): boolean {
+  return policy === 'trainscaler' || policy === 'trainscaler-oracle';
+}
 
 const GiB = 1024 ** 3;
 
@@ -370,6 +382,7 @@ async function runWorkload(
   });
   const start = sim.now();
   const deps = simulatedHandlerDeps(sim, WORKLOAD_PRIORITY_CLASSES);
+  if (policy === 'trainscaler-oracle') deps.throughputOracle = worldTruthOracle(apps);
   const traits: TenantTraits[] | undefined = settings.multiTenant
     ? multiTenantTraits(workload.jobs, settings.seed, settings.multiTenant)
     : undefined;
@@ -377,8 +390,9 @@ async function runWorkload(
     ? nodeFailureTimes(settings.seed, settings.nodes, settings.cap, settings.multiTenant)
     : [];
   const tracked = new Map<string, Tracked>();
-  const triggers =
-    policy === 'trainscaler' ? new ProductionTriggers(sim, WORKLOAD_NAMESPACE, settings.triggers) : undefined;
+  const triggers = runsTrainscaler(policy)
+    ? new ProductionTriggers(sim, WORKLOAD_NAMESPACE, settings.triggers)
+    : undefined;
   let handlerErrors = 0;
   const call = async (handler: Handler, payload: unknown) => {
     let result: HandlerResult;
@@ -436,7 +450,7 @@ async function runWorkload(
       };
     }
     tracked.set(ref.name, entryTracked);
-    if (policy === 'trainscaler') await call(handleSubmit, ref);
+    if (runsTrainscaler(policy)) await call(handleSubmit, ref);
   };
   const unfinished = () =>
     [...tracked.values()].filter((t) => {
@@ -554,10 +568,10 @@ async function runWorkload(
       const entry = arrivals[nextArrival++];
       if (!entry) break;
       if (entry.traits?.highPriority) bypass[entry.job.name] = true;
-      if (policy === 'trainscaler' || entry.traits?.highPriority) await submit(entry);
+      if (runsTrainscaler(policy) || entry.traits?.highPriority) await submit(entry);
       else fcfs.push(entry);
     }
-    if (policy !== 'trainscaler') await admit();
+    if (!runsTrainscaler(policy)) await admit();
     const tickEnd = (Math.floor(elapsed / settings.interval) + 1) * settings.interval;
     const upcoming = arrivals[nextArrival]?.job.time;
     const triggerAt = triggers ? triggers.nextAfter(start + elapsed) - start : Number.POSITIVE_INFINITY;
@@ -565,7 +579,7 @@ async function runWorkload(
     sim.step(until - elapsed);
     elapsed = until;
     const events = sim.drainEvents();
-    if (policy === 'trainscaler') for (const event of events) await call(handleClusterEvent, event);
+    if (runsTrainscaler(policy)) for (const event of events) await call(handleClusterEvent, event);
     if (triggers) {
       // Alerts only when the project's rules fire on the simulated series; the schedule on its cron.
       const due = await triggers.due(start + elapsed);
@@ -785,10 +799,10 @@ export function parsePolicies(value: string): SimulationPolicy[] {
     .split(',')
     .map((p) => p.trim())
     .filter((p) => p !== '');
-  const unknown = names.filter((p) => !(SIMULATION_POLICIES as readonly string[]).includes(p));
+  const unknown = names.filter((p) => !KNOWN_POLICIES.includes(p));
   if (unknown.length > 0 || names.length === 0)
     throw new InvalidArgumentError(
-      `unknown policy '${unknown.join(',')}': choose from ${SIMULATION_POLICIES.join(', ')}`,
+      `unknown policy '${unknown.join(',')}': choose from ${KNOWN_POLICIES.join(', ')}`,
     );
   return [...new Set(names)] as SimulationPolicy[];
 }
@@ -821,7 +835,7 @@ export function registerSimulateCommand(program: Command): Command {
     .requiredOption('--workload <path>', 'a workload CSV file, or a folder of workload-N.csv files')
     .option(
       '--policy <list>',
-      `comma-separated policies: ${SIMULATION_POLICIES.join(',')} (manual: strict FCFS; backfill: FIFO with backfilling, like Kueue BestEffortFIFO; tiresias: 2D-LAS with preemption; threshold: an HPA-style GPU-utilisation autoscaler; all four are baselines at the user's sizes, not trainscaler)`,
+      `comma-separated policies: ${SIMULATION_POLICIES.join(',')} (manual: strict FCFS; backfill: FIFO with backfilling, like Kueue BestEffortFIFO; tiresias: 2D-LAS with preemption; threshold: an HPA-style GPU-utilisation autoscaler; all four are baselines at the user's sizes, not trainscaler); also, only when named: ${DIAGNOSTIC_POLICIES.join(',')} (a diagnostic: trainscaler with the simulated world's true throughput as its model, to show what its model's errors cost)`,
       parsePolicies,
       [...SIMULATION_POLICIES],
     )

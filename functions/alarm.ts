@@ -26,7 +26,8 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
       });
       const outcome = await actOnJob(
         ref,
-        (snapshot) => decideRuntime(snapshot, observed, capacity, deps.config, deps.clock()),
+        (snapshot) =>
+          decideRuntime(snapshot, observed, capacity, deps.config, deps.clock(), deps.throughputOracle),
         actuatorDeps(deps),
       );
       result.outcomes.push(outcome);

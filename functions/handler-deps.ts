@@ -2,6 +2,7 @@ import type { Outcome } from '../lib/actuator.js';
 import type { ClusterClient } from '../lib/cluster/cluster-client.js';
 import type { PolicyConfig } from '../lib/config.js';
 import type { MetricsSource } from '../lib/metrics/metrics-source.js';
+import type { ThroughputOracle } from '../lib/model/throughput-model.js';
 import type { JobRef } from '../lib/types.js';
 
 export interface Logger {
@@ -26,6 +27,13 @@ export interface HandlerDeps {
   profiles: { namespace: string; configMapName: string };
   /** Priority class name -> value, for jobs that name a class (the API server resolves pods, not CRDs). */
   priorityClasses?: Record<string, number>;
+  /**
+   * Simulation only (`simulate --policy trainscaler-oracle`, cli/oracle-model.ts), never set in production:
+   * every throughput model a decision uses for a job of `signature` (its fitted runtime model, its
+   * signature's profile) is passed through this, which answers with the simulated world's true step times. It
+   * measures what the model's errors cost; the policies and the growth rule are unchanged.
+   */
+  throughputOracle?: ThroughputOracle;
 }
 
 export type { Outcome };

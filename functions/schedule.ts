@@ -62,7 +62,8 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       model = store.then((lookup) => {
         const { profile, problem } = lookup(signature);
         if (problem) deps.logger.warn({ signature }, problem);
-        return profileModel(profile);
+        const fitted = profileModel(profile);
+        return fitted && deps.throughputOracle ? deps.throughputOracle(signature, fitted) : fitted;
       });
       models.set(signature, model);
     }
@@ -130,7 +131,9 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const rebalanced = jobs.filter((j) => !reviewed.has(key(j.snapshot.view.ref)));
   const plans = decideRebalance({
     jobs: rebalanced.map(({ snapshot, observed }) => {
-      const model = observed ? fitRuntimeModel(observed.samples) : undefined;
+      const fitted = observed ? fitRuntimeModel(observed.samples) : undefined;
+      const model =
+        fitted && deps.throughputOracle ? deps.throughputOracle(snapshot.view.signature, fitted) : fitted;
       const current = currentPlacement(snapshot, observed?.samples ?? []);
       const entry: Parameters<typeof decideRebalance>[0]['jobs'][number] = {
         job: snapshot.view,

@@ -61,7 +61,9 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
         };
       const { profile, problem } = await loadProfile(deps.cluster, deps.profiles, snapshot.view.signature);
       if (problem) deps.logger.warn({ job: ref }, problem);
-      const model = profileModel(profile);
+      const fitted = profileModel(profile);
+      const model =
+        fitted && deps.throughputOracle ? deps.throughputOracle(snapshot.view.signature, fitted) : fitted;
       // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it. Its own
       // pods, bound already or not, are what is being sized: their room counts as free.
       const capacity = capacityOf(cluster.nodes, cluster.pods, {

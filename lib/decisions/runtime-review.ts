@@ -3,7 +3,7 @@ import type { PolicyConfig } from '../config.js';
 import { MissingMetricsError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { fitRuntimeModel } from '../model/observed-bound.js';
-import type { Placement } from '../model/throughput-model.js';
+import type { Placement, ThroughputOracle } from '../model/throughput-model.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers, STRAGGLER_LOOKBACK_SECONDS } from '../policies/stragglers.js';
@@ -134,6 +134,7 @@ export function decideRuntime(
   capacity: ClusterCapacity,
   config: PolicyConfig,
   now: number,
+  oracle?: ThroughputOracle,
 ): Plan {
   const { view, pods } = snapshot;
   const reasons: string[] = [];
@@ -154,7 +155,8 @@ export function decideRuntime(
     if (plan.changes.length > 0) return plan;
     reasons.push(plan.reason);
   }
-  const model = fitRuntimeModel(observed.samples);
+  const fitted = fitRuntimeModel(observed.samples);
+  const model = oracle ? oracle(view.signature, fitted) : fitted;
   const current = currentPlacement(snapshot, observed.samples);
   const throughput = model.predict(current).throughput;
   const remainingSeconds = remainingSecondsOf(view, observed, throughput);

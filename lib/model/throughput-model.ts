@@ -23,6 +23,12 @@ export interface ThroughputModel {
   readonly distinctScales: number;
 }
 
+/**
+ * Replaces a job's fitted model by another answer for the same questions (simulation only: the world's truth,
+ * to measure what the model's errors cost). `signature` names the job's kind of training (its profile key).
+ */
+export type ThroughputOracle = (signature: string, fitted: ThroughputModel) => ThroughputModel;
+
 export type { FitOptions, FittedParameters, FittedThroughputModel } from './fit.js';
 export { evaluateStepTime, evaluateSyncTime, fitThroughputModel } from './fit.js';
 export type { FormName } from './forms.js';

@@ -8,6 +8,7 @@ import {
   parsePolicies,
   registerSimulateCommand,
   runSimulation,
+  SIMULATION_POLICIES,
   simulationJson,
 } from '../../../cli/simulate.js';
 import { renderSimulationHtml, renderSimulationTables } from '../../../cli/simulate-report.js';
@@ -64,6 +65,23 @@ describe('runSimulation', () => {
       /Peer figures from the Pollux artifact's own simulator \(another simulator\)[^\n]*Pollux 2,751 s/,
     );
     assert.match(renderSimulationHtml(first), /^<!doctype html>[\s\S]*<svg[\s\S]*<\/html>\n$/);
+  });
+
+  it("trainscaler-oracle runs trainscaler's handlers with the world's truth as their model", async () => {
+    const result = await runSimulation({
+      workloads: [workload],
+      policies: ['trainscaler', 'trainscaler-oracle'],
+      ...SMALL,
+    });
+    const run = (policy: string) => result.runs.find((r) => r.policy === policy);
+    const oracle = run('trainscaler-oracle');
+    assert.equal(oracle?.summary.completed, 2);
+    assert.equal(oracle?.handlerErrors, 0);
+    assert.equal(typeof result.policies['trainscaler-oracle']?.meanAvgJctSeconds, 'number');
+    // Same arrivals, same triggers, other predictions: the decisions differ (here the late job is rescaled
+    // by what the world says, not by its fitted model's spread).
+    const decisions = (r: ReturnType<typeof run>) => r?.jobs.map((j) => [j.name, j.rescales, j.jctSeconds]);
+    assert.notDeepEqual(decisions(oracle), decisions(run('trainscaler')));
   });
 
   it('backfill starts a later job that fits while the head waits; manual makes it wait', async () => {
@@ -176,5 +194,8 @@ describe('trainscaler simulate command', () => {
   it('parses policy lists', () => {
     assert.deepEqual(parsePolicies('trainscaler, manual,manual'), ['trainscaler', 'manual']);
     assert.deepEqual(parsePolicies('backfill,tiresias,threshold'), ['backfill', 'tiresias', 'threshold']);
+    assert.deepEqual(parsePolicies('trainscaler,trainscaler-oracle'), ['trainscaler', 'trainscaler-oracle']);
+    // The diagnostic runs only when named: the default list is the five policies a cluster can run.
+    assert.ok(!(SIMULATION_POLICIES as readonly string[]).includes('trainscaler-oracle'));
   });
 });
