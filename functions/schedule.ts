@@ -13,7 +13,7 @@ import {
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
-import type { ThroughputModel } from '../lib/model/throughput-model.js';
+import { modelFor, type ThroughputModel } from '../lib/model/throughput-model.js';
 import { decideOnFault } from '../lib/policies/faults.js';
 import { profileModel } from '../lib/policies/profiles.js';
 import { decideRebalance, type PendingDemand } from '../lib/policies/rebalance.js';
@@ -63,7 +63,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         const { profile, problem } = lookup(signature);
         if (problem) deps.logger.warn({ signature }, problem);
         const fitted = profileModel(profile);
-        return fitted && deps.throughputOracle ? deps.throughputOracle(signature, fitted) : fitted;
+        return fitted && modelFor(fitted, signature, deps.throughputOracle);
       });
       models.set(signature, model);
     }
@@ -131,9 +131,9 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const rebalanced = jobs.filter((j) => !reviewed.has(key(j.snapshot.view.ref)));
   const plans = decideRebalance({
     jobs: rebalanced.map(({ snapshot, observed }) => {
-      const fitted = observed ? fitRuntimeModel(observed.samples) : undefined;
       const model =
-        fitted && deps.throughputOracle ? deps.throughputOracle(snapshot.view.signature, fitted) : fitted;
+        observed &&
+        modelFor(fitRuntimeModel(observed.samples), snapshot.view.signature, deps.throughputOracle);
       const current = currentPlacement(snapshot, observed?.samples ?? []);
       const entry: Parameters<typeof decideRebalance>[0]['jobs'][number] = {
         job: snapshot.view,

@@ -2,6 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { actOnJob, decisionIdOf, type JobSnapshot } from '../lib/actuator.js';
 import { capacityOf, exceptPodsOf, loadCapacity, podsOf } from '../lib/cluster/load-capacity.js';
 import { loadProfile } from '../lib/decisions/profile-store.js';
+import { modelFor } from '../lib/model/throughput-model.js';
 import { decideInitialConfig, rendezvousAdvice } from '../lib/policies/initial-config.js';
 import { profileModel } from '../lib/policies/profiles.js';
 import { parseSubmit } from '../lib/triggers/submit-payload.js';
@@ -62,8 +63,7 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
       const { profile, problem } = await loadProfile(deps.cluster, deps.profiles, snapshot.view.signature);
       if (problem) deps.logger.warn({ job: ref }, problem);
       const fitted = profileModel(profile);
-      const model =
-        fitted && deps.throughputOracle ? deps.throughputOracle(snapshot.view.signature, fitted) : fitted;
+      const model = fitted && modelFor(fitted, snapshot.view.signature, deps.throughputOracle);
       // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it. Its own
       // pods, bound already or not, are what is being sized: their room counts as free.
       const capacity = capacityOf(cluster.nodes, cluster.pods, {

@@ -3,7 +3,7 @@ import type { PolicyConfig } from '../config.js';
 import { MissingMetricsError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { fitRuntimeModel } from '../model/observed-bound.js';
-import type { Placement, ThroughputOracle } from '../model/throughput-model.js';
+import { modelFor, type Placement, type ThroughputOracle } from '../model/throughput-model.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers, STRAGGLER_LOOKBACK_SECONDS } from '../policies/stragglers.js';
@@ -155,8 +155,7 @@ export function decideRuntime(
     if (plan.changes.length > 0) return plan;
     reasons.push(plan.reason);
   }
-  const fitted = fitRuntimeModel(observed.samples);
-  const model = oracle ? oracle(view.signature, fitted) : fitted;
+  const model = modelFor(fitRuntimeModel(observed.samples), view.signature, oracle);
   const current = currentPlacement(snapshot, observed.samples);
   const throughput = model.predict(current).throughput;
   const remainingSeconds = remainingSecondsOf(view, observed, throughput);

@@ -29,6 +29,15 @@ export interface ThroughputModel {
  */
 export type ThroughputOracle = (signature: string, fitted: ThroughputModel) => ThroughputModel;
 
+/** The model a decision uses: the fitted one, or the oracle's answer in its place when there is an oracle. */
+export function modelFor(
+  fitted: ThroughputModel,
+  signature: string,
+  oracle: ThroughputOracle | undefined,
+): ThroughputModel {
+  return oracle ? oracle(signature, fitted) : fitted;
+}
+
 export type { FitOptions, FittedParameters, FittedThroughputModel } from './fit.js';
 export { evaluateStepTime, evaluateSyncTime, fitThroughputModel } from './fit.js';
 export type { FormName } from './forms.js';
