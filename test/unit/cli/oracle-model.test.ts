@@ -27,7 +27,7 @@ describe('worldTruthOracle (simulate --policy trainscaler-oracle)', () => {
       assert.equal(got.stdev, 0);
       assert.equal(got.throughput, (placement.replicas * placement.localBatchSize) / truth);
     }
-    // Nodes are never more than replicas, and a size is a whole number of replicas.
+    // A placement asked about with more nodes than replicas is answered at one replica a node.
     assert.equal(
       model.predict({ replicas: 2, nodes: 4, localBatchSize: 64 }).stepTime,
       FITTED_WORLD.apps.stepTime('cifar10', { replicas: 2, nodes: 2, localBatchSize: 64 }),
