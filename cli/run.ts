@@ -32,7 +32,7 @@ export function registerRunCommand(program: Command): Command {
         'infra/k8s sets 0.0.0.0)',
     )
     .option('--port <port>', 'port of the HTTP server', port, 8080)
-    .option('--schedule <cron>', 'rebalance schedule, UTC (default: TRAINSCALER_SCHEDULE or */5 * * * *)')
+    .option('--schedule <cron>', 'rebalance schedule, UTC (default: TRAINSCALER_SCHEDULE or * * * * *)')
     .option('--statefulset-selector <selector>', 'only StatefulSets matching this label selector')
     .option(
       '--webhook-token-file <path>',

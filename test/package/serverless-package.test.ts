@@ -74,7 +74,7 @@ describe('osls package output', () => {
     assert.deepEqual(routes, ['POST /alertmanager']);
     const rules = ofType('AWS::Events::Rule').map(([, r]) => r.Properties);
     const schedule = rules.find((r) => r.ScheduleExpression !== undefined);
-    assert.equal(schedule?.ScheduleExpression, 'rate(5 minutes)');
+    assert.equal(schedule?.ScheduleExpression, 'rate(1 minute)');
     assert.match(JSON.stringify(schedule?.Targets), /ScheduleLambdaFunction/);
     const patterns = rules.filter((r) => r.EventPattern).map((r) => JSON.stringify(r.EventPattern));
     assert.ok(patterns.some((p) => p.includes('Kubernetes Watch Event')));

@@ -21,7 +21,7 @@ describe('trainscaler run settings', () => {
     assert.equal(s.identity, 'trainscaler-7d9f-abcde');
     assert.equal(s.namespace, 'ops');
     assert.equal(s.leaseName, 'trainscaler-leader');
-    assert.equal(s.schedule, '*/5 * * * *');
+    assert.equal(s.schedule, '* * * * *');
     assert.deepEqual(s.config.kube, { mode: 'in-cluster' });
     assert.equal(s.config.dryRun, false);
   });

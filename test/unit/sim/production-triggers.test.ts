@@ -58,7 +58,7 @@ async function run(
 describe('production triggers on the simulated cluster', () => {
   it('reads the deployed intervals, rules and cron', () => {
     assert.equal(config.evaluationIntervalSeconds, 15);
-    assert.equal(config.schedule, '*/5 * * * *');
+    assert.equal(config.schedule, '* * * * *');
     assert.deepEqual(
       config.rules.flatMap((g) => g.rules.flatMap((r) => (r.kind === 'alert' ? [r.alert] : []))).sort(),
       [
@@ -82,10 +82,10 @@ describe('production triggers on the simulated cluster', () => {
     const triggers = new ProductionTriggers(sim, WORKLOAD_NAMESPACE, config);
     const healthy = await run(sim, triggers, 3600);
     assert.deepEqual(healthy.posted, []);
-    // Every five minutes on the clock (the simulation starts on a full hour): 300, 600, ..., 3600.
+    // Every minute on the clock (the simulation starts on a full hour): 60, 120, ..., 3600.
     assert.deepEqual(
       healthy.schedules,
-      Array.from({ length: 12 }, (_, i) => (i + 1) * 300),
+      Array.from({ length: 60 }, (_, i) => (i + 1) * 60),
     );
 
     const pods = await sim.listPods(WORKLOAD_NAMESPACE);
