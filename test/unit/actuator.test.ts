@@ -462,7 +462,7 @@ describe('actOnJob: conflicts, errors and dry runs', () => {
 });
 
 describe('actOnJob: the guardrail context', () => {
-  it('takes the production defaults (step 4, cool-down 300 s) and the overrides given', async () => {
+  it('takes the production defaults (step 4, cool-down 120 s) and the overrides given', async () => {
     const { sim, deps, lines } = setup();
     sim.step(60);
     const outcome = await actOnJob(TOY, workersTo(16), deps);
@@ -472,7 +472,7 @@ describe('actOnJob: the guardrail context', () => {
     assert.deepEqual(warned?.obj.job, TOY);
     assert.equal(warned?.obj.policy, 'tuning');
     assert.deepEqual(warned?.obj.violations, ['Worker replicas 16 clamped to 6 (bounds, max step)']);
-    sim.step(299);
+    sim.step(119);
     const cooling = await actOnJob(TOY, workersTo(7), deps);
     assert.equal(cooling.skipped, 'no-change');
     assert.match(cooling.plan.reason, /cool-down/);

@@ -14,7 +14,13 @@ const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
 // mrg 5%, step 4, cool-down 300 s; round rescale costs (up 2 x 50 s, down 2 x 30 s) keep the arithmetic
 // of the cost tests readable: the measured defaults are tested in rescale-cost.test.ts.
-const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG, scaleUpCostSeconds: 50, scaleDownCostSeconds: 30 };
+// The cool-down is pinned: the cases below are written around 300 s (the default is 120 s).
+const config: PolicyConfig = {
+  ...DEFAULT_POLICY_CONFIG,
+  cooldownSeconds: 300,
+  scaleUpCostSeconds: 50,
+  scaleDownCostSeconds: 30,
+};
 const ONE_GPU: Resources = { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 };
 
 /** Closed-form model: throughput per worker count from a table, exact; 1 sample/s off the table. */

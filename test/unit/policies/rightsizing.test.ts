@@ -15,7 +15,7 @@ import type {
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
-const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG }; // headroom 0.2, tolerance 0.25, cooldown 300 s
+const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG, cooldownSeconds: 300 }; // headroom 0.2, tolerance 0.25
 
 function role(name: RoleName, requests: Partial<Resources> = {}, limits: Partial<Resources> = {}): RoleView {
   return {
