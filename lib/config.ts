@@ -38,6 +38,12 @@ export interface PolicyConfig {
   /** ...for at least this many consecutive samples (5 x the 15 s query step: a minute). */
   stragglerMinSamples: number;
   /**
+   * Straggler reviews wait at least this long after a write (or cooldownSeconds, if longer): a replaced pod keeps
+   * its name, and its predecessor's slow points leave the review only after the sidecar's 60 s mean and 5 normal
+   * 15 s points; at the 120 s cool-down a healthy replacement could be flagged on them and evicted again.
+   */
+  stragglerCooldownSeconds: number;
+  /**
    * TRAINSCALER_NAMESPACES: every job in these namespaces is managed without opting in, and when the list is
    * non-empty trainscaler acts in no other namespace. Empty: only jobs that opt in (lib/management.ts).
    */
@@ -70,6 +76,7 @@ export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
   rightsizeTolerance: 0.25,
   stragglerFactor: 1.2,
   stragglerMinSamples: 5,
+  stragglerCooldownSeconds: 300,
   namespaceAllowlist: [],
   ownNamespaces: [DEFAULT_OWN_NAMESPACE],
   maxClusterGpus: Number.POSITIVE_INFINITY,

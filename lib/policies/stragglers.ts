@@ -235,8 +235,9 @@ export function decideOnStragglers(input: StragglerInput): Plan {
   }
   // Right after a write (possibly our own eviction) the window still holds the replaced pod's slow steps.
   const lastActionAt = job.state.lastActionAt;
-  if (lastActionAt !== undefined && now - lastActionAt < config.cooldownSeconds) {
-    const left = Math.ceil(config.cooldownSeconds - (now - lastActionAt));
+  const cooldown = Math.max(config.cooldownSeconds, config.stragglerCooldownSeconds);
+  if (lastActionAt !== undefined && now - lastActionAt < cooldown) {
+    const left = Math.ceil(cooldown - (now - lastActionAt));
     return plan([], `in cooldown for ${left} s more after the last change; not checking stragglers`);
   }
 

@@ -399,10 +399,22 @@ describe('decideOnStragglers', () => {
   });
 
   it('waits out the cooldown after a write (the window still holds the replaced pod’s steps)', () => {
-    const inCooldown = decide(oneSlow(), job({ lastActionAt: NOW - config.cooldownSeconds + 1 }));
+    // The straggler's own 300 s, longer than the general 120 s cool-down.
+    assert.ok(config.stragglerCooldownSeconds > config.cooldownSeconds);
+    const inCooldown = decide(oneSlow(), job({ lastActionAt: NOW - config.stragglerCooldownSeconds + 1 }));
     assert.deepEqual(inCooldown.changes, []);
     assert.match(inCooldown.reason, /cooldown for 1 s more/);
-    const after = decide(oneSlow(), job({ lastActionAt: NOW - config.cooldownSeconds }));
+    const after = decide(oneSlow(), job({ lastActionAt: NOW - config.stragglerCooldownSeconds }));
     assert.equal(after.changes.length, 2);
+    // A general cool-down set longer governs.
+    const longer = { ...config, cooldownSeconds: config.stragglerCooldownSeconds + 100 };
+    const held = decideOnStragglers({
+      job: job({ lastActionAt: NOW - config.stragglerCooldownSeconds }),
+      series: oneSlow(),
+      pods: pods(),
+      config: longer,
+      now: NOW,
+    });
+    assert.match(held.reason, /cooldown for 100 s more/);
   });
 });
