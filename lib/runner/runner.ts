@@ -28,8 +28,8 @@ import { KeyedWorkQueue } from './work-queue.js';
 export const DEFAULT_LEASE_NAME = 'trainscaler-leader';
 /**
  * Every minute, as the Lambda deployment's rate(1 minute): Pollux and Tiresias reschedule every 60 s, and at five
- * minutes a queued job waited 84 s on average for the tick that makes room for it (README "The schedule ticks
- * every minute").
+ * minutes a job waited 84 s on average from arrival to its first step, much of it for the tick that makes room for
+ * it (README "The schedule ticks every minute").
  */
 export const DEFAULT_SCHEDULE = '* * * * *';
 
