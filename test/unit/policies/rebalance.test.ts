@@ -407,11 +407,20 @@ describe('decideRebalance: reclaiming workers that add nearly nothing', () => {
   });
 
   it('weighs gains by time left: a job near its end gets a worker from one far from it', () => {
-    const far = { name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 36_000 }; // 25% x 0.1
-    const near = { name: 'near', k: 4, table: { 4: 400, 5: 440 }, remainingSeconds: 1_800 }; // 10% x 2
+    // Urgency is (hours left)^-0.5: 25% x 0.1 against 10% x 1.41.
+    const far = { name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 360_000 };
+    const near = { name: 'near', k: 4, table: { 4: 400, 5: 440 }, remainingSeconds: 1_800 };
     assert.deepEqual(sizes(rebalance([far, near])), { far: 3, near: 5 });
     // The same two jobs with equal time left: 10% does not beat 2 x 25%.
     assert.deepEqual(rebalance([{ ...far, remainingSeconds: 1_800 }, near]), []);
+  });
+
+  it('softens shortest-remaining-first: a job 20 times further from its end keeps a worker worth 2.5 times more', () => {
+    // 25% x 0.32 against 10% x 1.41: not twice. With the plain completion rate (25% x 0.1 against 10% x 2) the
+    // far job gave its worker, and the longest jobs of a cluster lent to every shorter one.
+    const far = { name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 36_000 };
+    const near = { name: 'near', k: 4, table: { 4: 400, 5: 440 }, remainingSeconds: 1_800 };
+    assert.deepEqual(rebalance([far, near]), []);
   });
 
   it('never takes from a higher-priority job to feed a lower one', () => {
@@ -747,8 +756,10 @@ describe('decideRebalance: a queued job valued from its profile', () => {
   });
 
   it('lets a long job wait rather than slow a job that finishes sooner', () => {
-    // 3,600,000 samples: 10 h on one worker, its first worker worth 0.1 per hour < 0.25 + 5%.
-    assert.deepEqual(plan(3_600_000), []);
+    // 36,000,000 samples: 100 h on one worker, its first worker worth 0.01^0.5 = 0.1 < 0.25 + 5%.
+    assert.deepEqual(plan(36_000_000), []);
+    // 10 h: worth 0.1^0.5 = 0.32, more than the running job's 4th worker loses; it starts with one.
+    assert.deepEqual(sizes(plan(3_600_000)), { running: 3, queued: 1 });
   });
 });
 
@@ -914,8 +925,9 @@ describe('decideRebalance: a job at its asked size on one node of many keeps its
   });
 
   it('is not reclaimed from for a running job of its priority', () => {
-    const far = donor({ k: 4, table: { 3: 300, 4: 400 } }); // 25% x 0.1 urgency
-    const near = { name: 'near', k: 4, table: { 4: 400, 5: 440 }, remainingSeconds: 1_800, nodes: 2 }; // 10% x 2
+    // 25% x 0.1 urgency (100 h left) against 10% x 1.41 (half an hour).
+    const far = donor({ k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 360_000 });
+    const near = { name: 'near', k: 4, table: { 4: 400, 5: 440 }, remainingSeconds: 1_800, nodes: 2 };
     const run = (d: JobSpec) =>
       decideRebalance({ jobs: [entry(d), entry(near)], capacity: nodes(2, 16), config, now: NOW });
     assert.deepEqual(run(far), []);
