@@ -101,8 +101,9 @@ const MIN_REMAINING_SECONDS = 60;
  * rate, shortest remaining time first per GPU) the longest jobs lent to every shorter one and ran at about half
  * their users' size, and then finished alone on a cluster where more GPUs no longer sped them up; with
  * sublinear speed-ups the optimal allocation of known-size jobs gives the largest a share that depends on its
- * rank, not on how much larger it is (heSRPT, Berg, Vesilo and Harchol-Balter, arXiv:1903.09346). 0.5 measured
- * best of 0, 0.35, 0.5, 0.7 and 1 (README "Urgency, softened"); 0, no weighting, was far worse than 1.
+ * rank, not on how much larger it is (heSRPT, Berg, Vesilo and Harchol-Balter, arXiv:1903.09346). At 1.0x 0.5
+ * beat 0.7 and 1 over all eight workloads; 0.35 and 0 (no weighting) were worse on the workloads they ran before
+ * being stopped (README "Urgency, softened").
  */
 const URGENCY_EXPONENT = 0.5;
 
