@@ -16,6 +16,7 @@
 // Jobs progress at the step times of the chosen world (lib/sim/simulation-world.ts: the MEASURED Pollux
 // tables, or the FITTED profiles of lib/sim/app-profiles.ts), keep their global batch and end at their
 // application's target (lib/sim/workload.ts).
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError } from 'commander';
 import { handleAlarm } from '../functions/alarm.js';
@@ -140,7 +141,45 @@ export interface SimulationOptions {
   tiresias?: TiresiasParams;
   onProgress?: (line: string) => void;
   /** Every applied trainscaler decision, as it happens (simulated seconds since the start). */
-  onDecision?: (decision: { job: string; at: number; policy: string; reason: string }) => void;
+  onDecision?: (decision: AppliedDecision) => void;
+  /** Every decision interval of every run, as the idle-capacity meter sees it (`simulate --trace`). */
+  onInterval?: (sample: IntervalSample) => void;
+}
+
+export interface AppliedDecision {
+  workload: string;
+  policy: SimulationPolicy;
+  job: string;
+  /** Simulated seconds since the start. */
+  at: number;
+  /** The decision's policy (initial, tuning, fault, rebalance, ...), not the simulated one. */
+  decidedBy: string;
+  reason: string;
+}
+
+/**
+ * One decision interval of a run: the GPUs no bound pod holds, the workers running elastic jobs would take at a
+ * real gain (the two the idle-GPU figures are summed from), and every submitted, unfinished job's size.
+ */
+export interface IntervalSample {
+  workload: string;
+  policy: SimulationPolicy;
+  /** Simulated seconds since the start. */
+  at: number;
+  idleGpus: number;
+  wantedGpus: number;
+  jobs: IntervalJob[];
+}
+
+export interface IntervalJob {
+  name: string;
+  phase: 'Pending' | 'Running' | 'Restarting';
+  /** Worker replicas its spec asks for now (pods may still be starting). */
+  workers: number;
+  /** Workers it would take at a real gain (workersWorthAdding; 0 unless running): its part of wantedGpus. */
+  wanted: number;
+  /** Samples processed over its target, 0 to 1. */
+  done: number;
 }
 
 export interface JobOutcome {
@@ -303,6 +342,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
           tiresias: options.tiresias ?? TIRESIAS_DEFAULTS,
           report: options.onProgress ?? (() => {}),
           onDecision: options.onDecision,
+          onInterval: options.onInterval,
         }),
       );
     }
@@ -342,6 +382,7 @@ interface RunSettings {
   tiresias: TiresiasParams;
   report: (line: string) => void;
   onDecision: SimulationOptions['onDecision'];
+  onInterval: SimulationOptions['onInterval'];
 }
 
 function nodeSpecs(count: number, gpus: number): SimulatedNodeSpec[] {
@@ -411,9 +452,11 @@ async function runWorkload(
         entry.lastReason = `${outcome.plan.policy}: ${outcome.plan.reason}`;
       if (!outcome.applied) continue;
       settings.onDecision?.({
+        workload: workload.name,
+        policy,
         job: outcome.plan.ref.name,
         at: sim.now() - start,
-        policy: outcome.plan.policy,
+        decidedBy: outcome.plan.policy,
         reason: outcome.plan.reason,
       });
       const started = sim.jobStatus(entry.ref).startedAt !== undefined;
@@ -596,11 +639,24 @@ async function runWorkload(
     }
     const busy = await sampleCluster(sim, usage, settings.multiTenant !== undefined && ticks % 5 === 0);
     gpuSeconds += busy * settings.interval;
-    let wanted = 0;
+    const wantedByJob = new Map<string, number>();
     for (const status of sim.jobStatuses())
       if (status.phase === 'Running')
-        wanted += workersWorthAdding(await sim.getJob(status.ref), status, idleWorld);
-    idleMeter.sample(unheldGpus(clusterGpus, await sim.listPods(WORKLOAD_NAMESPACE)), wanted);
+        wantedByJob.set(status.ref.name, workersWorthAdding(await sim.getJob(status.ref), status, idleWorld));
+    const wanted = [...wantedByJob.values()].reduce((sum, w) => sum + w, 0);
+    const idleGpus = unheldGpus(clusterGpus, await sim.listPods(WORKLOAD_NAMESPACE));
+    idleMeter.sample(idleGpus, wanted);
+    if (settings.onInterval) {
+      const jobs = await unfinishedJobSizes(sim, wantedByJob);
+      settings.onInterval({
+        workload: workload.name,
+        policy,
+        at: elapsed,
+        idleGpus,
+        wantedGpus: wanted,
+        jobs,
+      });
+    }
     gpusBusy.push([elapsed, busy]);
     if (policy === 'threshold') await thresholdInterval();
     const allIn = nextArrival >= arrivals.length && fcfs.length === 0;
@@ -685,6 +741,25 @@ async function runWorkload(
     ...(triggers ? { triggerCounts: triggers.counts } : {}),
     wallSeconds,
   };
+}
+
+async function unfinishedJobSizes(
+  sim: SimulatedCluster,
+  wantedByJob: ReadonlyMap<string, number>,
+): Promise<IntervalJob[]> {
+  const jobs: IntervalJob[] = [];
+  for (const status of sim.jobStatuses()) {
+    if (status.phase === 'Succeeded' || status.phase === 'Failed') continue;
+    const worker = roleOf(readJob(await sim.getJob(status.ref)), 'Worker');
+    jobs.push({
+      name: status.ref.name,
+      phase: status.phase,
+      workers: worker?.replicas ?? 0,
+      wanted: wantedByJob.get(status.ref.name) ?? 0,
+      done: status.targetSamples > 0 ? Math.min(1, status.processedSamples / status.targetSamples) : 0,
+    });
+  }
+  return jobs;
 }
 
 /** A node reboot: every pod on it is evicted at once (its controller recreates them elsewhere or there). */
@@ -824,6 +899,35 @@ export interface SimulateCommandOptions {
   timeCapHours?: number;
   json?: boolean;
   report?: string;
+  trace?: string;
+}
+
+export interface TraceWriter {
+  onInterval: (sample: IntervalSample) => void;
+  onDecision: (decision: AppliedDecision) => void;
+  close: () => void;
+}
+
+/**
+ * `simulate --trace FILE`: JSON lines written as the runs go, {"type":"interval", ...IntervalSample} every
+ * decision interval and {"type":"decision", ...AppliedDecision} for every applied trainscaler decision: where a
+ * run's time and idle GPUs went, job by job (the figures in the README's "Tried since" section).
+ */
+export function traceWriter(path: string): TraceWriter {
+  let fd: number;
+  try {
+    fd = openSync(path, 'w');
+  } catch (error) {
+    throw new Error(
+      `cannot write the trace to ${path}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  const write = (record: object) => writeSync(fd, `${JSON.stringify(record)}\n`);
+  return {
+    onInterval: (sample) => write({ type: 'interval', ...sample }),
+    onDecision: (decision) => write({ type: 'decision', ...decision }),
+    close: () => closeSync(fd),
+  };
 }
 
 export function registerSimulateCommand(program: Command): Command {
@@ -855,6 +959,10 @@ export function registerSimulateCommand(program: Command): Command {
     .option('--time-cap-hours <h>', 'stop each run after this many simulated hours', positiveInt)
     .option('--json', 'print one JSON object instead of tables')
     .option('--report <file>', 'also write an HTML page with plots')
+    .option(
+      '--trace <file>',
+      "also write JSON lines: every decision interval's idle GPUs, GPUs running jobs would take and each job's workers, and every applied decision",
+    )
     .action(async (options: SimulateCommandOptions) => {
       const workloads = loadWorkloads(options.workload).slice(0, options.limit);
       const world = loadSimulationWorld(options.world, options.traces ?? defaultTracesDir(options.workload));
@@ -869,8 +977,19 @@ export function registerSimulateCommand(program: Command): Command {
       };
       if (options.multiTenant) simulationOptions.multiTenant = DEFAULT_MULTI_TENANT;
       if (options.timeCapHours !== undefined) simulationOptions.timeCapSeconds = options.timeCapHours * 3600;
-      const result = await runSimulation(simulationOptions);
+      const trace = options.trace ? traceWriter(options.trace) : undefined;
+      if (trace) {
+        simulationOptions.onInterval = trace.onInterval;
+        simulationOptions.onDecision = trace.onDecision;
+      }
+      let result: SimulationResult;
+      try {
+        result = await runSimulation(simulationOptions);
+      } finally {
+        trace?.close();
+      }
       if (process.stderr.isTTY) process.stderr.write('\n');
+      if (trace) process.stderr.write(`trace written to ${options.trace}\n`);
       const { renderSimulationTables, renderSimulationHtml } = await import('./simulate-report.js');
       if (options.report) {
         await writeFile(options.report, renderSimulationHtml(result));

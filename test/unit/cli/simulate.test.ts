@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -10,6 +10,7 @@ import {
   runSimulation,
   SIMULATION_POLICIES,
   simulationJson,
+  traceWriter,
 } from '../../../cli/simulate.js';
 import { renderSimulationHtml, renderSimulationTables } from '../../../cli/simulate-report.js';
 import type { Workload } from '../../../lib/sim/workload.js';
@@ -160,6 +161,80 @@ describe('runSimulation', () => {
       JSON.stringify(s),
     );
     assert.ok(result.multiTenant?.some((line) => /PAI 2020/.test(line)));
+  });
+});
+
+describe('simulate --trace', () => {
+  it('writes every decision interval as the idle-GPU meter saw it, and every applied decision', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'simulate-trace-')), 'trace.jsonl');
+    const trace = traceWriter(path);
+    const result = await runSimulation({
+      workloads: [workload],
+      policies: ['trainscaler'],
+      ...SMALL,
+      onInterval: trace.onInterval,
+      onDecision: trace.onDecision,
+    });
+    trace.close();
+    const run = result.runs[0];
+    assert.ok(run);
+    const lines = readFileSync(path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    const intervals = lines.filter((l) => l.type === 'interval');
+    const decisions = lines.filter((l) => l.type === 'decision');
+    assert.equal(intervals.length + decisions.length, lines.length);
+    // One sample a decision interval, from the first to the end of the run.
+    assert.deepEqual(
+      intervals.map((l) => l.at),
+      intervals.map((_, i) => (i + 1) * result.decisionIntervalSeconds),
+    );
+    assert.ok(intervals.length * result.decisionIntervalSeconds >= run.summary.makespanSeconds);
+    // The run's idle-GPU figure is summed from exactly these samples.
+    const idleGpuSeconds = intervals.reduce(
+      (sum, l) => sum + Math.max(0, Math.min(l.idleGpus, l.wantedGpus)) * result.decisionIntervalSeconds,
+      0,
+    );
+    assert.ok(Math.abs(idleGpuSeconds / 3600 - run.summary.idleGpuHoursWhileJobsCouldGrow) < 1e-9);
+    assert.ok(intervals.every((l) => l.workload === 'tiny' && l.policy === 'trainscaler'));
+    // wantedGpus is split among the running jobs that would take them.
+    for (const l of intervals) {
+      const jobs: Array<{ wanted: number; phase: string }> = l.jobs;
+      assert.equal(
+        jobs.reduce((sum, j) => sum + j.wanted, 0),
+        l.wantedGpus,
+      );
+      assert.ok(jobs.every((j) => j.phase === 'Running' || j.wanted === 0));
+    }
+    assert.ok(intervals.some((l) => l.wantedGpus > 0));
+    // Each job is sampled until it ends, and its share done only grows.
+    for (const name of ['cifar10-big', 'cifar10-late']) {
+      const seen = intervals.flatMap((l) => l.jobs.filter((j: { name: string }) => j.name === name));
+      assert.ok(seen.length > 0, name);
+      const done = seen.map((j) => j.done);
+      assert.deepEqual(
+        done,
+        [...done].sort((a, b) => a - b),
+      );
+      assert.ok(seen.every((j) => j.workers >= 1));
+    }
+    // Decisions carry their run, the policy that made them and their reason; their jobs are the sampled ones.
+    assert.ok(decisions.length > 0);
+    for (const d of decisions) {
+      assert.equal(d.workload, 'tiny');
+      assert.equal(d.policy, 'trainscaler');
+      assert.ok(['cifar10-big', 'cifar10-late'].includes(d.job), d.job);
+      assert.ok(typeof d.decidedBy === 'string' && d.reason.length > 0);
+    }
+  });
+
+  it('fails before simulating when the trace file cannot be written', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'simulate-trace-'));
+    assert.throws(
+      () => traceWriter(join(dir, 'missing', 'trace.jsonl')),
+      /cannot write the trace to .*missing/,
+    );
   });
 });
 
