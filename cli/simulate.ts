@@ -25,6 +25,7 @@ import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
+import type { KubeObject } from '../lib/cluster/cluster-client.js';
 import {
   describeProductionTriggers,
   loadProductionTriggerConfig,
@@ -54,6 +55,8 @@ import { IdleWhileWantedMeter, unheldGpus, workersWorthAdding } from '../lib/sim
 import {
   type JobTimelinePoint,
   SimulatedCluster,
+  type SimulatedJobPhase,
+  type SimulatedJobStatus,
   type SimulatedNodeSpec,
 } from '../lib/sim/simulated-cluster.js';
 import { eventBridgeScheduledEvent } from '../lib/sim/simulated-triggers.js';
@@ -173,7 +176,8 @@ export interface IntervalSample {
 
 export interface IntervalJob {
   name: string;
-  phase: 'Pending' | 'Running' | 'Restarting';
+  /** Never Succeeded or Failed: finished jobs are not listed. */
+  phase: SimulatedJobPhase;
   /** Worker replicas its spec asks for now (pods may still be starting). */
   workers: number;
   /** Workers it would take at a real gain (workersWorthAdding; 0 unless running): its part of wantedGpus. */
@@ -639,15 +643,21 @@ async function runWorkload(
     }
     const busy = await sampleCluster(sim, usage, settings.multiTenant !== undefined && ticks % 5 === 0);
     gpuSeconds += busy * settings.interval;
-    const wantedByJob = new Map<string, number>();
-    for (const status of sim.jobStatuses())
-      if (status.phase === 'Running')
-        wantedByJob.set(status.ref.name, workersWorthAdding(await sim.getJob(status.ref), status, idleWorld));
-    const wanted = [...wantedByJob.values()].reduce((sum, w) => sum + w, 0);
+    // One read of each job serves the idle meter and, when tracing, the job's line.
+    const tracing = settings.onInterval !== undefined;
+    let wanted = 0;
+    const jobs: IntervalJob[] = [];
+    for (const status of sim.jobStatuses()) {
+      if (status.phase === 'Succeeded' || status.phase === 'Failed') continue;
+      if (status.phase !== 'Running' && !tracing) continue;
+      const job = await sim.getJob(status.ref);
+      const want = status.phase === 'Running' ? workersWorthAdding(job, status, idleWorld) : 0;
+      wanted += want;
+      if (tracing) jobs.push(intervalJob(job, status, want));
+    }
     const idleGpus = unheldGpus(clusterGpus, await sim.listPods(WORKLOAD_NAMESPACE));
     idleMeter.sample(idleGpus, wanted);
     if (settings.onInterval) {
-      const jobs = await unfinishedJobSizes(sim, wantedByJob);
       settings.onInterval({
         workload: workload.name,
         policy,
@@ -743,23 +753,14 @@ async function runWorkload(
   };
 }
 
-async function unfinishedJobSizes(
-  sim: SimulatedCluster,
-  wantedByJob: ReadonlyMap<string, number>,
-): Promise<IntervalJob[]> {
-  const jobs: IntervalJob[] = [];
-  for (const status of sim.jobStatuses()) {
-    if (status.phase === 'Succeeded' || status.phase === 'Failed') continue;
-    const worker = roleOf(readJob(await sim.getJob(status.ref)), 'Worker');
-    jobs.push({
-      name: status.ref.name,
-      phase: status.phase,
-      workers: worker?.replicas ?? 0,
-      wanted: wantedByJob.get(status.ref.name) ?? 0,
-      done: status.targetSamples > 0 ? Math.min(1, status.processedSamples / status.targetSamples) : 0,
-    });
-  }
-  return jobs;
+function intervalJob(job: KubeObject, status: SimulatedJobStatus, wanted: number): IntervalJob {
+  return {
+    name: status.ref.name,
+    phase: status.phase,
+    workers: roleOf(readJob(job), 'Worker')?.replicas ?? 0,
+    wanted,
+    done: status.targetSamples > 0 ? Math.min(1, status.processedSamples / status.targetSamples) : 0,
+  };
 }
 
 /** A node reboot: every pod on it is evicted at once (its controller recreates them elsewhere or there). */
