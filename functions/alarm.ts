@@ -1,8 +1,11 @@
 import { actOnJob } from '../lib/actuator.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
 import { managingJobOf } from '../lib/cluster/owner-chain.js';
+import { readProfileStore } from '../lib/decisions/profile-store.js';
 import { decideRuntime, observeJob } from '../lib/decisions/runtime-review.js';
+import { historiesOf, NO_HISTORIES } from '../lib/decisions/signature-histories.js';
 import { MissingMetricsError } from '../lib/errors.js';
+import { agreeingPrior } from '../lib/model/profile-prior.js';
 import { parseAlarm } from '../lib/triggers/alarm-payload.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
@@ -14,6 +17,14 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
   const result: HandlerResult = { trigger: 'alarm', outcomes: [], errors: [] };
   if (triggers.length === 0) return { ...result, ignored: 'no firing alert' };
   const { capacity } = await loadCapacity(deps.cluster);
+  const historyOf = await readProfileStore(deps.cluster, deps.profiles).then(
+    historiesOf,
+    (error: unknown) => {
+      // A profile only sharpens a running job's fit; without one the job is judged on its own samples.
+      deps.logger.warn({ error: String(error) }, 'profile store unreadable: fitting without it');
+      return NO_HISTORIES;
+    },
+  );
   for (const trigger of triggers) {
     let ref = trigger.ref;
     try {
@@ -27,7 +38,15 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
       const outcome = await actOnJob(
         ref,
         (snapshot) =>
-          decideRuntime(snapshot, observed, capacity, deps.config, deps.clock(), deps.throughputOracle),
+          decideRuntime(
+            snapshot,
+            observed,
+            capacity,
+            deps.config,
+            deps.clock(),
+            deps.throughputOracle,
+            agreeingPrior(observed.samples, historyOf(snapshot.view.signature)).samples,
+          ),
         actuatorDeps(deps),
       );
       result.outcomes.push(outcome);

@@ -10,15 +10,17 @@ import {
   remainingSecondsOf,
   workerNodesOf,
 } from '../lib/decisions/runtime-review.js';
+import { type HistoryLookup, historiesOf, NO_HISTORIES } from '../lib/decisions/signature-histories.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
+import { agreeingPrior } from '../lib/model/profile-prior.js';
 import { modelFor, type ThroughputModel } from '../lib/model/throughput-model.js';
 import { decideOnFault } from '../lib/policies/faults.js';
 import { profileModel } from '../lib/policies/profiles.js';
 import { decideRebalance, type PendingDemand } from '../lib/policies/rebalance.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
-import type { Plan } from '../lib/types.js';
+import type { Plan, StepSample } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
 import { containJobError } from './job-errors.js';
@@ -26,6 +28,7 @@ import { containJobError } from './job-errors.js';
 interface Observed {
   snapshot: JobSnapshot;
   observed: RuntimeObservations | undefined;
+  prior: StepSample[];
 }
 
 async function listAllJobs(deps: HandlerDeps) {
@@ -69,6 +72,16 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
     }
     return model;
   };
+  // A running job's fit also learns from its signature's profile, where that agrees with the job.
+  let histories: Promise<HistoryLookup> | undefined;
+  const historyOf = (signature: string) => {
+    store ??= readProfileStore(deps.cluster, deps.profiles);
+    histories ??= store.then(historiesOf, (error: unknown) => {
+      deps.logger.warn({ error: String(error) }, 'profile store unreadable: fitting without it');
+      return NO_HISTORIES;
+    });
+    return histories.then((lookup) => lookup(signature));
+  };
   const jobs: Observed[] = [];
   const pending: PendingDemand[] = [];
   const stranded: JobSnapshot[] = [];
@@ -97,7 +110,10 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         if (error instanceof TrainscalerError && error.code === 'MISSING_METRICS') return undefined;
         throw error;
       });
-      jobs.push({ snapshot, observed });
+      const prior = observed
+        ? agreeingPrior(observed.samples, await historyOf(snapshot.view.signature)).samples
+        : [];
+      jobs.push({ snapshot, observed, prior });
     } catch (error) {
       result.errors.push(containJobError(ref, error, deps.logger));
     }
@@ -130,10 +146,10 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const now = deps.clock();
   const rebalanced = jobs.filter((j) => !reviewed.has(key(j.snapshot.view.ref)));
   const plans = decideRebalance({
-    jobs: rebalanced.map(({ snapshot, observed }) => {
+    jobs: rebalanced.map(({ snapshot, observed, prior }) => {
       const model =
         observed &&
-        modelFor(fitRuntimeModel(observed.samples), snapshot.view.signature, deps.throughputOracle);
+        modelFor(fitRuntimeModel(observed.samples, prior), snapshot.view.signature, deps.throughputOracle);
       const current = currentPlacement(snapshot, observed?.samples ?? []);
       const entry: Parameters<typeof decideRebalance>[0]['jobs'][number] = {
         job: snapshot.view,

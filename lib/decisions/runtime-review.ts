@@ -135,6 +135,7 @@ export function decideRuntime(
   config: PolicyConfig,
   now: number,
   oracle?: ThroughputOracle,
+  prior: readonly StepSample[] = [],
 ): Plan {
   const { view, pods } = snapshot;
   const reasons: string[] = [];
@@ -155,7 +156,7 @@ export function decideRuntime(
     if (plan.changes.length > 0) return plan;
     reasons.push(plan.reason);
   }
-  const model = modelFor(fitRuntimeModel(observed.samples), view.signature, oracle);
+  const model = modelFor(fitRuntimeModel(observed.samples, prior), view.signature, oracle);
   const current = currentPlacement(snapshot, observed.samples);
   const throughput = model.predict(current).throughput;
   const remainingSeconds = remainingSecondsOf(view, observed, throughput);

@@ -11,9 +11,15 @@ import {
   type ThroughputModel,
 } from './throughput-model.js';
 
-/** The model tuning and rebalance use for a running job: fitted on its samples, bounded by them. */
-export function fitRuntimeModel(samples: readonly StepSample[]): ThroughputModel {
-  return boundedByObservations(fitThroughputModel([...samples]), samples);
+/**
+ * The model tuning and rebalance use for a running job: fitted on its samples and `prior` (its signature's
+ * profile where that agrees with them: agreeingPrior), bounded by its own samples.
+ */
+export function fitRuntimeModel(
+  samples: readonly StepSample[],
+  prior: readonly StepSample[] = [],
+): ThroughputModel {
+  return boundedByObservations(fitThroughputModel([...samples, ...prior]), samples);
 }
 
 /** Relative difference under which two local batch sizes count as the same configuration. */

@@ -26,6 +26,11 @@ export interface StepTimeSummary {
   localBatchSize: number;
   /** Median seconds per step at this scale. */
   stepTime: number;
+  /**
+   * Median seconds of each step spent synchronising, when every sample behind the summary measured it: a
+   * fit that separates compute from sync extrapolates better, and the running job's own samples carry it.
+   */
+  syncTime?: number;
   /** Step samples behind the median, capped at MAX_SUMMARY_WEIGHT. */
   samples: number;
   /** Epoch seconds this scale was last seen. */
@@ -176,6 +181,7 @@ export function profileSamples(profile: JobProfile): StepSample[] {
     ...(s.ps !== undefined ? { ps: s.ps } : {}),
     localBatchSize: s.localBatchSize,
     stepTime: s.stepTime,
+    ...(s.syncTime !== undefined ? { syncTime: s.syncTime } : {}),
     at: s.lastSeenAt,
   }));
 }
@@ -214,6 +220,7 @@ function summariseSamples(samples: StepSample[], now: number): StepTimeSummary[]
       ...(first.ps ? { ps: first.ps } : {}),
       localBatchSize: first.localBatchSize,
       stepTime: median(group.map((s) => s.stepTime)),
+      ...syncMedian(group),
       samples: Math.min(group.length, MAX_SUMMARY_WEIGHT),
       lastSeenAt: now,
     });
@@ -224,12 +231,28 @@ function summariseSamples(samples: StepSample[], now: number): StepTimeSummary[]
 /** A weighted mean of two medians: not the median of the union, but close and needs no raw samples. */
 function combine(old: StepTimeSummary, fresh: StepTimeSummary): StepTimeSummary {
   const weight = old.samples + fresh.samples;
+  const { syncTime: _, ...rest } = fresh;
+  const stepTime = (old.stepTime * old.samples + fresh.stepTime * fresh.samples) / weight;
   return {
-    ...fresh,
-    stepTime: (old.stepTime * old.samples + fresh.stepTime * fresh.samples) / weight,
+    ...rest,
+    stepTime,
+    ...combinedSync(old, fresh, stepTime),
     samples: Math.min(weight, MAX_SUMMARY_WEIGHT),
     lastSeenAt: Math.max(old.lastSeenAt, fresh.lastSeenAt),
   };
+}
+
+/**
+ * Sync time by weight over the sides that measured it: a summary written before profiles kept sync gains it
+ * from the next run at its size instead of never.
+ */
+function combinedSync(old: StepTimeSummary, fresh: StepTimeSummary, stepTime: number): { syncTime?: number } {
+  const timed = [old, fresh].filter((s) => s.syncTime !== undefined);
+  const weight = timed.reduce((sum, s) => sum + s.samples, 0);
+  if (weight === 0) return {};
+  const syncTime = timed.reduce((sum, s) => sum + (s.syncTime ?? 0) * s.samples, 0) / weight;
+  // Averaged over fewer samples than the step, it could exceed it: never more than the step it is part of.
+  return { syncTime: Math.min(syncTime, stepTime) };
 }
 
 /**
@@ -289,6 +312,12 @@ function sortSummaries(summaries: StepTimeSummary[]): StepTimeSummary[] {
   return [...summaries].sort(compareKeys);
 }
 
+function syncMedian(group: readonly StepSample[]): { syncTime?: number } {
+  const syncs = group.map((s) => s.syncTime);
+  if (!syncs.every((v): v is number => v !== undefined && v >= 0 && Number.isFinite(v))) return {};
+  return { syncTime: median(syncs) };
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -304,6 +333,7 @@ function orderedSummary(s: StepTimeSummary): StepTimeSummary {
     ...(s.ps !== undefined ? { ps: s.ps } : {}),
     localBatchSize: s.localBatchSize,
     stepTime: s.stepTime,
+    ...(s.syncTime !== undefined ? { syncTime: s.syncTime } : {}),
     samples: s.samples,
     lastSeenAt: s.lastSeenAt,
   };
@@ -360,9 +390,19 @@ function parseSummary(value: unknown, ptr: string): StepTimeSummary {
     ...optionalPs(o, ptr),
     localBatchSize: num(o, 'localBatchSize', ptr, { exclusiveMin: 0 }),
     stepTime: num(o, 'stepTime', ptr, { exclusiveMin: 0 }),
+    ...optionalSync(o, ptr),
     samples: num(o, 'samples', ptr, { integer: true, min: 1 }),
     lastSeenAt: num(o, 'lastSeenAt', ptr, { min: 0 }),
   };
+}
+
+function optionalSync(obj: Record<string, unknown>, ptr: string): { syncTime?: number } {
+  if (obj.syncTime === undefined) return {};
+  const syncTime = num(obj, 'syncTime', ptr, { min: 0 });
+  if (syncTime > num(obj, 'stepTime', ptr, { exclusiveMin: 0 })) {
+    throw new ValidationError(`${ptr}/syncTime`, 'must not exceed stepTime');
+  }
+  return { syncTime };
 }
 
 function parseBest(value: unknown): BestScale {

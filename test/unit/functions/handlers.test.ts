@@ -5,8 +5,10 @@ import { handleClusterEvent } from '../../../functions/cluster-event.js';
 import { handleSchedule } from '../../../functions/schedule.js';
 import { handleSubmit } from '../../../functions/submit.js';
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
+import { recordRun } from '../../../lib/decisions/profile-store.js';
 import { ApiError, ConflictError, UnsupportedJobKindError, ValidationError } from '../../../lib/errors.js';
 import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
+import { fixedStepTime } from '../sim/fixed-app-model.js';
 import { deliverEvents, GiB, harness, TOY, toyJob, writesSince } from './handler-harness.js';
 
 const alarmFor = (name = 'toy') => alertmanagerWebhook([{ namespace: 'team-a', kind: 'PyTorchJob', name }]);
@@ -26,6 +28,40 @@ function memoryLimit(job: { spec?: unknown }): string | undefined {
 }
 
 describe('alarm handler', () => {
+  it("tunes a job seen at one size with what its signature's profile measured, where it agrees", async () => {
+    const grownBy = async (profiled: number[], slower = 1) => {
+      const { sim, deps } = harness();
+      if (profiled.length > 0) {
+        const samples = profiled.map((replicas) => {
+          const placement = { replicas, nodes: Math.ceil(replicas / 4), localBatchSize: 32 };
+          return { ...placement, stepTime: slower * fixedStepTime(placement) };
+        });
+        await recordRun(sim, deps.profiles, { signature: 'toy', samples, usage: [] }, sim.clock.now(), false);
+      }
+      sim.submitJob(toyJob({ workers: 1, maxReplicas: 8 }));
+      sim.step(900);
+      const result = await handleAlarm(alarmFor(), deps);
+      assert.deepEqual(result.errors, []);
+      return (workers(await sim.getJob(TOY)) ?? 0) - 1;
+    };
+    assert.equal(await grownBy([]), 1);
+    assert.equal(await grownBy([1, 2, 4, 8]), 3);
+    assert.equal(await grownBy([1, 2, 4, 8], 2), 1);
+  });
+
+  it("tunes on the job's own samples when the profile store cannot be read, and says so", async () => {
+    const { sim, deps, logged } = harness();
+    sim.getConfigMap = async () => {
+      throw new ApiError('get ConfigMap trainscaler-system/trainscaler-profiles', 403, 'forbidden');
+    };
+    sim.submitJob(toyJob({ workers: 1, maxReplicas: 8 }));
+    sim.step(900);
+    const result = await handleAlarm(alarmFor(), deps);
+    assert.deepEqual(result.errors, []);
+    assert.equal(workers(await sim.getJob(TOY)), 2);
+    assert.ok(logged.some((l) => l.startsWith('warn profile store unreadable: fitting without it')));
+  });
+
   it('scales a job that would gain, records the decision on the job and as an Event', async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob());
@@ -235,6 +271,30 @@ describe('schedule handler', () => {
     assert.equal(applied.length, 1, JSON.stringify(result.outcomes.map((o) => o.plan.reason)));
     assert.equal(applied[0]?.plan.policy, 'rebalance');
     assert.ok((workers(await sim.getJob(TOY)) ?? 0) > 1);
+  });
+
+  it("grows a job seen at one size past a probe worker when its signature's profile measured larger sizes", async () => {
+    const grownBy = async (profiled: number[], slower = 1) => {
+      const { sim, deps } = harness();
+      if (profiled.length > 0) {
+        const samples = profiled.map((replicas) => {
+          const placement = { replicas, nodes: Math.ceil(replicas / 4), localBatchSize: 32 };
+          return { ...placement, stepTime: slower * fixedStepTime(placement) };
+        });
+        await recordRun(sim, deps.profiles, { signature: 'toy', samples, usage: [] }, sim.clock.now(), false);
+      }
+      sim.submitJob(toyJob({ workers: 1, maxReplicas: 8 }));
+      sim.step(1200);
+      const result = await handleSchedule(scheduledEvent(), deps);
+      assert.deepEqual(result.errors, []);
+      return (workers(await sim.getJob(TOY)) ?? 0) - 1;
+    };
+    // Alone, one worker at a time; with earlier runs at 1-8 workers, straight to the 4 that one node holds
+    // (a fifth worker opens a second node and slows every step by more than it adds).
+    assert.equal(await grownBy([]), 1);
+    assert.equal(await grownBy([1, 2, 4, 8]), 3);
+    // A profile measured elsewhere (twice as slow at the size this job runs) is not used.
+    assert.equal(await grownBy([1, 2, 4, 8], 2), 1);
   });
 
   it('admits a queued job by sharing: running jobs give workers, the queued job starts at its share', async () => {

@@ -147,6 +147,64 @@ describe('mergeRunIntoProfile', () => {
   });
 });
 
+describe('sync times in profiles', () => {
+  const timed = (replicas: number, pairs: Array<[number, number]>): StepSample[] =>
+    pairs.map(([stepTime, syncTime]) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime, syncTime }));
+
+  it('keeps the median sync of a scale whose every sample measured it, and none otherwise', () => {
+    const profile = mergeRunIntoProfile(
+      undefined,
+      run({
+        samples: [
+          ...timed(4, [
+            [1.0, 0.2],
+            [1.2, 0.4],
+            [0.9, 0.3],
+          ]),
+          ...timed(8, [[1.5, 0.5]]),
+          ...samples(8, [1.6]),
+        ],
+      }),
+      NOW,
+    );
+    const [four, eight] = profile.steps;
+    assert.equal(four?.syncTime, 0.3);
+    assert.equal(eight?.replicas, 8);
+    assert.equal(eight?.syncTime, undefined);
+    assert.deepEqual(
+      profileSamples(profile).map((s) => s.syncTime),
+      [0.3, undefined],
+    );
+  });
+
+  it('combines sync by weight over the runs that measured it', () => {
+    const first = mergeRunIntoProfile(undefined, run({ samples: timed(4, [[1.0, 0.2]]) }), NOW);
+    const both = mergeRunIntoProfile(first, run({ samples: timed(4, [[2.0, 0.6]]) }), NOW + 1);
+    assert.equal(both.steps[0]?.stepTime, 1.5);
+    assert.ok(Math.abs((both.steps[0]?.syncTime ?? 0) - 0.4) < 1e-12);
+    // A later run without sync keeps the one measured; a summary written without sync gains it.
+    const untimedLater = mergeRunIntoProfile(first, run({ samples: samples(4, [2.0]) }), NOW + 1);
+    assert.equal(untimedLater.steps[0]?.syncTime, 0.2);
+    const untimedFirst = mergeRunIntoProfile(undefined, run({ samples: samples(4, [2.0, 2.0]) }), NOW);
+    const timedLater = mergeRunIntoProfile(untimedFirst, run({ samples: timed(4, [[1.0, 0.3]]) }), NOW + 1);
+    assert.equal(timedLater.steps[0]?.syncTime, 0.3);
+    assert.equal(
+      mergeRunIntoProfile(untimedFirst, run({ samples: samples(4, [1]) }), NOW).steps[0]?.syncTime,
+      undefined,
+    );
+  });
+
+  it('round-trips, and refuses a sync longer than its step', () => {
+    const profile = mergeRunIntoProfile(undefined, run({ samples: timed(4, [[1.0, 0.25]]) }), NOW);
+    assert.deepEqual(parseProfile(serializeProfile(profile)), profile);
+    const o = JSON.parse(serializeProfile(profile));
+    o.steps[0].syncTime = 1.5;
+    expectValidation(JSON.stringify(o), '/steps/0/syncTime');
+    o.steps[0].syncTime = -0.1;
+    expectValidation(JSON.stringify(o), '/steps/0/syncTime');
+  });
+});
+
 describe('serializeProfile / parseProfile', () => {
   const profile = mergeRunIntoProfile(
     undefined,
