@@ -4,12 +4,13 @@
 // are added only where the profile agrees with what this job measures: another image, another GPU type or
 // a tenant reusing the signature must not steer this job's sizing.
 import type { StepSample } from '../types.js';
-import { fitThroughputModel, type ThroughputModel } from './throughput-model.js';
+import { fitThroughputModel, type Placement, type ThroughputModel } from './throughput-model.js';
 
 /**
- * The profile's prediction at each size the job has run at must be within this fraction of the job's own
- * mean step time there. Step times jitter by a few percent and the profile's fit misses measured points by
- * about as much; a different environment or code path is usually off by more.
+ * What earlier runs measured at a placement the job has run at must be within this fraction of the job's own
+ * mean step time there (its fit's prediction, where they never ran at it, within this or two of the fit's
+ * standard deviations). Step times jitter by a few percent; a different environment or code path is usually
+ * off by more.
  */
 export const PRIOR_AGREEMENT = 0.15;
 
@@ -43,18 +44,47 @@ export function agreeingPrior(
   const usable = timesSync ? history.samples.filter((s) => s.syncTime !== undefined) : [...history.samples];
   if (usable.length === 0) return { samples: [], why: 'the profile has no sync times' };
   for (const seen of meanStepTimes(own)) {
-    const predicted = model.predict(seen.placement).stepTime;
-    const off = predicted / seen.stepTime - 1;
-    if (!(Math.abs(off) <= PRIOR_AGREEMENT)) {
+    const { expected, tolerance, what } = profileAt(seen.placement, history.samples, model);
+    const off = expected / seen.stepTime - 1;
+    if (!(Math.abs(off) <= tolerance)) {
       return {
         samples: [],
         why:
-          `the profile predicts ${predicted.toFixed(3)} s a step at ${seen.placement.replicas} workers ` +
-          `where this job measures ${seen.stepTime.toFixed(3)} s (${Math.round(off * 100)}%)`,
+          `the profile ${what} ${expected.toFixed(3)} s a step at ${seen.placement.replicas} workers on ` +
+          `${seen.placement.nodes} nodes where this job measures ${seen.stepTime.toFixed(3)} s ` +
+          `(${Math.round(off * 100)}%, more than ${Math.round(tolerance * 100)}%)`,
       };
     }
   }
   return { samples: usable, why: `with ${usable.length} sizes from the profile` };
+}
+
+/**
+ * What the profile says of one placement: the step time earlier runs measured there, when they ran at it
+ * (same workers, nodes and servers, local batch within 1%), held to PRIOR_AGREEMENT; otherwise its fit's
+ * prediction, allowed two of the fit's standard deviations when those are wider. A placement the profile only
+ * extrapolates to (workers spread over more nodes than earlier runs were) is where its parametric form misses
+ * most; disagreement the profile's own uncertainty explains says nothing about another environment.
+ */
+function profileAt(
+  placement: Placement,
+  summaries: readonly StepSample[],
+  model: ThroughputModel,
+): { expected: number; tolerance: number; what: string } {
+  const measured = summaries.find(
+    (s) =>
+      s.replicas === placement.replicas &&
+      s.nodes === placement.nodes &&
+      (s.ps ?? 0) === (placement.ps ?? 0) &&
+      Math.abs(s.localBatchSize - placement.localBatchSize) <= 0.01 * placement.localBatchSize,
+  );
+  if (measured) return { expected: measured.stepTime, tolerance: PRIOR_AGREEMENT, what: 'measured' };
+  const predicted = model.predict(placement);
+  return {
+    expected: predicted.stepTime,
+    tolerance: Math.max(PRIOR_AGREEMENT, (2 * predicted.stdev) / predicted.stepTime),
+    what: 'predicts',
+  };
 }
 
 /** The job's mean step time at each placement it ran at. */

@@ -74,8 +74,31 @@ describe('agreeingPrior', () => {
     for (const scale of [1 + PRIOR_AGREEMENT + 0.05, 1 - PRIOR_AGREEMENT - 0.05]) {
       const choice = agreeingPrior(own, signatureHistory(profile([1, 2, 4, 8, 16], scale)));
       assert.deepEqual(choice.samples, []);
-      assert.match(choice.why, /the profile predicts .* s a step at \d+ workers where this job measures/);
+      assert.match(
+        choice.why,
+        /the profile measured .* s a step at 2 workers on 1 nodes where this job measures .* \(-?\d+%, more than 15%\)/,
+      );
     }
+  });
+
+  it('allows where the profile only extrapolates what its own spread allows there, and no more', () => {
+    // 12 workers spread over 6 nodes: earlier runs never ran so spread, and the profile's fit misses the
+    // truth there by more than 15% but within two of its standard deviations.
+    const spread = (k: number, nodes: number, scale: number): StepSample => {
+      const t = truth(k);
+      const syncTime = 0.06 + 0.03 * nodes;
+      return { ...t, nodes, stepTime: (0.05 + 0.004 * t.localBatchSize + syncTime) * scale, syncTime };
+    };
+    const history = signatureHistory(profile([1, 2, 4, 8, 12, 16]));
+    const model = history.model;
+    assert.ok(model);
+    const p = model.predict(spread(12, 6, 1));
+    const off = Math.abs(p.stepTime / spread(12, 6, 1).stepTime - 1);
+    assert.ok(off > PRIOR_AGREEMENT && off < (2 * p.stdev) / p.stepTime, `fit off by ${off}`);
+    assert.equal(agreeingPrior([spread(12, 6, 1)], history).samples.length, 6);
+    const slower = agreeingPrior([spread(12, 6, 1.3)], history);
+    assert.deepEqual(slower.samples, []);
+    assert.match(slower.why, /the profile predicts .* at 12 workers on 6 nodes .* more than 2\d%\)/);
   });
 
   it('judges agreement at every size the job ran at, not only the first', () => {
