@@ -3,9 +3,8 @@ import { loadCapacity } from '../lib/cluster/load-capacity.js';
 import { managingJobOf } from '../lib/cluster/owner-chain.js';
 import { readProfileStore } from '../lib/decisions/profile-store.js';
 import { decideRuntime, observeJob } from '../lib/decisions/runtime-review.js';
-import { historiesOf, NO_HISTORIES } from '../lib/decisions/signature-histories.js';
+import { historiesOf, NO_HISTORIES, priorSamples } from '../lib/decisions/signature-histories.js';
 import { MissingMetricsError } from '../lib/errors.js';
-import { agreeingPrior } from '../lib/model/profile-prior.js';
 import { parseAlarm } from '../lib/triggers/alarm-payload.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
@@ -45,7 +44,12 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
             deps.config,
             deps.clock(),
             deps.throughputOracle,
-            agreeingPrior(observed.samples, historyOf(snapshot.view.signature)).samples,
+            priorSamples(
+              observed.samples,
+              historyOf(snapshot.view.signature),
+              `${ref.kind} ${ref.namespace}/${ref.name}`,
+              deps.logger,
+            ),
           ),
         actuatorDeps(deps),
       );

@@ -10,11 +10,15 @@ import {
   remainingSecondsOf,
   workerNodesOf,
 } from '../lib/decisions/runtime-review.js';
-import { type HistoryLookup, historiesOf, NO_HISTORIES } from '../lib/decisions/signature-histories.js';
+import {
+  type HistoryLookup,
+  historiesOf,
+  NO_HISTORIES,
+  priorSamples,
+} from '../lib/decisions/signature-histories.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
-import { agreeingPrior } from '../lib/model/profile-prior.js';
 import { modelFor, type ThroughputModel } from '../lib/model/throughput-model.js';
 import { decideOnFault } from '../lib/policies/faults.js';
 import { profileModel } from '../lib/policies/profiles.js';
@@ -111,7 +115,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         throw error;
       });
       const prior = observed
-        ? agreeingPrior(observed.samples, await historyOf(snapshot.view.signature)).samples
+        ? priorSamples(observed.samples, await historyOf(snapshot.view.signature), key(ref), deps.logger)
         : [];
       jobs.push({ snapshot, observed, prior });
     } catch (error) {

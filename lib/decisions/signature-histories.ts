@@ -1,7 +1,8 @@
 // The profile store as running jobs' fits use it: each signature's profile turned into samples and fitted at
 // most once per trigger.
-import { type SignatureHistory, signatureHistory } from '../model/profile-prior.js';
+import { agreeingPrior, type SignatureHistory, signatureHistory } from '../model/profile-prior.js';
 import { profileSamples } from '../policies/profiles.js';
+import type { StepSample } from '../types.js';
 import type { LoadedProfile } from './profile-store.js';
 
 export type HistoryLookup = (signature: string) => SignatureHistory | undefined;
@@ -19,3 +20,19 @@ export function historiesOf(lookup: (signature: string) => LoadedProfile): Histo
 
 /** No history for any signature: a running job is then judged on its own samples, as without profiles. */
 export const NO_HISTORIES: HistoryLookup = () => undefined;
+
+/**
+ * The profile summaries a running job's fit takes (agreeingPrior). A profile left out says why at debug level:
+ * the job is then sized on its own samples, and an operator asking why it grows one worker at a time finds it.
+ */
+export function priorSamples(
+  own: readonly StepSample[],
+  history: SignatureHistory | undefined,
+  job: string,
+  logger: { debug?(obj: object, msg?: string): void },
+): StepSample[] {
+  const choice = agreeingPrior(own, history);
+  if (history && choice.samples.length === 0)
+    logger.debug?.({ job, why: choice.why }, 'profile left out of the fit');
+  return choice.samples;
+}

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { handleAlarm } from '../../../functions/alarm.js';
 import { handleClusterEvent } from '../../../functions/cluster-event.js';
+import type { HandlerDeps, HandlerResult } from '../../../functions/handler-deps.js';
 import { handleSchedule } from '../../../functions/schedule.js';
 import { handleSubmit } from '../../../functions/submit.js';
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
@@ -27,26 +28,45 @@ function memoryLimit(job: { spec?: unknown }): string | undefined {
   return spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]?.resources.limits.memory;
 }
 
+/**
+ * Workers a one-worker toy job gains from one trigger after `seconds` of samples, when its signature's profile
+ * holds earlier runs at `profiled` sizes stepping `slower` times the toy's true step time (none: no profile).
+ */
+async function grownWithProfile(
+  trigger: (deps: HandlerDeps) => Promise<HandlerResult>,
+  seconds: number,
+  profiled: number[],
+  slower: number,
+): Promise<{ grown: number; logged: string[] }> {
+  const { sim, deps, logged } = harness();
+  if (profiled.length > 0) {
+    const samples = profiled.map((replicas) => {
+      const placement = { replicas, nodes: Math.ceil(replicas / 4), localBatchSize: 32 };
+      return { ...placement, stepTime: slower * fixedStepTime(placement) };
+    });
+    await recordRun(sim, deps.profiles, { signature: 'toy', samples, usage: [] }, sim.clock.now(), false);
+  }
+  sim.submitJob(toyJob({ workers: 1, maxReplicas: 8 }));
+  sim.step(seconds);
+  const result = await trigger(deps);
+  assert.deepEqual(result.errors, []);
+  return { grown: (workers(await sim.getJob(TOY)) ?? 0) - 1, logged };
+}
+
 describe('alarm handler', () => {
   it("tunes a job seen at one size with what its signature's profile measured, where it agrees", async () => {
-    const grownBy = async (profiled: number[], slower = 1) => {
-      const { sim, deps } = harness();
-      if (profiled.length > 0) {
-        const samples = profiled.map((replicas) => {
-          const placement = { replicas, nodes: Math.ceil(replicas / 4), localBatchSize: 32 };
-          return { ...placement, stepTime: slower * fixedStepTime(placement) };
-        });
-        await recordRun(sim, deps.profiles, { signature: 'toy', samples, usage: [] }, sim.clock.now(), false);
-      }
-      sim.submitJob(toyJob({ workers: 1, maxReplicas: 8 }));
-      sim.step(900);
-      const result = await handleAlarm(alarmFor(), deps);
-      assert.deepEqual(result.errors, []);
-      return (workers(await sim.getJob(TOY)) ?? 0) - 1;
-    };
-    assert.equal(await grownBy([]), 1);
-    assert.equal(await grownBy([1, 2, 4, 8]), 3);
-    assert.equal(await grownBy([1, 2, 4, 8], 2), 1);
+    const grownBy = (profiled: number[], slower = 1) =>
+      grownWithProfile((deps) => handleAlarm(alarmFor(), deps), 900, profiled, slower);
+    assert.equal((await grownBy([])).grown, 1);
+    assert.equal((await grownBy([1, 2, 4, 8])).grown, 3);
+    const elsewhere = await grownBy([1, 2, 4, 8], 2);
+    assert.equal(elsewhere.grown, 1);
+    assert.ok(
+      elsewhere.logged.some((l) =>
+        /^debug profile left out of the fit .*PyTorchJob team-a\/toy.*the profile measured/.test(l),
+      ),
+      elsewhere.logged.join('\n'),
+    );
   });
 
   it("tunes on the job's own samples when the profile store cannot be read, and says so", async () => {
@@ -274,27 +294,16 @@ describe('schedule handler', () => {
   });
 
   it("grows a job seen at one size past a probe worker when its signature's profile measured larger sizes", async () => {
-    const grownBy = async (profiled: number[], slower = 1) => {
-      const { sim, deps } = harness();
-      if (profiled.length > 0) {
-        const samples = profiled.map((replicas) => {
-          const placement = { replicas, nodes: Math.ceil(replicas / 4), localBatchSize: 32 };
-          return { ...placement, stepTime: slower * fixedStepTime(placement) };
-        });
-        await recordRun(sim, deps.profiles, { signature: 'toy', samples, usage: [] }, sim.clock.now(), false);
-      }
-      sim.submitJob(toyJob({ workers: 1, maxReplicas: 8 }));
-      sim.step(1200);
-      const result = await handleSchedule(scheduledEvent(), deps);
-      assert.deepEqual(result.errors, []);
-      return (workers(await sim.getJob(TOY)) ?? 0) - 1;
-    };
+    const grownBy = (profiled: number[], slower = 1) =>
+      grownWithProfile((deps) => handleSchedule(scheduledEvent(), deps), 1200, profiled, slower);
     // Alone, one worker at a time; with earlier runs at 1-8 workers, straight to the 4 that one node holds
     // (a fifth worker opens a second node and slows every step by more than it adds).
-    assert.equal(await grownBy([]), 1);
-    assert.equal(await grownBy([1, 2, 4, 8]), 3);
+    assert.equal((await grownBy([])).grown, 1);
+    assert.equal((await grownBy([1, 2, 4, 8])).grown, 3);
     // A profile measured elsewhere (twice as slow at the size this job runs) is not used.
-    assert.equal(await grownBy([1, 2, 4, 8], 2), 1);
+    const elsewhere = await grownBy([1, 2, 4, 8], 2);
+    assert.equal(elsewhere.grown, 1);
+    assert.ok(elsewhere.logged.some((l) => l.startsWith('debug profile left out of the fit')));
   });
 
   it('admits a queued job by sharing: running jobs give workers, the queued job starts at its share', async () => {
