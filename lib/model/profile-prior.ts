@@ -23,7 +23,7 @@ export interface SignatureHistory {
 
 export interface PriorChoice {
   samples: StepSample[];
-  /** Why the profile is or is not used, for the decision's explanation and logs. */
+  /** Why the profile is or is not used: the handlers log it at debug level when it is left out. */
   why: string;
 }
 
@@ -89,14 +89,7 @@ function profileAt(
 
 /** The job's mean step time at each placement it ran at. */
 function meanStepTimes(samples: readonly StepSample[]) {
-  const groups = new Map<
-    string,
-    {
-      placement: { replicas: number; nodes: number; ps?: number; localBatchSize: number };
-      total: number;
-      n: number;
-    }
-  >();
+  const groups = new Map<string, { placement: Placement; total: number; n: number }>();
   for (const s of samples) {
     if (!(s.stepTime > 0) || !Number.isFinite(s.stepTime)) continue;
     const key = `${s.replicas}/${s.nodes}/${s.ps ?? 0}/${s.localBatchSize}`;
@@ -105,7 +98,7 @@ function meanStepTimes(samples: readonly StepSample[]) {
       group.total += s.stepTime;
       group.n += 1;
     } else {
-      const placement = {
+      const placement: Placement = {
         replicas: s.replicas,
         nodes: s.nodes,
         ...(s.ps !== undefined ? { ps: s.ps } : {}),
