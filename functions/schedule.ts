@@ -56,7 +56,8 @@ async function listAllJobs(deps: HandlerDeps) {
 export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
   parseSchedule(payload);
   const result: HandlerResult = { trigger: 'schedule', outcomes: [], errors: [] };
-  const state = await loadCapacity(deps.cluster);
+  // A donor's pods still terminating after an earlier admission are leaving: their room is promised already.
+  const state = await loadCapacity(deps.cluster, deps.clock());
   const { capacity } = state;
   // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
   // at most once a tick, each signature fitted at most once.

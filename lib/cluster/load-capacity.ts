@@ -35,6 +35,25 @@ export interface CapacityOptions {
    * (its bound master would otherwise be counted once as allocated and once more by the policy).
    */
   resize?: (pod: V1Pod) => boolean;
+  /**
+   * Seconds since the epoch. With it, a bound pod being deleted counts as leaving (its room as free) until its
+   * deletion is LEAVING_OVERDUE_SECONDS late; without it, it holds its room until it is gone.
+   */
+  now?: number;
+}
+
+/**
+ * A pod whose deletion is this late is stuck (a finalizer, an unreachable node), not leaving. Until then its
+ * room is the rebalance's to give: a donor's pods terminate for up to their grace period (30 s by default),
+ * and a rebalance run meanwhile, counting them as held, would shrink a second donor for the same queued job.
+ */
+export const LEAVING_OVERDUE_SECONDS = 60;
+
+function leaving(pod: V1Pod, now: number | undefined): boolean {
+  const deletion = pod.metadata?.deletionTimestamp;
+  if (now === undefined || deletion === undefined || deletion === null) return false;
+  const at = new Date(deletion).getTime() / 1000;
+  return Number.isFinite(at) && now - at < LEAVING_OVERDUE_SECONDS;
 }
 
 function isPendingUnbound(pod: V1Pod): boolean {
@@ -43,12 +62,12 @@ function isPendingUnbound(pod: V1Pod): boolean {
 
 /** Free capacity as the scheduler sees it: allocatable minus the requests of pods bound and not finished. */
 export function capacityOf(nodes: V1Node[], pods: V1Pod[], options: CapacityOptions = {}): ClusterCapacity {
-  const { preemptibleBelow, holdRoomFor = () => true, resize = () => false } = options;
+  const { preemptibleBelow, holdRoomFor = () => true, resize = () => false, now } = options;
   const allocated = new Map<string, Resources>();
   for (const pod of pods) {
     const node = pod.spec?.nodeName;
     const phase = pod.status?.phase;
-    if (!node || phase === 'Succeeded' || phase === 'Failed' || resize(pod)) continue;
+    if (!node || phase === 'Succeeded' || phase === 'Failed' || resize(pod) || leaving(pod, now)) continue;
     if (preemptibleBelow !== undefined && (pod.spec?.priority ?? 0) < preemptibleBelow) continue;
     allocated.set(node, addResources(allocated.get(node) ?? ZERO_RESOURCES, podRequests(pod)));
   }
@@ -78,9 +97,10 @@ export interface ClusterState {
   pods: V1Pod[];
 }
 
-export async function loadCapacity(cluster: ClusterClient): Promise<ClusterState> {
+/** `now` (seconds since the epoch): pods being deleted count as leaving (see CapacityOptions.now). */
+export async function loadCapacity(cluster: ClusterClient, now?: number): Promise<ClusterState> {
   const [nodes, pods] = await Promise.all([cluster.listNodes(), cluster.listPods(undefined)]);
-  return { capacity: capacityOf(nodes, pods), nodes, pods };
+  return { capacity: capacityOf(nodes, pods, now === undefined ? {} : { now }), nodes, pods };
 }
 
 /** Whether a pod belongs to `ref`'s job. */

@@ -20,6 +20,7 @@ import {
   loadKubeConfig,
   translateError,
 } from '../../../lib/cluster/kubernetes-cluster-client.js';
+import { LEAVING_OVERDUE_SECONDS, loadCapacity } from '../../../lib/cluster/load-capacity.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { ConflictError, ForbiddenError } from '../../../lib/errors.js';
 import { KubernetesLeaseLock } from '../../../lib/runner/lease-lock.js';
@@ -496,5 +497,45 @@ describe('functions on the real cluster, as the trainscaler ServiceAccount', () 
     } finally {
       execFileSync('kubectl', ['--kubeconfig', cluster.adminKubeconfig, 'uncordon', node]);
     }
+  });
+  it("a pod in its graceful termination is leaving in the schedule's capacity; one stuck past it holds its room", async () => {
+    const ns = await namespace('it-leaving');
+    // The host node runs pods as processes and stops them as a kubelet does (SIGTERM, SIGKILL after the
+    // grace period): this one takes 20 s to stop, as a trainer writing its checkpoint on SIGTERM would.
+    const node = 'host-node-0';
+    await cluster.admin.core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'leaving', namespace: ns },
+        spec: {
+          nodeName: node,
+          terminationGracePeriodSeconds: 30,
+          tolerations: [{ key: 'trainscaler.io/host-node', operator: 'Exists', effect: 'NoSchedule' }],
+          containers: [
+            {
+              name: 'main',
+              image: 'host',
+              command: ['sh', '-c', 'trap "sleep 20; exit 0" TERM; while true; do sleep 1; done'],
+              resources: { requests: { cpu: '250m' } },
+            },
+          ],
+        },
+      },
+    });
+    const cpuOn = async (now?: number) =>
+      (await loadCapacity(sa, now)).capacity.nodes.find((n) => n.name === node)?.allocated.cpuMillis ?? -1;
+    const pod = () => cluster.admin.core.readNamespacedPod({ namespace: ns, name: 'leaving' });
+    await waitFor('the pod runs', async () => ((await pod()).status?.phase === 'Running' ? true : undefined));
+    const held = await cpuOn(Date.now() / 1000);
+    await cluster.admin.core.deleteNamespacedPod({ namespace: ns, name: 'leaving' });
+    const deleting = await waitFor('deletionTimestamp set, the pod still running', async () => {
+      const p = await pod();
+      return p.metadata?.deletionTimestamp && p.status?.phase === 'Running' ? p : undefined;
+    });
+    const due = new Date(deleting.metadata?.deletionTimestamp ?? 0).getTime() / 1000;
+    assert.equal(await cpuOn(Date.now() / 1000), held - 250, 'leaving: its room is free to plan with');
+    assert.equal(await cpuOn(), held, 'without a clock it holds its room until gone');
+    assert.equal(await cpuOn(due + LEAVING_OVERDUE_SECONDS), held, 'overdue: stuck, not leaving');
+    assert.equal((await pod()).status?.phase, 'Running', 'all three read while it was still stopping');
   });
 });
