@@ -264,18 +264,24 @@ function decideOnLostPods(job: JobView, pods: PodView[], capacity: ClusterCapaci
     }
 
     const running = pods.filter((p) => p.role === role.role && p.phase === 'Running').length - makingRoom;
-    const missing = Math.max(0, role.replicas - makingRoom - running);
+    // A pod bound and still starting holds its room on its node and will run: it is placed, not missing.
+    // Counted missing, a job grown 4 -> 8 with two new pods bound and two unplaceable was shrunk to 4, and
+    // the two that had room were deleted with the two that had none.
+    const starting = pods.filter((p) => p.role === role.role && p.phase === 'Pending' && p.nodeName).length;
+    const missing = Math.max(0, role.replicas - makingRoom - running - starting);
     const placeable = Math.min(missing, podsFitting(free, role.requests));
     free = reserve(free, role.requests, placeable);
-    const fitting = running + placeable;
+    const fitting = running + starting + placeable;
     // This policy only shrinks; growing back is the tuning policy's call.
     const target = Math.min(role.replicas, Math.max(role.minReplicas, fitting));
-    const fitText = `${running} running + ${placeable} more fit in free capacity = ${fitting}`;
+    const fitText = `${running} running${starting > 0 ? ` + ${starting} starting` : ''} + ${placeable} more fit in free capacity = ${fitting}`;
 
     if (fitting < role.minReplicas) {
-      notes.push(
-        `${what}; ${fitText}, below minReplicas ${role.minReplicas}: keeping ${target} ${role.role} replicas, pods wait pending`,
-      );
+      const keep =
+        target < role.replicas
+          ? `shrinking ${role.role} from ${role.replicas} to ${target}`
+          : `keeping ${target} ${role.role} replicas`;
+      notes.push(`${what}; ${fitText}, below minReplicas ${role.minReplicas}: ${keep}, pods wait pending`);
     } else if (target < role.replicas) {
       notes.push(`${what}; ${fitText}: shrinking ${role.role} from ${role.replicas} to ${target}`);
     } else {

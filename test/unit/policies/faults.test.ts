@@ -336,13 +336,14 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
       FULL,
     );
     assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 3 }]);
-    assert.match(plan.reason, /below minReplicas 3.*pods wait pending/);
+    assert.match(plan.reason, /below minReplicas 3: shrinking Worker from 4 to 3, pods wait pending/);
   });
 
   it('makes no replica change when already at minReplicas and nothing fits', () => {
     const atMin = worker({ replicas: 2, minReplicas: 2 });
     const plan = decide(job({}, [atMin]), [pod(0), evicted(1)], FULL);
     assert.deepEqual(plan.changes, []);
+    assert.match(plan.reason, /below minReplicas 2: keeping 2 Worker replicas, pods wait pending/);
     assert.match(plan.reason, /pods wait pending/);
   });
 
@@ -372,6 +373,25 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
     // A non-elastic queued job is never resized either way.
     const rigid = decide(job({ elastic: false }), [waiting(0), waiting(1), waiting(2), waiting(3)], FULL);
     assert.deepEqual(rigid.changes, []);
+  });
+
+  it('counts pods bound and still starting as placed: only the pods with no room go', () => {
+    // Grown 4 -> 8 on a cluster that had room for two more: two new pods bound (starting), two fit nowhere.
+    const j = job({}, [worker({ replicas: 8 })]);
+    const pods = [
+      ...[0, 1, 2, 3].map((i) => pod(i)),
+      ...[4, 5].map((i) => pod(i, { phase: 'Pending' })),
+      ...[6, 7].map((i) => pod(i, { phase: 'Pending', nodeName: undefined })),
+    ];
+    const d = decide(j, pods, FULL);
+    assert.deepEqual(d.changes, [{ kind: 'replicas', role: 'Worker', from: 8, to: 6 }]);
+    assert.match(
+      d.reason,
+      /4 running \+ 2 starting \+ 0 more fit in free capacity = 6: shrinking Worker from 8 to 6/,
+    );
+    // With room for them, the two without a node are not lost: the scheduler has yet to bind them.
+    const roomy = { nodes: [node('spare', { cpuMillis: 8000, memoryBytes: 12 * GiB, gpus: 2 })] };
+    assert.deepEqual(decide(j, pods, roomy).changes, []);
   });
 
   it('does not treat a Pending pod that fits somewhere, or one already bound to a node, as lost', () => {
