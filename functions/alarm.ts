@@ -15,7 +15,7 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
   const triggers = parseAlarm(payload);
   const result: HandlerResult = { trigger: 'alarm', outcomes: [], errors: [] };
   if (triggers.length === 0) return { ...result, ignored: 'no firing alert' };
-  const { capacity } = await loadCapacity(deps.cluster);
+  const { capacity } = await loadCapacity(deps.cluster, deps.clock());
   const historyOf = await readProfileStore(deps.cluster, deps.profiles).then(
     historiesOf,
     (error: unknown) => {

@@ -46,8 +46,9 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
       return { ...result, ignored: `profile of ${view.signature} updated` };
     }
     if (trigger.type === 'DELETED') return { ...result, ignored: 'pod deleted' };
-    const cluster = await loadCapacity(deps.cluster);
-    const capacity = capacityOf(cluster.nodes, cluster.pods, { holdRoomFor: exceptPodsOf(ref) });
+    const now = deps.clock();
+    const cluster = await loadCapacity(deps.cluster, now);
+    const capacity = capacityOf(cluster.nodes, cluster.pods, { holdRoomFor: exceptPodsOf(ref), now });
     const outcome = await actOnJob(
       ref,
       (snapshot) =>

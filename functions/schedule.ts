@@ -56,7 +56,6 @@ async function listAllJobs(deps: HandlerDeps) {
 export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
   parseSchedule(payload);
   const result: HandlerResult = { trigger: 'schedule', outcomes: [], errors: [] };
-  // A donor's pods still terminating after an earlier admission are leaving: their room is promised already.
   const state = await loadCapacity(deps.cluster, deps.clock());
   const { capacity } = state;
   // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
@@ -129,7 +128,10 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   for (const snapshot of stranded) {
     const ref = snapshot.view.ref;
     try {
-      const capacity = capacityOf(state.nodes, state.pods, { holdRoomFor: exceptPodsOf(ref) });
+      const capacity = capacityOf(state.nodes, state.pods, {
+        holdRoomFor: exceptPodsOf(ref),
+        now: deps.clock(),
+      });
       const outcome = await actOnJob(
         ref,
         (current) =>

@@ -47,7 +47,7 @@ export function alreadyStarted(snapshot: JobSnapshot, now: number): string | und
 /** A job was submitted: configure its initial size from earlier runs of the same signature and free capacity. */
 export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
   const ref = parseSubmit(payload);
-  const cluster = await loadCapacity(deps.cluster);
+  const cluster = await loadCapacity(deps.cluster, deps.clock());
   let advised: JobView | undefined;
   const outcome = await actOnJob(
     ref,
@@ -70,6 +70,7 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
         preemptibleBelow: snapshot.view.priority,
         holdRoomFor: exceptPodsOf(ref),
         resize: podsOf(ref),
+        now: deps.clock(),
       });
       if (rendezvousAdvice(snapshot.view)) advised = snapshot.view;
       return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });

@@ -98,9 +98,9 @@ export interface ClusterState {
 }
 
 /** `now` (seconds since the epoch): pods being deleted count as leaving (see CapacityOptions.now). */
-export async function loadCapacity(cluster: ClusterClient, now?: number): Promise<ClusterState> {
+export async function loadCapacity(cluster: ClusterClient, now: number): Promise<ClusterState> {
   const [nodes, pods] = await Promise.all([cluster.listNodes(), cluster.listPods(undefined)]);
-  return { capacity: capacityOf(nodes, pods, now === undefined ? {} : { now }), nodes, pods };
+  return { capacity: capacityOf(nodes, pods, { now }), nodes, pods };
 }
 
 /** Whether a pod belongs to `ref`'s job. */

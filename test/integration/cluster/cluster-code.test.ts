@@ -20,7 +20,7 @@ import {
   loadKubeConfig,
   translateError,
 } from '../../../lib/cluster/kubernetes-cluster-client.js';
-import { LEAVING_OVERDUE_SECONDS, loadCapacity } from '../../../lib/cluster/load-capacity.js';
+import { capacityOf, LEAVING_OVERDUE_SECONDS, loadCapacity } from '../../../lib/cluster/load-capacity.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { ConflictError, ForbiddenError } from '../../../lib/errors.js';
 import { KubernetesLeaseLock } from '../../../lib/runner/lease-lock.js';
@@ -522,8 +522,12 @@ describe('functions on the real cluster, as the trainscaler ServiceAccount', () 
         },
       },
     });
-    const cpuOn = async (now?: number) =>
-      (await loadCapacity(sa, now)).capacity.nodes.find((n) => n.name === node)?.allocated.cpuMillis ?? -1;
+    const cpuOn = async (now?: number) => {
+      const [nodes, pods] = await Promise.all([sa.listNodes(), sa.listPods(undefined)]);
+      const { capacity } =
+        now === undefined ? { capacity: capacityOf(nodes, pods) } : await loadCapacity(sa, now);
+      return capacity.nodes.find((n) => n.name === node)?.allocated.cpuMillis ?? -1;
+    };
     const pod = () => cluster.admin.core.readNamespacedPod({ namespace: ns, name: 'leaving' });
     await waitFor('the pod runs', async () => ((await pod()).status?.phase === 'Running' ? true : undefined));
     const held = await cpuOn(Date.now() / 1000);
