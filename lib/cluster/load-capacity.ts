@@ -60,7 +60,10 @@ function isPendingUnbound(pod: V1Pod): boolean {
   return pod.status?.phase === 'Pending' && !pod.spec?.nodeName;
 }
 
-/** Free capacity as the scheduler sees it: allocatable minus the requests of pods bound and not finished. */
+/**
+ * Free capacity as the scheduler sees it: allocatable minus the requests of pods bound and not finished; with
+ * `now`, as it will be once the pods being deleted are gone.
+ */
 export function capacityOf(nodes: V1Node[], pods: V1Pod[], options: CapacityOptions = {}): ClusterCapacity {
   const { preemptibleBelow, holdRoomFor = () => true, resize = () => false, now } = options;
   const allocated = new Map<string, Resources>();
