@@ -56,7 +56,9 @@ async function listAllJobs(deps: HandlerDeps) {
 export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
   parseSchedule(payload);
   const result: HandlerResult = { trigger: 'schedule', outcomes: [], errors: [] };
-  const state = await loadCapacity(deps.cluster, deps.clock());
+  // One reading of which pods are leaving serves the whole tick: the stranded jobs' capacity is the same list's.
+  const listedAt = deps.clock();
+  const state = await loadCapacity(deps.cluster, listedAt);
   const { capacity } = state;
   // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
   // at most once a tick, each signature fitted at most once.
@@ -130,7 +132,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
     try {
       const capacity = capacityOf(state.nodes, state.pods, {
         holdRoomFor: exceptPodsOf(ref),
-        now: deps.clock(),
+        now: listedAt,
       });
       const outcome = await actOnJob(
         ref,
