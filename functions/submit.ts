@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { actOnJob, decisionIdOf, type JobSnapshot } from '../lib/actuator.js';
+import { EVENT_MESSAGE_LIMIT, eventMessage, FULL_REASON_IN_LOG } from '../lib/cluster/event-message.js';
 import { capacityOf, exceptPodsOf, loadCapacity, podsOf } from '../lib/cluster/load-capacity.js';
 import { loadProfile } from '../lib/decisions/profile-store.js';
 import { modelFor } from '../lib/model/throughput-model.js';
@@ -88,13 +89,18 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
  * replayed submit records it once. A decision that writes gets its Event from the actuator.
  */
 async function recordAdvice(deps: HandlerDeps, view: JobView, plan: Plan): Promise<void> {
+  if (plan.reason.length > EVENT_MESSAGE_LIMIT)
+    deps.logger.info(
+      { job: view.ref, reason: plan.reason },
+      'torchelastic advice (the Event carries it cut)',
+    );
   try {
     await deps.cluster.createEvent(
       {
         involved: { ref: view.ref, uid: view.uid, apiVersion: 'kubeflow.org/v1' },
         type: 'Normal',
         reason: 'TrainscalerInitial',
-        message: plan.reason,
+        message: eventMessage(plan.reason, FULL_REASON_IN_LOG),
         decisionId: decisionIdOf(view, plan),
       },
       { dryRun: false },

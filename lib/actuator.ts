@@ -11,6 +11,7 @@ import {
 } from './adapters/job-adapter.js';
 import { ownedByJob, readPod } from './adapters/pod-view.js';
 import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
+import { eventMessage, FULL_REASON_IN_ANNOTATION } from './cluster/event-message.js';
 import { clusterQueueQuotaOf, kueueJobOf } from './cluster/kueue-state.js';
 import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
@@ -415,7 +416,7 @@ async function recordEvent(
         involved: { ref: view.ref, uid: view.uid, apiVersion: obj.apiVersion },
         type: warning ? 'Warning' : 'Normal',
         reason: `Trainscaler${plan.policy[0]?.toUpperCase()}${plan.policy.slice(1)}`,
-        message: plan.reason,
+        message: eventMessage(plan.reason, FULL_REASON_IN_ANNOTATION),
         decisionId,
       },
       { dryRun: false },

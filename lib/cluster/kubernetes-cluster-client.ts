@@ -24,6 +24,7 @@ import type {
   KubeObject,
   WriteOptions,
 } from './cluster-client.js';
+import { EVENT_MESSAGE_LIMIT } from './event-message.js';
 
 const CUSTOM: Partial<Record<JobKind, { group: string; version: string; plural: string }>> = {
   PyTorchJob: { group: 'kubeflow.org', version: 'v1', plural: 'pytorchjobs' },
@@ -289,7 +290,7 @@ export class KubernetesClusterClient implements ClusterClient {
             metadata,
             involvedObject: { apiVersion, kind: ref.kind, name: ref.name, namespace: ref.namespace, uid },
             reason: event.reason,
-            message: event.message.slice(0, 1024),
+            message: event.message.slice(0, EVENT_MESSAGE_LIMIT),
             type: event.type,
             source: { component: 'trainscaler' },
             reportingComponent: 'trainscaler.io/autoscaler',

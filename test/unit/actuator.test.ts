@@ -15,6 +15,7 @@ import {
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { ClusterClient, KubeObject } from '../../lib/cluster/cluster-client.js';
+import { EVENT_MESSAGE_LIMIT } from '../../lib/cluster/event-message.js';
 import { ApiError, ConflictError, TrainscalerError } from '../../lib/errors.js';
 import { placedReplicasOf } from '../../lib/guardrails.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
@@ -275,6 +276,24 @@ describe('actOnJob: the write and its audit trail', () => {
       );
       await actOnJob(TOY, workersTo(3), noCooldown);
     }
+  });
+
+  it('a reason too long for an Event is cut visibly there, and kept whole in the annotation', async () => {
+    const { sim, deps } = setup();
+    const reason = `grow: ${'because of a long measured story; '.repeat(40)}`;
+    await actOnJob(
+      TOY,
+      () => plan([{ kind: 'replicas', role: 'Worker', from: 2, to: 3 }], 'tuning', reason),
+      deps,
+    );
+    assert.equal((await job(sim)).last?.reason, reason);
+    const message = sim.recordedEvents()[0]?.message ?? '';
+    assert.ok(message.length <= EVENT_MESSAGE_LIMIT, String(message.length));
+    assert.ok(reason.startsWith(message.slice(0, 900)));
+    assert.match(
+      message,
+      /more characters; the full reason is in the job's trainscaler.io\/last-decision annotation\]$/,
+    );
   });
 
   it('a plan with a pause among other changes is still audited as a Warning', async () => {
