@@ -1,7 +1,7 @@
 import { actOnJob } from '../lib/actuator.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
 import { managingJobOf } from '../lib/cluster/owner-chain.js';
-import { readProfileStore } from '../lib/decisions/profile-store.js';
+import { profileOwnerOf, readProfileStore } from '../lib/decisions/profile-store.js';
 import { decideRuntime, observeJob } from '../lib/decisions/runtime-review.js';
 import { historiesOf, NO_HISTORIES, priorSamples } from '../lib/decisions/signature-histories.js';
 import { MissingMetricsError } from '../lib/errors.js';
@@ -46,7 +46,7 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
             deps.throughputOracle,
             priorSamples(
               observed.samples,
-              historyOf(snapshot.view.signature),
+              historyOf(profileOwnerOf(snapshot.view)),
               `${ref.kind} ${ref.namespace}/${ref.name}`,
               deps.logger,
             ),

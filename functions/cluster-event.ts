@@ -38,7 +38,7 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
       await recordRun(
         deps.cluster,
         deps.profiles,
-        { signature: view.signature, samples, usage },
+        { namespace: ref.namespace, signature: view.signature, samples, usage },
         deps.clock(),
         deps.dryRun,
         { logger: deps.logger },

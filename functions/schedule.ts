@@ -1,7 +1,13 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
-import { type LoadedProfile, readProfileStore } from '../lib/decisions/profile-store.js';
+import {
+  type ProfileLookup,
+  type ProfileOwner,
+  profileKey,
+  profileOwnerOf,
+  readProfileStore,
+} from '../lib/decisions/profile-store.js';
 import { measureLastRescale } from '../lib/decisions/rescale-measurement.js';
 import {
   currentPlacement,
@@ -62,31 +68,32 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const { capacity } = state;
   // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
   // at most once a tick, each signature fitted at most once.
-  let store: Promise<(signature: string) => LoadedProfile> | undefined;
+  let store: Promise<ProfileLookup> | undefined;
   const models = new Map<string, Promise<ThroughputModel | undefined>>();
-  const profileModelOf = (signature: string) => {
-    let model = models.get(signature);
+  const profileModelOf = (owner: ProfileOwner) => {
+    const key = profileKey(owner);
+    let model = models.get(key);
     if (!model) {
       store ??= readProfileStore(deps.cluster, deps.profiles);
       model = store.then((lookup) => {
-        const { profile, problem } = lookup(signature);
-        if (problem) deps.logger.warn({ signature }, problem);
+        const { profile, problem } = lookup(owner);
+        if (problem) deps.logger.warn({ profile: owner }, problem);
         const fitted = profileModel(profile);
-        return fitted && modelFor(fitted, signature, deps.throughputOracle);
+        return fitted && modelFor(fitted, owner.signature, deps.throughputOracle);
       });
-      models.set(signature, model);
+      models.set(key, model);
     }
     return model;
   };
   // A running job's fit also learns from its signature's profile, where that agrees with the job.
   let histories: Promise<HistoryLookup> | undefined;
-  const historyOf = (signature: string) => {
+  const historyOf = (owner: ProfileOwner) => {
     store ??= readProfileStore(deps.cluster, deps.profiles);
     histories ??= store.then(historiesOf, (error: unknown) => {
       deps.logger.warn({ error: String(error) }, 'profile store unreadable: fitting without it');
       return NO_HISTORIES;
     });
-    return histories.then((lookup) => lookup(signature));
+    return histories.then((lookup) => lookup(owner));
   };
   const jobs: Observed[] = [];
   const pending: PendingDemand[] = [];
@@ -105,7 +112,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       if (snapshot.view.managed) snapshot.view.state = await measureLastRescale(deps.metrics, snapshot.view);
       for (const demand of pendingDemands(snapshot)) {
         if (demand.placed === 0 && snapshot.view.managed) {
-          const model = await profileModelOf(snapshot.view.signature);
+          const model = await profileModelOf(profileOwnerOf(snapshot.view));
           if (model) demand.model = model;
         }
         pending.push(demand);
@@ -117,7 +124,12 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         throw error;
       });
       const prior = observed
-        ? priorSamples(observed.samples, await historyOf(snapshot.view.signature), key(ref), deps.logger)
+        ? priorSamples(
+            observed.samples,
+            await historyOf(profileOwnerOf(snapshot.view)),
+            key(ref),
+            deps.logger,
+          )
         : [];
       jobs.push({ snapshot, observed, prior });
     } catch (error) {

@@ -2,7 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { actOnJob, decisionIdOf, type JobSnapshot } from '../lib/actuator.js';
 import { EVENT_MESSAGE_LIMIT, eventMessage, FULL_REASON_IN_LOG } from '../lib/cluster/event-message.js';
 import { capacityOf, exceptPodsOf, loadCapacity, podsOf } from '../lib/cluster/load-capacity.js';
-import { loadProfile } from '../lib/decisions/profile-store.js';
+import { loadProfile, profileOwnerOf } from '../lib/decisions/profile-store.js';
 import { modelFor } from '../lib/model/throughput-model.js';
 import { decideInitialConfig, rendezvousAdvice } from '../lib/policies/initial-config.js';
 import { profileModel } from '../lib/policies/profiles.js';
@@ -61,7 +61,11 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
           changes: [],
           reason: `not a new job: ${started}; configuration kept`,
         };
-      const { profile, problem } = await loadProfile(deps.cluster, deps.profiles, snapshot.view.signature);
+      const { profile, problem } = await loadProfile(
+        deps.cluster,
+        deps.profiles,
+        profileOwnerOf(snapshot.view),
+      );
       if (problem) deps.logger.warn({ job: ref }, problem);
       const fitted = profileModel(profile);
       const model = fitted && modelFor(fitted, snapshot.view.signature, deps.throughputOracle);

@@ -3,18 +3,19 @@
 import { agreeingPrior, type SignatureHistory, signatureHistory } from '../model/profile-prior.js';
 import { profileSamples } from '../policies/profiles.js';
 import type { StepSample } from '../types.js';
-import type { LoadedProfile } from './profile-store.js';
+import { type ProfileLookup, type ProfileOwner, profileKey } from './profile-store.js';
 
-export type HistoryLookup = (signature: string) => SignatureHistory | undefined;
+export type HistoryLookup = (owner: ProfileOwner) => SignatureHistory | undefined;
 
-export function historiesOf(lookup: (signature: string) => LoadedProfile): HistoryLookup {
+export function historiesOf(lookup: ProfileLookup): HistoryLookup {
   const fitted = new Map<string, SignatureHistory | undefined>();
-  return (signature) => {
-    if (!fitted.has(signature)) {
-      const { profile } = lookup(signature);
-      fitted.set(signature, profile ? signatureHistory(profileSamples(profile)) : undefined);
+  return (owner) => {
+    const key = profileKey(owner);
+    if (!fitted.has(key)) {
+      const { profile } = lookup(owner);
+      fitted.set(key, profile ? signatureHistory(profileSamples(profile)) : undefined);
     }
-    return fitted.get(signature);
+    return fitted.get(key);
   };
 }
 

@@ -18,6 +18,7 @@ import { ANNOTATION } from '../../../lib/adapters/annotations.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
+import { profileKey } from '../../../lib/decisions/profile-store.js';
 import { EventRouter, type RoutedTask } from '../../../lib/runner/event-router.js';
 import { type InformerSet, startInformers } from '../../../lib/runner/informers.js';
 import { alertmanagerWebhook } from '../../fixtures/payloads.js';
@@ -229,8 +230,8 @@ describe('JobSet and indexed Job events through the runner’s informers, as the
       name: 'trainscaler-profiles',
     });
     assert.ok(
-      Object.keys(profiles.data ?? {}).some((k) => k.includes(signature)),
-      'the profile is stored',
+      Object.keys(profiles.data ?? {}).includes(profileKey({ namespace: ns, signature })),
+      "the profile is stored, under the job's namespace",
     );
     assert.equal(routed.filter((t) => t.key === `job:Job/${ns}/ddp`).length, 1, 'once');
   });

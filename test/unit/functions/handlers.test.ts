@@ -37,6 +37,7 @@ async function grownWithProfile(
   seconds: number,
   profiled: number[],
   slower: number,
+  profiledIn = TOY.namespace,
 ): Promise<{ grown: number; logged: string[] }> {
   const { sim, deps, logged } = harness();
   if (profiled.length > 0) {
@@ -44,7 +45,13 @@ async function grownWithProfile(
       const placement = { replicas, nodes: Math.ceil(replicas / 4), localBatchSize: 32 };
       return { ...placement, stepTime: slower * fixedStepTime(placement) };
     });
-    await recordRun(sim, deps.profiles, { signature: 'toy', samples, usage: [] }, sim.clock.now(), false);
+    await recordRun(
+      sim,
+      deps.profiles,
+      { namespace: profiledIn, signature: 'toy', samples, usage: [] },
+      sim.clock.now(),
+      false,
+    );
   }
   sim.submitJob(toyJob({ workers: 1, maxReplicas: 8 }));
   sim.step(seconds);
@@ -67,6 +74,13 @@ describe('alarm handler', () => {
       ),
       elsewhere.logged.join('\n'),
     );
+  });
+
+  it("leaves out another namespace's profile of the same signature (a tenant may set any signature)", async () => {
+    const grownBy = (profiledIn: string) =>
+      grownWithProfile((deps) => handleAlarm(alarmFor(), deps), 900, [1, 2, 4, 8], 1, profiledIn);
+    assert.equal((await grownBy('team-b')).grown, 1);
+    assert.equal((await grownBy(TOY.namespace)).grown, 3);
   });
 
   it("tunes on the job's own samples when the profile store cannot be read, and says so", async () => {
@@ -265,6 +279,23 @@ describe('submit handler', () => {
     assert.equal(result.outcomes[0]?.applied, true, result.outcomes[0]?.plan.reason);
     assert.equal(workers(await sim.getJob(TOY)), 4);
     assert.match(result.outcomes[0]?.plan.reason ?? '', /bounds \[1, 4\]/);
+  });
+
+  it("sizes a new job from its own namespace's profile of the signature, never another's", async () => {
+    const reasonWithProfileIn = async (profiledIn: string) => {
+      const { sim, deps } = harness();
+      const samples = [1, 2, 4, 8].map((replicas) => {
+        const placement = { replicas, nodes: Math.ceil(replicas / 4), localBatchSize: 32 };
+        return { ...placement, stepTime: fixedStepTime(placement) };
+      });
+      const run = { namespace: profiledIn, signature: 'toy', samples, usage: [] };
+      await recordRun(sim, deps.profiles, run, sim.clock.now(), false);
+      sim.submitJob(toyJob({ workers: 2, maxReplicas: 8 }));
+      const result = await handleSubmit(TOY, deps);
+      return result.outcomes[0]?.plan.reason ?? '';
+    };
+    assert.match(await reasonWithProfileIn('team-b'), /no profile for signature toy/);
+    assert.match(await reasonWithProfileIn(TOY.namespace), /profile of toy/);
   });
 
   it('rejects unknown kinds and malformed references with no write', async () => {

@@ -60,12 +60,16 @@ describe('profile writes re-read the job', () => {
     assert.equal(sim.jobStatus(TOY).phase, 'Succeeded');
     const result = await handleClusterEvent(claimed(await sim.getJob(TOY)), deps);
     assert.match(result.ignored ?? '', /profile of toy updated/);
-    assert.deepEqual(Object.keys(await profiles(sim)), [profileKey('toy')]);
+    assert.deepEqual(Object.keys(await profiles(sim)), [
+      profileKey({ namespace: TOY.namespace, signature: 'toy' }),
+    ]);
   });
 });
 
 describe('profile store bounds', () => {
-  const run = (signature: string) => ({
+  const key = (signature: string, namespace = TOY.namespace) => profileKey({ namespace, signature });
+  const run = (signature: string, namespace = TOY.namespace) => ({
+    namespace,
     signature,
     samples: [{ replicas: 2, nodes: 1, localBatchSize: 32, stepTime: 0.5, at: 100 }],
     usage: [],
@@ -98,14 +102,14 @@ describe('profile store bounds', () => {
     await recordRun(sim, STORE, run('newest'), 4000, false, { limits, logger });
     assert.deepEqual(
       Object.keys(await profiles(sim)).sort(),
-      ['mid', 'new', 'newest'].map(profileKey).sort(),
+      ['mid', 'new', 'newest'].map((sig) => key(sig)).sort(),
     );
     assert.equal(warnings.length, 1);
-    assert.deepEqual((warnings[0] as { dropped: string[] }).dropped, [profileKey('old')]);
+    assert.deepEqual((warnings[0] as { dropped: string[] }).dropped, [key('old')]);
     // A garbage entry (hand-edited, or a store filled by other means) goes before any readable profile.
     const cm = await sim.getConfigMap(STORE.namespace, STORE.configMapName);
     const data = { ...cm?.data };
-    delete data[profileKey('newest')];
+    delete data[key('newest')];
     data.junk = 'x'.repeat(100);
     await sim.putConfigMap(STORE.namespace, STORE.configMapName, data, cm?.metadata?.resourceVersion, {
       dryRun: false,
@@ -113,12 +117,40 @@ describe('profile store bounds', () => {
     await recordRun(sim, STORE, run('latest'), 5000, false, { limits, logger });
     assert.deepEqual(
       Object.keys(await profiles(sim)).sort(),
-      ['mid', 'new', 'latest'].map(profileKey).sort(),
+      ['mid', 'new', 'latest'].map((sig) => key(sig)).sort(),
     );
     // Updating a stored signature never drops anything.
     await recordRun(sim, STORE, run('mid'), 6000, false, { limits, logger });
     assert.equal(Object.keys(await profiles(sim)).length, 3);
     assert.equal(warnings.length, 2);
+  });
+
+  it("one namespace writing many signatures makes room among its own, never dropping another namespace's", async () => {
+    const { sim } = harness();
+    const limits = { ...DEFAULT_PROFILE_LIMITS, maxProfiles: 4, maxProfilesPerNamespace: 2 };
+    await recordRun(sim, STORE, run('a1', 'team-a'), 1000, false, { limits });
+    await recordRun(sim, STORE, run('a2', 'team-a'), 2000, false, { limits });
+    for (let i = 1; i <= 5; i++)
+      await recordRun(sim, STORE, run(`b${i}`, 'team-b'), 2000 + i, false, { limits });
+    assert.deepEqual(
+      Object.keys(await profiles(sim)).sort(),
+      [key('a1', 'team-a'), key('a2', 'team-a'), key('b4', 'team-b'), key('b5', 'team-b')].sort(),
+    );
+    // Under its share, a namespace still makes room by age across the store when the store is full.
+    await recordRun(sim, STORE, run('c1', 'team-c'), 9000, false, { limits });
+    assert.deepEqual(
+      Object.keys(await profiles(sim)).sort(),
+      [key('a2', 'team-a'), key('b4', 'team-b'), key('b5', 'team-b'), key('c1', 'team-c')].sort(),
+    );
+  });
+
+  it('keys a profile by namespace and signature: the same signature in two namespaces is two profiles', () => {
+    assert.notEqual(key('toy', 'team-a'), key('toy', 'team-b'));
+    assert.match(key('toy', 'team-a'), /^team-a\.toy\.[0-9a-f]{8}$/);
+    // The longest signature and namespace accepted still make a valid ConfigMap key.
+    const longest = key('x'.repeat(DEFAULT_PROFILE_LIMITS.maxSignatureLength), 'n'.repeat(63));
+    assert.ok(longest.length <= 253, String(longest.length));
+    assert.match(longest, /^[-._a-zA-Z0-9]+$/);
   });
 });
 
