@@ -30,7 +30,7 @@ export function profileOwnerOf(job: { ref: { namespace: string }; signature: str
 }
 
 /** How a profile is named in logs and reasons. */
-export function describeOwner(owner: ProfileOwner): string {
+function describeOwner(owner: ProfileOwner): string {
   return `${owner.signature} in ${owner.namespace}`;
 }
 
@@ -152,7 +152,7 @@ function makeRoom(
   dropOldest(neighbours, neighbours.length + 1 - limits.maxProfilesPerNamespace);
   const others = Object.keys(kept).filter((k) => k !== key);
   dropOldest(others, others.length + 1 - limits.maxProfiles);
-  return { data: dropped.length > 0 ? kept : data, dropped };
+  return { data: kept, dropped };
 }
 
 /**
