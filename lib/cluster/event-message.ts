@@ -9,9 +9,9 @@ export function eventMessage(reason: string, fullReasonIn: string): string {
   if (reason.length <= EVENT_MESSAGE_LIMIT) return reason;
   const marker = (cut: number) => ` … [${cut} more characters; the full reason is in ${fullReasonIn}]`;
   // The marker's length depends on the count it prints; one more pass settles it (the count only shrinks).
-  let kept = EVENT_MESSAGE_LIMIT - marker(reason.length).length;
-  kept = EVENT_MESSAGE_LIMIT - marker(reason.length - kept).length;
-  return `${reason.slice(0, Math.max(0, kept))}${marker(reason.length - Math.max(0, kept))}`;
+  const first = Math.max(0, EVENT_MESSAGE_LIMIT - marker(reason.length).length);
+  const kept = Math.max(0, EVENT_MESSAGE_LIMIT - marker(reason.length - first).length);
+  return `${reason.slice(0, kept)}${marker(reason.length - kept)}`;
 }
 
 /** Where the actuator keeps a written decision's full reason. */
