@@ -23,8 +23,11 @@ export interface HandlerDeps {
   /** When true nothing is written: plans are computed and reported only. */
   dryRun: boolean;
   logger: Logger;
-  /** Where job profiles live (one ConfigMap, one key per job signature). */
-  profiles: { namespace: string; configMapName: string };
+  /**
+   * Where job profiles live (one ConfigMap, one key per namespace and signature), and how many one namespace may
+   * keep (unset: DEFAULT_PROFILE_LIMITS.maxProfilesPerNamespace).
+   */
+  profiles: { namespace: string; configMapName: string; perNamespace?: number };
   /** Priority class name -> value, for jobs that name a class (the API server resolves pods, not CRDs). */
   priorityClasses?: Record<string, number>;
   /**

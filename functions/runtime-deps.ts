@@ -10,6 +10,7 @@ import { loadEksKubeConfig } from '../lib/cluster/eks-kubeconfig.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../lib/cluster/kubernetes-cluster-client.js';
 import { RetryingClusterClient } from '../lib/cluster/retrying-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../lib/config.js';
+import { DEFAULT_PROFILE_LIMITS } from '../lib/decisions/profile-store.js';
 import { ConfigError } from '../lib/errors.js';
 import { DEFAULT_OWN_NAMESPACE, isSystemNamespace } from '../lib/management.js';
 import { PrometheusMetricsSource } from '../lib/metrics/prometheus-metrics-source.js';
@@ -34,7 +35,7 @@ export interface RuntimeConfig {
   policy: PolicyConfig;
   dryRun: boolean;
   logLevel: string;
-  profiles: { namespace: string; configMapName: string };
+  profiles: { namespace: string; configMapName: string; perNamespace: number };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -48,6 +49,20 @@ function numberFrom(env: Env, name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isFinite(value) || value < 0)
     throw new ConfigError(`${name} must be a non-negative number, got '${raw}'`);
+  return value;
+}
+
+function wholeNumberFrom(
+  env: Env,
+  name: string,
+  fallback: number,
+  range: { min: number; max: number },
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < range.min || value > range.max)
+    throw new ConfigError(`${name} must be a whole number from ${range.min} to ${range.max}, got '${raw}'`);
   return value;
 }
 
@@ -159,6 +174,13 @@ export function readRuntimeConfig(env: Env): RuntimeConfig {
     profiles: {
       namespace: dnsLabelFrom(env, 'TRAINSCALER_PROFILES_NAMESPACE', 'trainscaler-system'),
       configMapName: env.TRAINSCALER_PROFILES_CONFIGMAP || 'trainscaler-profiles',
+      // Above the store's bound a namespace's share would never be reached: the store-wide drop would act first.
+      perNamespace: wholeNumberFrom(
+        env,
+        'TRAINSCALER_PROFILES_PER_NAMESPACE',
+        DEFAULT_PROFILE_LIMITS.maxProfilesPerNamespace,
+        { min: 1, max: DEFAULT_PROFILE_LIMITS.maxProfiles },
+      ),
     },
   };
 }

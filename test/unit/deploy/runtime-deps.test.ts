@@ -73,6 +73,20 @@ describe('runtime configuration', () => {
     assert.equal(config.policy.cooldownSeconds, 60);
     assert.deepEqual(config.policy.namespaceAllowlist, ['ml', 'research']);
   });
+
+  it("reads the profile share of one namespace: a whole number up to the store's bound, 20 unset", () => {
+    const share = (value?: string) =>
+      readRuntimeConfig({
+        ...BASE,
+        ...(value !== undefined ? { TRAINSCALER_PROFILES_PER_NAMESPACE: value } : {}),
+      }).profiles.perNamespace;
+    assert.equal(share(), 20);
+    assert.equal(share(''), 20);
+    assert.equal(share('1'), 1);
+    assert.equal(share('100'), 100);
+    for (const bad of ['0', '101', '2.5', 'five', '-3'])
+      rejectsNaming(() => share(bad), 'TRAINSCALER_PROFILES_PER_NAMESPACE');
+  });
 });
 
 describe('EKS access (Lambda)', () => {

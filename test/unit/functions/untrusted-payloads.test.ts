@@ -66,6 +66,29 @@ describe('profile writes re-read the job', () => {
   });
 });
 
+describe('the per-namespace share the deployment sets (TRAINSCALER_PROFILES_PER_NAMESPACE)', () => {
+  it("a finished run drops its namespace's oldest profile at a share of 1, and keeps it at the default", async () => {
+    const kept = async (perNamespace: number | undefined) => {
+      const { sim, deps } = harness();
+      const older = { namespace: TOY.namespace, signature: 'older', usage: [] };
+      const sample = { replicas: 2, nodes: 1, localBatchSize: 32, stepTime: 0.5, at: 100 };
+      await recordRun(sim, STORE, { ...older, samples: [sample] }, 100, false);
+      sim.submitJob(toyJob({ targetSamples: 200_000 }));
+      sim.step(3600);
+      const result = await handleClusterEvent(claimed(await sim.getJob(TOY)), {
+        ...deps,
+        profiles: { ...deps.profiles, ...(perNamespace !== undefined ? { perNamespace } : {}) },
+      });
+      assert.match(result.ignored ?? '', /profile of toy updated/);
+      return Object.keys(await profiles(sim)).sort();
+    };
+    const toy = profileKey({ namespace: TOY.namespace, signature: 'toy' });
+    const older = profileKey({ namespace: TOY.namespace, signature: 'older' });
+    assert.deepEqual(await kept(1), [toy]);
+    assert.deepEqual(await kept(undefined), [older, toy].sort());
+  });
+});
+
 describe('profile store bounds', () => {
   const key = (signature: string, namespace = TOY.namespace) => profileKey({ namespace, signature });
   const run = (signature: string, namespace = TOY.namespace) => ({
