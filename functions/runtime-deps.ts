@@ -43,26 +43,15 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 const EKS_CLUSTER_NAME = /^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
-function numberFrom(env: Env, name: string, fallback: number): number {
+/** A non-negative number, or with `whole` a whole number from `whole.min` to `whole.max`. */
+function numberFrom(env: Env, name: string, fallback: number, whole?: { min: number; max: number }): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0)
+  if (!whole && (!Number.isFinite(value) || value < 0))
     throw new ConfigError(`${name} must be a non-negative number, got '${raw}'`);
-  return value;
-}
-
-function wholeNumberFrom(
-  env: Env,
-  name: string,
-  fallback: number,
-  range: { min: number; max: number },
-): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < range.min || value > range.max)
-    throw new ConfigError(`${name} must be a whole number from ${range.min} to ${range.max}, got '${raw}'`);
+  if (whole && (!Number.isInteger(value) || value < whole.min || value > whole.max))
+    throw new ConfigError(`${name} must be a whole number from ${whole.min} to ${whole.max}, got '${raw}'`);
   return value;
 }
 
@@ -175,7 +164,7 @@ export function readRuntimeConfig(env: Env): RuntimeConfig {
       namespace: dnsLabelFrom(env, 'TRAINSCALER_PROFILES_NAMESPACE', 'trainscaler-system'),
       configMapName: env.TRAINSCALER_PROFILES_CONFIGMAP || 'trainscaler-profiles',
       // Above the store's bound a namespace's share would never be reached: the store-wide drop would act first.
-      perNamespace: wholeNumberFrom(
+      perNamespace: numberFrom(
         env,
         'TRAINSCALER_PROFILES_PER_NAMESPACE',
         DEFAULT_PROFILE_LIMITS.maxProfilesPerNamespace,
