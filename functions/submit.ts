@@ -10,6 +10,7 @@ import { parseSubmit } from '../lib/triggers/submit-payload.js';
 import type { JobView, Plan } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
+import { containJobError } from './job-errors.js';
 
 /** A submit event older than this (by the job's creationTimestamp) is late or replayed: the job is not new. */
 export const SUBMIT_WINDOW_SECONDS = 300;
@@ -50,38 +51,45 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
   const ref = parseSubmit(payload);
   const cluster = await loadCapacity(deps.cluster, deps.clock());
   let advised: JobView | undefined;
-  const outcome = await actOnJob(
-    ref,
-    async (snapshot): Promise<Plan> => {
-      const started = alreadyStarted(snapshot, deps.clock());
-      if (started)
-        return {
-          ref,
-          policy: 'initial',
-          changes: [],
-          reason: `not a new job: ${started}; configuration kept`,
-        };
-      const { profile, problem } = await loadProfile(
-        deps.cluster,
-        deps.profiles,
-        profileOwnerOf(snapshot.view),
-      );
-      if (problem) deps.logger.warn({ job: ref }, problem);
-      const fitted = profileModel(profile);
-      const model = fitted && modelFor(fitted, snapshot.view.signature, deps.throughputOracle);
-      // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it. Its own
-      // pods, bound already or not, are what is being sized: their room counts as free.
-      const capacity = capacityOf(cluster.nodes, cluster.pods, {
-        preemptibleBelow: snapshot.view.priority,
-        holdRoomFor: exceptPodsOf(ref),
-        resize: podsOf(ref),
-        now: deps.clock(),
-      });
-      if (rendezvousAdvice(snapshot.view)) advised = snapshot.view;
-      return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });
-    },
-    actuatorDeps(deps),
-  );
+  let outcome: Awaited<ReturnType<typeof actOnJob>>;
+  try {
+    outcome = await actOnJob(
+      ref,
+      async (snapshot): Promise<Plan> => {
+        const started = alreadyStarted(snapshot, deps.clock());
+        if (started)
+          return {
+            ref,
+            policy: 'initial',
+            changes: [],
+            reason: `not a new job: ${started}; configuration kept`,
+          };
+        const { profile, problem } = await loadProfile(
+          deps.cluster,
+          deps.profiles,
+          profileOwnerOf(snapshot.view),
+        );
+        if (problem) deps.logger.warn({ job: ref }, problem);
+        const fitted = profileModel(profile);
+        const model = fitted && modelFor(fitted, snapshot.view.signature, deps.throughputOracle);
+        // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it. Its own
+        // pods, bound already or not, are what is being sized: their room counts as free.
+        const capacity = capacityOf(cluster.nodes, cluster.pods, {
+          preemptibleBelow: snapshot.view.priority,
+          holdRoomFor: exceptPodsOf(ref),
+          resize: podsOf(ref),
+          now: deps.clock(),
+        });
+        if (rendezvousAdvice(snapshot.view)) advised = snapshot.view;
+        return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });
+      },
+      actuatorDeps(deps),
+    );
+  } catch (error) {
+    // As on every other trigger: a job deleted before its read, or an API error on it, is this job's outcome,
+    // logged below error level, not a failed handler (a job applied and deleted at once is routine).
+    return { trigger: 'submit', outcomes: [], errors: [containJobError(ref, error, deps.logger)] };
+  }
   if (advised && outcome.skipped === 'no-change' && !deps.dryRun)
     await recordAdvice(deps, advised, outcome.plan);
   return { trigger: 'submit', outcomes: [outcome], errors: [] };

@@ -176,10 +176,11 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
       log.some((l) => l.msg === 'runner stopped'),
       'released the lease and stopped',
     );
+    const errors = log.filter((l) => l.level >= 50);
     assert.deepEqual(
-      log.filter((l) => l.level >= 50).map((l) => l.msg),
+      errors.map((l) => l.msg),
       [],
-      'no error lines',
+      `no error lines:\n${errors.map((l) => JSON.stringify(l)).join('\n')}`,
     );
     return log;
   }

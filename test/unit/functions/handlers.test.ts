@@ -298,6 +298,18 @@ describe('submit handler', () => {
     assert.match(await reasonWithProfileIn(TOY.namespace), /profile of toy/);
   });
 
+  it("a job deleted before its read is that job's NOT_FOUND, not a failed handler; nothing is written", async () => {
+    const { sim, deps } = harness();
+    const mark = sim.writeLog().length;
+    const result = await handleSubmit(TOY, deps);
+    assert.deepEqual(result.outcomes, []);
+    assert.deepEqual(
+      result.errors.map((e) => [e.ref.name, e.code]),
+      [[TOY.name, 'NOT_FOUND']],
+    );
+    assert.deepEqual(writesSince(sim, mark), []);
+  });
+
   it('rejects unknown kinds and malformed references with no write', async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob());
