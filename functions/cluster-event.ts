@@ -1,7 +1,7 @@
 import { actOnJob } from '../lib/actuator.js';
 import { hasSucceeded, readJob } from '../lib/adapters/job-adapter.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
-import { DEFAULT_PROFILE_LIMITS, recordRun } from '../lib/decisions/profile-store.js';
+import { recordRun } from '../lib/decisions/profile-store.js';
 import { MissingMetricsError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { decideOnFault } from '../lib/policies/faults.js';
@@ -41,14 +41,7 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
         { namespace: ref.namespace, signature: view.signature, samples, usage },
         deps.clock(),
         deps.dryRun,
-        {
-          logger: deps.logger,
-          limits: {
-            ...DEFAULT_PROFILE_LIMITS,
-            maxProfilesPerNamespace:
-              deps.profiles.perNamespace ?? DEFAULT_PROFILE_LIMITS.maxProfilesPerNamespace,
-          },
-        },
+        { logger: deps.logger },
       );
       return { ...result, ignored: `profile of ${view.signature} updated` };
     }

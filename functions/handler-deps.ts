@@ -1,6 +1,7 @@
 import type { Outcome } from '../lib/actuator.js';
 import type { ClusterClient } from '../lib/cluster/cluster-client.js';
 import type { PolicyConfig } from '../lib/config.js';
+import type { ProfileStoreRef } from '../lib/decisions/profile-store.js';
 import type { MetricsSource } from '../lib/metrics/metrics-source.js';
 import type { ThroughputOracle } from '../lib/model/throughput-model.js';
 import type { JobRef } from '../lib/types.js';
@@ -23,11 +24,8 @@ export interface HandlerDeps {
   /** When true nothing is written: plans are computed and reported only. */
   dryRun: boolean;
   logger: Logger;
-  /**
-   * Where job profiles live (one ConfigMap, one key per namespace and signature), and how many one namespace may
-   * keep (unset: DEFAULT_PROFILE_LIMITS.maxProfilesPerNamespace).
-   */
-  profiles: { namespace: string; configMapName: string; perNamespace?: number };
+  /** Where job profiles live (one ConfigMap, one key per namespace and signature), and one namespace's share. */
+  profiles: ProfileStoreRef;
   /** Priority class name -> value, for jobs that name a class (the API server resolves pods, not CRDs). */
   priorityClasses?: Record<string, number>;
   /**

@@ -10,7 +10,7 @@ import { loadEksKubeConfig } from '../lib/cluster/eks-kubeconfig.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../lib/cluster/kubernetes-cluster-client.js';
 import { RetryingClusterClient } from '../lib/cluster/retrying-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../lib/config.js';
-import { DEFAULT_PROFILE_LIMITS } from '../lib/decisions/profile-store.js';
+import { DEFAULT_PROFILE_LIMITS, type ProfileStoreRef } from '../lib/decisions/profile-store.js';
 import { ConfigError } from '../lib/errors.js';
 import { DEFAULT_OWN_NAMESPACE, isSystemNamespace } from '../lib/management.js';
 import { PrometheusMetricsSource } from '../lib/metrics/prometheus-metrics-source.js';
@@ -35,7 +35,7 @@ export interface RuntimeConfig {
   policy: PolicyConfig;
   dryRun: boolean;
   logLevel: string;
-  profiles: { namespace: string; configMapName: string; perNamespace: number };
+  profiles: Required<ProfileStoreRef>;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -13,6 +13,8 @@ import {
 export interface ProfileStoreRef {
   namespace: string;
   configMapName: string;
+  /** Profiles one namespace may keep (TRAINSCALER_PROFILES_PER_NAMESPACE); unset: the limits' own. */
+  perNamespace?: number;
 }
 
 /**
@@ -168,7 +170,8 @@ export async function recordRun(
   dryRun: boolean,
   options: { logger?: StoreLogger; limits?: ProfileLimits } = {},
 ): Promise<JobProfile> {
-  const limits = options.limits ?? DEFAULT_PROFILE_LIMITS;
+  const base = options.limits ?? DEFAULT_PROFILE_LIMITS;
+  const limits = { ...base, maxProfilesPerNamespace: store.perNamespace ?? base.maxProfilesPerNamespace };
   if (run.signature.length > limits.maxSignatureLength)
     throw new ValidationError(
       jsonPointer(['metadata', 'annotations', ANNOTATION.signature]),
