@@ -151,6 +151,8 @@ interface WorkerLayout {
   nodes: readonly string[];
   /** Workers of its shape that still fit on the nodes it runs on. */
   room: number;
+  /** The node it runs on with the most room (worker-0's among equals), where its next workers should land. */
+  roomiest?: string;
 }
 
 export function decideRebalance(input: RebalanceInput): Plan[] {
@@ -931,10 +933,17 @@ function layoutOf(
   // The job's counted node span must agree with the layout, or the layout is stale.
   if (own.size !== entry.current.nodes) return undefined;
   let room = 0;
-  for (const node of capacity.nodes) {
-    if (node.schedulable && own.has(node.name)) room += podsFittingOnNode(freeOnNode(node), worker.requests);
+  let roomiest: { name: string; room: number } | undefined;
+  // Visited in replica order, so worker-0's node wins a tie.
+  const byName = new Map(capacity.nodes.map((n) => [n.name, n]));
+  for (const name of own) {
+    const node = byName.get(name);
+    if (!node?.schedulable) continue;
+    const fits = podsFittingOnNode(freeOnNode(node), worker.requests);
+    room += fits;
+    if (fits > 0 && fits > (roomiest?.room ?? 0)) roomiest = { name, room: fits };
   }
-  return { nodes, room };
+  return roomiest ? { nodes, room, roomiest: roomiest.name } : { nodes, room };
 }
 
 function predict(s: Slot, k: number): number | undefined {
@@ -1045,6 +1054,8 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
   }
   const limit = slotGrowthLimit(s, config);
   if (s.k > s.k0 && limit.why) parts.push(`growth rule: ${limit.why}`);
+  const landing = s.k > s.k0 ? s.layout?.roomiest : undefined;
+  if (landing) parts.push(`new Worker pods prefer node ${landing}, the one it runs on with the most room`);
   if (s.k > s.k0 && before !== undefined && after !== undefined) {
     parts.push(
       `gain over ${describeRemaining(s.entry.remainingSeconds)} = ${formatDuration(timeSaved(s.remaining, before, after))} ` +
@@ -1054,7 +1065,12 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
   return planWithinKind(s.entry.job, {
     ref: s.entry.job.ref,
     policy: 'rebalance',
-    changes: [{ kind: 'replicas', role: 'Worker', from: s.k0, to: s.k }],
+    changes: [
+      { kind: 'replicas', role: 'Worker', from: s.k0, to: s.k },
+      // Growth is predicted on the nodes the job runs on while they have room (workerNodesAt): the new pods
+      // are steered there, or the scheduler opens other nodes.
+      ...(landing ? [{ kind: 'prefer-node' as const, role: 'Worker' as const, node: landing }] : []),
+    ],
     reason: `${s.k0} -> ${s.k} workers: ${parts.join('; ')}`,
   });
 }

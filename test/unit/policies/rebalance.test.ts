@@ -1007,4 +1007,50 @@ describe('decideRebalance: sizes are predicted on the nodes the job would really
     };
     assert.deepEqual(run(probed, twoNodes(0, 4)), { yolo: 7 });
   });
+
+  describe('a growth steers its new workers to the node it runs on with the most room', () => {
+    // Faster with every worker while it spans at most two nodes; a third node costs half.
+    const twoNodeModel: ThroughputModel = {
+      sampleCount: 6,
+      distinctScales: 3,
+      predict(p: Placement) {
+        const tp = (p.nodes > 2 ? 5 : 10) * p.replicas;
+        return { stepTime: (p.replicas * p.localBatchSize) / tp, stdev: 0, throughput: tp };
+      },
+    };
+    const growing = (workerNodes: string[]) => ({
+      ...job(workerNodes.length, workerNodes),
+      model: twoNodeModel,
+    });
+    const preference = (plans: Plan[]) =>
+      plans.flatMap((p) => p.changes.flatMap((c) => (c.kind === 'prefer-node' ? [c.node] : [])));
+    const plan = (j: RebalanceJob, cap: ClusterCapacity) =>
+      decideRebalance({ jobs: [j], capacity: cap, config, now: NOW });
+
+    it("worker-0's node full: the other node it runs on, not a new one", () => {
+      const cap = { nodes: [node('a', 0), node('b', 2), node('c', 4)] };
+      const plans = plan(growing(['a', 'a', 'b']), cap);
+      assert.deepEqual(sizes(plans), { yolo: 5 });
+      assert.deepEqual(preference(plans), ['b']);
+      assert.match(
+        plans[0]?.reason ?? '',
+        /new Worker pods prefer node b, the one it runs on with the most room/,
+      );
+    });
+
+    it("worker-0's node among equals", () => {
+      const cap = { nodes: [node('a', 1), node('b', 1), node('c', 4)] };
+      assert.deepEqual(preference(plan(growing(['a', 'b']), cap)), ['a']);
+    });
+
+    it('no preference when its nodes have no room, or on a shrink', () => {
+      const full = { nodes: [node('a', 0), node('b', 0), node('c', 4)] };
+      const grown = plan(growing(['a', 'b']), full);
+      assert.deepEqual(sizes(grown), { yolo: 6 }, 'onto node c');
+      assert.deepEqual(preference(grown), []);
+      const shrunk = plan(job(4, ['a', 'a', 'a', 'b']), twoNodes(0, 3));
+      assert.deepEqual(sizes(shrunk), { yolo: 3 });
+      assert.deepEqual(preference(shrunk), []);
+    });
+  });
 });
