@@ -941,7 +941,7 @@ function layoutOf(
     if (!node?.schedulable) continue;
     const fits = podsFittingOnNode(freeOnNode(node), worker.requests);
     room += fits;
-    if (fits > 0 && fits > (roomiest?.room ?? 0)) roomiest = { name, room: fits };
+    if (fits > (roomiest?.room ?? 0)) roomiest = { name, room: fits };
   }
   return roomiest ? { nodes, room, roomiest: roomiest.name } : { nodes, room };
 }
