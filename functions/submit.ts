@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { actOnJob, decisionIdOf, type JobSnapshot } from '../lib/actuator.js';
+import { actOnJob, decisionIdOf, type JobSnapshot, type Outcome } from '../lib/actuator.js';
 import { EVENT_MESSAGE_LIMIT, eventMessage, FULL_REASON_IN_LOG } from '../lib/cluster/event-message.js';
 import { capacityOf, exceptPodsOf, loadCapacity, podsOf } from '../lib/cluster/load-capacity.js';
 import { loadProfile, profileOwnerOf } from '../lib/decisions/profile-store.js';
@@ -51,7 +51,7 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
   const ref = parseSubmit(payload);
   const cluster = await loadCapacity(deps.cluster, deps.clock());
   let advised: JobView | undefined;
-  let outcome: Awaited<ReturnType<typeof actOnJob>>;
+  let outcome: Outcome;
   try {
     outcome = await actOnJob(
       ref,

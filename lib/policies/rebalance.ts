@@ -17,7 +17,7 @@ import {
 } from '../cluster/capacity.js';
 import type { PolicyConfig } from '../config.js';
 import type { Placement, ThroughputModel } from '../model/throughput-model.js';
-import type { ClusterCapacity, JobView, Plan, Resources, RoleView } from '../types.js';
+import type { ClusterCapacity, JobView, NodeView, Plan, Resources, RoleView } from '../types.js';
 import { formatPercent } from './format.js';
 import { planWithinKind } from './kind-limits.js';
 import {
@@ -177,6 +177,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
   const slots: Slot[] = [];
   const seen = new Set<string>();
   const manyNodes = input.capacity.nodes.filter((n) => n.schedulable).length > 1;
+  const nodesByName = new Map(input.capacity.nodes.map((n) => [n.name, n]));
   // Jobs mostly share a few pod shapes; the largest node's room per shape is the same for all of them.
   const perNodeByShape = new Map<string, number>();
   const perNodeFor = (requests: Resources): number => {
@@ -221,7 +222,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
       meanPredictions: new Map(),
       onMean: false,
       onOptimism: false,
-      layout: layoutOf(entry, worker, input.capacity),
+      layout: layoutOf(entry, worker, nodesByName),
     });
   }
   return slots.sort(
@@ -925,7 +926,7 @@ function workerNodesAt(s: Slot, k: number): number {
 function layoutOf(
   entry: RebalanceJob,
   worker: RoleView,
-  capacity: ClusterCapacity,
+  nodesByName: ReadonlyMap<string, NodeView>,
 ): WorkerLayout | undefined {
   const nodes = entry.workerNodes;
   if (!nodes || nodes.length !== entry.current.replicas || nodes.length === 0) return undefined;
@@ -935,9 +936,8 @@ function layoutOf(
   let room = 0;
   let roomiest: { name: string; room: number } | undefined;
   // Visited in replica order, so worker-0's node wins a tie.
-  const byName = new Map(capacity.nodes.map((n) => [n.name, n]));
   for (const name of own) {
-    const node = byName.get(name);
+    const node = nodesByName.get(name);
     if (!node?.schedulable) continue;
     const fits = podsFittingOnNode(freeOnNode(node), worker.requests);
     room += fits;
