@@ -50,6 +50,8 @@ interface JobSpec {
   asked?: number;
   /** Nodes its workers run on (1 unless said). */
   nodes?: number;
+  /** The job's signature (its name unless said): jobs of one signature are alike. */
+  signature?: string;
 }
 
 function view(
@@ -93,6 +95,7 @@ function entry(spec: JobSpec): RebalanceJob {
   job.elastic = spec.elastic ?? true;
   if (spec.lastActionAt !== undefined) job.state.lastActionAt = spec.lastActionAt;
   if (spec.asked !== undefined) job.state.askedWorkers = spec.asked;
+  if (spec.signature !== undefined) job.signature = spec.signature;
   return {
     job,
     model: spec.table ? tableModel(spec.table) : undefined,
@@ -590,6 +593,80 @@ describe('decideRebalance: urgency', () => {
     assert.deepEqual(sizes(rebalance([{ ...a, remainingSeconds: 900 }, b], { capacity: capacity(4, 5) })), {
       a: 3,
     });
+  });
+});
+
+describe('decideRebalance: alike jobs end one after the other', () => {
+  /** Throughput `slope` x k + (100 - slope): 100 samples/s on one worker, `slope` more per worker after it. */
+  const linear = (slope: number) =>
+    Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i + 1, slope * (i + 1) + 100 - slope]));
+  // Equal gains per GPU, and time left too close for the urgency weighting to move a worker (reclaim).
+  const first = { name: 'first', signature: 'resnet', k: 8, table: linear(100), remainingSeconds: 7_200 };
+  const later = { name: 'later', signature: 'resnet', k: 8, table: linear(100), remainingSeconds: 10_800 };
+
+  it('moves workers from the one with longer to run to the one ending first, one step at most', () => {
+    const plans = rebalance([first, later]);
+    assert.deepEqual(sizes(plans), { first: 12, later: 4 });
+    const byName = Object.fromEntries(plans.map((p) => [p.ref.name, p.reason]));
+    assert.match(
+      byName.later ?? '',
+      /-4 to ml\/first, alike and ending first: the GPUs come back when it ends/,
+    );
+    assert.match(byName.first ?? '', /\+4 from ml\/later, alike and with longer to run/);
+  });
+
+  it('leaves jobs of different signatures, and equal remaining times, to the marginal comparisons', () => {
+    assert.deepEqual(rebalance([first, { ...later, signature: 'bert' }]), []);
+    assert.deepEqual(rebalance([first, { ...later, remainingSeconds: 7_200 }]), []);
+  });
+
+  it('only for a recipient with at least an hour to run', () => {
+    assert.deepEqual(rebalance([{ ...first, remainingSeconds: 3_000 }, later]), []);
+  });
+
+  it('only where each moved GPU does at least 75% of a one-worker job', () => {
+    assert.deepEqual(
+      rebalance([
+        { ...first, table: linear(60) },
+        { ...later, table: linear(60) },
+      ]),
+      [],
+    );
+    assert.deepEqual(
+      sizes(
+        rebalance([
+          { ...first, table: linear(80) },
+          { ...later, table: linear(80) },
+        ]),
+      ),
+      {
+        first: 12,
+        later: 4,
+      },
+    );
+  });
+
+  it('only while the recipient gains at least what the donor loses', () => {
+    // 100 samples/s a worker up to 8, 80 above: the ending job would gain 0.8 of what the other loses.
+    const bent = Object.fromEntries(
+      Array.from({ length: 16 }, (_, i) => [i + 1, i < 8 ? 100 * (i + 1) : 800 + 80 * (i - 7)]),
+    );
+    assert.deepEqual(
+      rebalance([
+        { ...first, table: bent },
+        { ...later, table: bent },
+      ]),
+      [],
+    );
+  });
+
+  it('never takes from a job of higher priority, nor below the donor minimum', () => {
+    assert.deepEqual(rebalance([first, { ...later, priority: 10 }]), []);
+    assert.deepEqual(sizes(rebalance([first, { ...later, min: 6 }])), { first: 10, later: 6 });
+  });
+
+  it('not from a donor in its cool-down', () => {
+    assert.deepEqual(rebalance([first, { ...later, lastActionAt: NOW - 10 }]), []);
   });
 });
 
