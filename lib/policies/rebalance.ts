@@ -730,13 +730,9 @@ function reclaimLowValueWorkers(
  * the freed GPUs back then: its own end barely moves while the recipient's comes earlier (the exchange argument
  * behind SRPT). The marginal comparisons above cannot see this: two alike jobs of equal size have equal gains
  * per GPU at every exponent, so they split the cluster and end together (three 1.0x imagenet jobs of
- * workload-1 at 20-23 workers each for five hours).
+ * workload-1 at 20-23 workers each for 5.7 hours).
  */
-function finishFirstAmongAlike(
-  slots: Slot[],
-  capacity: ClusterCapacity,
-  config: PolicyConfig,
-): ClusterCapacity {
+function finishFirstAmongAlike(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): void {
   let cap = capacity;
   const timed = slots
     .filter((s) => s.entry.model !== undefined && s.entry.remainingSeconds !== undefined)
@@ -771,7 +767,6 @@ function finishFirstAmongAlike(
       addNote(r, `first:${d.key}`, step, `from ${d.key}, alike and with longer to run`);
     }
   }
-  return cap;
 }
 
 /** Workers (up to the growth and shrink limits) the recipient takes from the donor in finishFirstAmongAlike; 0 for none. */

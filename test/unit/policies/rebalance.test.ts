@@ -665,6 +665,17 @@ describe('decideRebalance: alike jobs end one after the other', () => {
     assert.deepEqual(sizes(rebalance([first, { ...later, min: 6 }])), { first: 10, later: 6 });
   });
 
+  it('takes at most one step from a donor in a decision, whatever the number of recipients', () => {
+    // The first recipient stops at its maximum (2 more), the second gets what is left of the donor's step.
+    const second = { ...first, name: 'second', remainingSeconds: 9_000 };
+    const big = { ...later, k: 12 };
+    assert.deepEqual(sizes(rebalance([{ ...first, max: 10 }, second, big])), {
+      first: 10,
+      second: 10,
+      later: 8,
+    });
+  });
+
   it('not from a donor in its cool-down', () => {
     assert.deepEqual(rebalance([first, { ...later, lastActionAt: NOW - 10 }]), []);
   });
