@@ -200,6 +200,11 @@ function addsGpus(plan: Plan, view: JobView): boolean {
   });
 }
 
+/** Worker pods running now: with JobAutoscalerState.largestRunWorkers, a size the job has run at. */
+export function runningWorkersOf(pods: readonly PodView[]): number {
+  return pods.filter((p) => p.role === 'Worker' && p.phase === 'Running').length;
+}
+
 /** Changes that only say where pods created later should go: no running pod notices them. */
 const MOVES_NO_POD: ReadonlySet<Change['kind']> = new Set(['prefer-node']);
 
@@ -208,6 +213,7 @@ function nextState(
   plan: Plan,
   record: DecisionRecord,
   context: GuardrailContext,
+  runningWorkers: number,
 ): JobAutoscalerState {
   const state: JobAutoscalerState = { ...view.state, lastDecisionId: record.id };
   // The cool-down counts from a write that changed how the job runs. A node preference alone moves no pod and
@@ -220,6 +226,7 @@ function nextState(
   const worker = view.roles.find((r) => r.role === 'Worker');
   if (view.state.askedWorkers === undefined && view.state.lastActionAt === undefined && worker)
     state.askedWorkers = worker.replicas;
+  if (runningWorkers > (view.state.largestRunWorkers ?? 0)) state.largestRunWorkers = runningWorkers;
   // Remembered so that a later review measures its cost from the job's metrics; a resize that restarts
   // nothing (no pod of the job placed, or only never-placed replicas removed) has no pause to measure.
   const rescale = plan.changes.find(
@@ -335,7 +342,9 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       write: randomBytes(6).toString('hex'),
     };
     const annotations = {
-      [ANNOTATION.state]: JSON.stringify(nextState(view, plan, record, context)),
+      [ANNOTATION.state]: JSON.stringify(
+        nextState(view, plan, record, context, runningWorkersOf(snapshot.pods)),
+      ),
       [ANNOTATION.lastDecision]: JSON.stringify(record),
       [ANNOTATION.history]: JSON.stringify([...readHistory(obj), record].slice(-HISTORY_LENGTH)),
     };

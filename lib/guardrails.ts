@@ -177,23 +177,31 @@ function roundToMultiple(located: Located, violations: string[]): Located {
   return { change: { ...change, to }, role };
 }
 
-function clampReplicas(change: Change & { kind: 'replicas' }, role: RoleView, step: number): number {
+function clampReplicas(
+  change: Change & { kind: 'replicas' },
+  role: RoleView,
+  step: number,
+  largestRun: number,
+): number {
   const to = Math.min(Math.max(change.to, role.minReplicas), role.maxReplicas);
   // The step bound wins over the range: a job outside its bounds moves towards them one step at a time.
   // Without a step bound (a queued job shrinking) the change may only go down, even towards the bounds.
   if (!Number.isFinite(step)) return Math.min(to, change.from);
   const maxStep = Math.max(0, Math.floor(step));
-  return Math.min(Math.max(to, change.from - maxStep), change.from + maxStep);
+  // Growing back to a size the job has run at is no step into the unknown: the bound starts above it.
+  const top = Math.max(change.from + maxStep, change.role === 'Worker' ? largestRun : 0);
+  return Math.min(Math.max(to, change.from - maxStep), top);
 }
 
 function guardChange(
   { change, role }: Located,
   config: GuardrailConfig,
   step: number,
+  largestRun: number,
   violations: string[],
 ): Located {
   if (change.kind === 'replicas' && role) {
-    const to = clampReplicas(change, role, step);
+    const to = clampReplicas(change, role, step, largestRun);
     if (to !== change.to)
       violations.push(`${change.role} replicas ${change.to} clamped to ${to} (bounds, max step)`);
     return { change: { ...change, to }, role };
@@ -243,6 +251,7 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
       located,
       config,
       restartsNothing(located) ? Number.POSITIVE_INFINITY : config.maxReplicaStep,
+      job.state.largestRunWorkers ?? 0,
       violations,
     ),
   );

@@ -78,6 +78,11 @@ export interface JobAutoscalerState {
    * pods' start included (reported, not charged).
    */
   rescaleCost?: { upPause?: number; upToFirstStep?: number; down?: number; measuredFor?: number };
+  /**
+   * The most Worker pods the job has had running when trainscaler wrote to it: a size it has run at, so
+   * growing back to it is no step into the unknown (growthLimit, the guardrails' step bound).
+   */
+  largestRunWorkers?: number;
 }
 
 /**

@@ -543,6 +543,12 @@ export function parseState(obj: KubeObject): JobAutoscalerState {
     parsed.askedWorkers >= 0
   )
     state.askedWorkers = parsed.askedWorkers;
+  if (
+    typeof parsed.largestRunWorkers === 'number' &&
+    Number.isInteger(parsed.largestRunWorkers) &&
+    parsed.largestRunWorkers > 0
+  )
+    state.largestRunWorkers = parsed.largestRunWorkers;
   const rescale = parsed.lastRescale;
   if (
     isObject(rescale) &&

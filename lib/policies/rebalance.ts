@@ -906,15 +906,25 @@ function slotGrowthLimit(s: Slot, config: PolicyConfig) {
       distinctScales: s.entry.model?.distinctScales ?? 0,
       remainingKnown: s.entry.remainingSeconds !== undefined,
       nodeFill: nodeFill(s),
+      regrow: regrowOf(s),
     },
     config,
   );
 }
 
+function regrowOf(s: Slot): { from: number; largestRun?: number } {
+  return { from: s.k0, largestRun: s.entry.job.state.largestRunWorkers };
+}
+
 /** The growth rule's step once the job has been measured at a second size (what a probe opens). */
 function growthLimitOnceMeasured(s: Slot, config: PolicyConfig) {
   return growthLimit(
-    { distinctScales: 2, remainingKnown: s.entry.remainingSeconds !== undefined, nodeFill: nodeFill(s) },
+    {
+      distinctScales: 2,
+      remainingKnown: s.entry.remainingSeconds !== undefined,
+      nodeFill: nodeFill(s),
+      regrow: regrowOf(s),
+    },
     config,
   );
 }

@@ -100,7 +100,13 @@ export function scaleDownPaysOff(
  * never crosses the boundary. Filling the node is the smallest step that measures the job across nodes.
  */
 export function growthLimit(
-  evidence: { distinctScales: number; remainingKnown: boolean; nodeFill?: number },
+  evidence: {
+    distinctScales: number;
+    remainingKnown: boolean;
+    nodeFill?: number;
+    /** The job's workers now and the most it has run at (JobAutoscalerState.largestRunWorkers). */
+    regrow?: { from: number; largestRun?: number };
+  },
   config: Pick<PolicyConfig, 'maxReplicaStep'>,
 ): { workers: number; why?: string } {
   const step = Math.max(0, Math.floor(config.maxReplicaStep));
@@ -112,6 +118,12 @@ export function growthLimit(
   };
   if (evidence.distinctScales < 2) return one('seen at one size only: one probe worker at a time');
   if (!evidence.remainingKnown) return one('remaining time unknown: one worker at a time');
+  // A job shrunk for others and measured at two sizes grows back to a size it has run at in one decision: a
+  // step a cool-down at a time took a 46-worker imagenet job 10 decisions and 18 minutes from 8 back to 45
+  // beside 36 idle GPUs (1.0x workload-1). Beyond that size the step holds: there the model extrapolates.
+  const back = evidence.regrow ? (evidence.regrow.largestRun ?? 0) - evidence.regrow.from : 0;
+  if (back > step)
+    return { workers: back, why: `back to the ${evidence.regrow?.largestRun} workers it has run at` };
   return { workers: step };
 }
 
@@ -182,7 +194,11 @@ export function decideTuning(input: TuningInput): Plan {
   const costs = rescaleCostsOf(job, config);
 
   const limit = growthLimit(
-    { distinctScales: model.distinctScales, remainingKnown: input.remainingSeconds !== undefined },
+    {
+      distinctScales: model.distinctScales,
+      remainingKnown: input.remainingSeconds !== undefined,
+      regrow: { from: k, largestRun: job.state.largestRunWorkers },
+    },
     config,
   );
   const limitNote = limit.why ? ` (growth rule: ${limit.why})` : '';

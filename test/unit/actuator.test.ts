@@ -11,6 +11,7 @@ import {
   decisionIdOf,
   type JobSnapshot,
   loadSnapshot,
+  runningWorkersOf,
 } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
@@ -19,7 +20,7 @@ import { EVENT_MESSAGE_LIMIT } from '../../lib/cluster/event-message.js';
 import { ApiError, ConflictError, TrainscalerError } from '../../lib/errors.js';
 import { placedReplicasOf } from '../../lib/guardrails.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
-import type { Change, JobAutoscalerState, JobRef, Plan } from '../../lib/types.js';
+import type { Change, JobAutoscalerState, JobRef, Plan, PodView } from '../../lib/types.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
 import { FIXED_APP_MODEL } from './sim/fixed-app-model.js';
 
@@ -323,6 +324,51 @@ describe('actOnJob: the write and its audit trail', () => {
     const grown = await actOnJob(TOY, workersTo(3, 'rebalance'), deps);
     assert.equal(grown.applied, true, 'the rebalance may act at once after a preference');
     assert.equal((await job(sim)).state.lastActionAt, sim.clock.now());
+  });
+
+  it('records the most Worker pods it has seen running at a write, and never lowers it', async () => {
+    const { sim, deps } = setup({ job: managed(toyJob({ workers: 6, minReplicas: 1, maxReplicas: 16 })) });
+    await actOnJob(TOY, workersTo(5), deps);
+    assert.equal((await job(sim)).state.largestRunWorkers, undefined, 'none running yet: nothing recorded');
+    sim.step(600);
+    const running = (await sim.listPods('team-a')).filter((p) => p.status?.phase === 'Running').length;
+    assert.equal(running, 5);
+    await actOnJob(TOY, workersTo(3), deps);
+    assert.equal((await job(sim)).state.largestRunWorkers, 5);
+    sim.step(600);
+    await actOnJob(TOY, workersTo(2), deps);
+    assert.equal((await job(sim)).state.largestRunWorkers, 5, 'fewer running now: the most stays');
+  });
+
+  it('a size run at counts Worker pods only, running only', () => {
+    const pod = (role: PodView['role'], phase: PodView['phase'], i: number): PodView => ({
+      name: `p-${i}`,
+      namespace: 'team-a',
+      role,
+      index: i,
+      phase,
+      restartCount: 0,
+      requests: { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 },
+      limits: { cpuMillis: 1000, memoryBytes: GiB, gpus: 1 },
+    });
+    const pods = [
+      pod('Worker', 'Running', 0),
+      pod('Worker', 'Running', 1),
+      pod('Worker', 'Pending', 2),
+      pod('Master', 'Running', 0),
+      pod('PS', 'Running', 0),
+    ];
+    assert.equal(runningWorkersOf(pods), 2);
+  });
+
+  it('counts only Worker pods running: pods waiting for a node are no size the job has run at', async () => {
+    const { sim, deps } = setup({ job: managed(toyJob({ workers: 40, minReplicas: 1, maxReplicas: 64 })) });
+    sim.step(60);
+    const pods = await sim.listPods('team-a');
+    const running = pods.filter((p) => p.status?.phase === 'Running').length;
+    assert.ok(running > 1 && running < pods.length, `${running} of ${pods.length} running`);
+    await actOnJob(TOY, workersTo(39, 'fault'), deps);
+    assert.equal((await job(sim)).state.largestRunWorkers, running);
   });
 
   it('a pause is recorded in the state and audited as a Warning', async () => {

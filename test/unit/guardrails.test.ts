@@ -45,8 +45,9 @@ const jobArb: fc.Arbitrary<Case> = fc
     master: fc.boolean(),
     namespace: fc.constantFrom('team-a', 'team-b', 'kube-system'),
     lastActionAgo: fc.option(fc.integer({ min: 0, max: 3_600 }), { nil: undefined }),
+    largestRun: fc.option(fc.integer({ min: 1, max: 80 }), { nil: undefined }),
   })
-  .map(({ workers, min, span, gpus, memoryGiB, master, namespace, lastActionAgo }): Case => {
+  .map(({ workers, min, span, gpus, memoryGiB, master, namespace, lastActionAgo, largestRun }): Case => {
     const sizing = { gpus, cpuMillis: 1000, memoryBytes: memoryGiB * GiB };
     const obj = pytorchJobManifest({
       name: 'j',
@@ -63,6 +64,7 @@ const jobArb: fc.Arbitrary<Case> = fc
     obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION.managed]: 'true' };
     const view = readJob(obj);
     if (lastActionAgo !== undefined) view.state.lastActionAt = NOW - lastActionAgo;
+    if (largestRun !== undefined) view.state.largestRunWorkers = largestRun;
     return { obj, view };
   });
 
@@ -116,6 +118,12 @@ function written({ obj }: Case, guarded: GuardedPlan): JobView {
   return readJob(jsonpatch.applyPatch(structuredClone(obj), patch as Operation[], true, false).newDocument);
 }
 
+/** The most a role may grow in one write: the step, or back to the Worker count the job has run at. */
+function growthStep(c: Case, role: RoleView, config: GuardrailConfig): number {
+  const back = role.role === 'Worker' ? (c.view.state.largestRunWorkers ?? 0) - role.replicas : 0;
+  return Math.max(config.maxReplicaStep, back);
+}
+
 function memoryOf(view: JobView, role: RoleName, field: 'requests' | 'limits'): number | undefined {
   return view.roles.find((r) => r.role === role)?.[field].memoryBytes;
 }
@@ -156,7 +164,8 @@ describe('guardrails (property-based, on the values written to a real job object
           const now = after.roles.find((r) => r.role === before.role)?.replicas;
           assert.ok(now !== undefined && Number.isInteger(now) && now >= 0, `integer replicas ${now}`);
           const was = before.replicas;
-          assert.ok(Math.abs(now - was) <= config.maxReplicaStep, `step ${was} -> ${now}`);
+          const step = now > was ? growthStep(c, before, config) : config.maxReplicaStep;
+          assert.ok(Math.abs(now - was) <= step, `step ${was} -> ${now}`);
           const inRange = now >= before.minReplicas && now <= before.maxReplicas;
           // A job outside its bounds may only move towards them.
           const towards =
@@ -269,7 +278,10 @@ describe('guardrails (property-based, on the values written to a real job object
           const now = after.roles.find((r) => r.role === before.role)?.replicas ?? Number.NaN;
           if (now > before.replicas) {
             // Growth keeps the step bound and the cool-down, queued or not.
-            assert.ok(now - before.replicas <= config.maxReplicaStep, `step ${before.replicas} -> ${now}`);
+            assert.ok(
+              now - before.replicas <= growthStep(c, before, config),
+              `step ${before.replicas} -> ${now}`,
+            );
             assert.ok(!cooling, 'grew in the cool-down');
           }
           if (now < before.replicas && before.replicas >= before.minReplicas)
@@ -408,6 +420,63 @@ describe('guardrails: what each one says and does', () => {
       { job: job(), config, now: NOW, clusterGpusAllocated: 0, ...extra },
     );
   const toOf = (out: GuardedPlan, i = 0) => (out.plan.changes[i] as { to: number } | undefined)?.to;
+
+  it('the step bound lets Worker growth back to the most workers the job has run at, no further', () => {
+    const ranAt = (largestRunWorkers?: number) => {
+      const j = job();
+      j.state.largestRunWorkers = largestRunWorkers;
+      return j;
+    };
+    const grow = (to: number, largestRunWorkers?: number) =>
+      applyGuardrails(
+        {
+          ref: TOY,
+          policy: 'rebalance',
+          reason: 'why',
+          changes: [{ kind: 'replicas', role: 'Worker', from: 4, to }],
+        },
+        { job: ranAt(largestRunWorkers), config, now: NOW, clusterGpusAllocated: 0 },
+      );
+    // Step 2 from 4 workers: 6 at most, unless the job has run at more.
+    assert.equal(toOf(grow(9, 9)), 9);
+    assert.equal(toOf(grow(12, 9)), 9);
+    assert.deepEqual(grow(12, 9).violations, ['Worker replicas 12 clamped to 9 (bounds, max step)']);
+    assert.equal(toOf(grow(9)), 6, 'no size run at: the step');
+    assert.equal(toOf(grow(9, 5)), 6, 'a size run at within the step: the step');
+    // The size run at counts Worker pods: another role keeps its step.
+    const withPs = jobView({ ref: TOY, state: { oomCount: 0, paused: false, largestRunWorkers: 9 } }, [
+      workerRole({ cpuMillis: 1000, memoryBytes: GiB, gpus: 1 }),
+      workerRole(
+        { cpuMillis: 1000, memoryBytes: GiB, gpus: 0 },
+        { role: 'PS', replicas: 1, maxReplicas: 16 },
+      ),
+    ]);
+    const ps = applyGuardrails(
+      {
+        ref: TOY,
+        policy: 'rebalance',
+        reason: 'why',
+        changes: [{ kind: 'replicas', role: 'PS', from: 1, to: 9 }],
+      },
+      { job: withPs, config, now: NOW, clusterGpusAllocated: 0 },
+    );
+    assert.equal(toOf(ps), 3);
+    // A shrink keeps its step bound whatever the size run at.
+    assert.equal(
+      toOf(
+        applyGuardrails(
+          {
+            ref: TOY,
+            policy: 'rebalance',
+            reason: 'why',
+            changes: [{ kind: 'replicas', role: 'Worker', from: 4, to: 1 }],
+          },
+          { job: ranAt(9), config, now: NOW, clusterGpusAllocated: 0 },
+        ),
+      ),
+      2,
+    );
+  });
 
   it('names every clamp in the violations and the reason, measured from the live values', () => {
     const out = run([

@@ -496,6 +496,10 @@ describe('readJob: every field, its default and its error', () => {
     );
     assert.deepEqual(state('5'), { oomCount: 0, paused: false });
     assert.deepEqual(state(''), { oomCount: 0, paused: false });
+    // A size run at lets growth past the step: only a positive whole count is one.
+    assert.equal(state('{"largestRunWorkers":12}').largestRunWorkers, 12);
+    for (const bad of ['0', '-3', '2.5', '"12"', 'null'])
+      assert.equal(state(`{"largestRunWorkers":${bad}}`).largestRunWorkers, undefined, bad);
     assert.throws(() => state('{'), invalid('/metadata/annotations/trainscaler.io~1state', /not valid JSON/));
   });
 

@@ -224,6 +224,23 @@ describe('decideRebalance: idle capacity', () => {
     assert.equal(change?.kind === 'replicas' && change.to, 4 + DEFAULT_POLICY_CONFIG.maxReplicaStep);
   });
 
+  it('growth rule: a job measured at two sizes grows back to the most workers it has run at, no further', () => {
+    const table = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i + 1, 100 * (i + 1)]));
+    const grown = (largestRunWorkers: number | undefined, model?: ThroughputModel) => {
+      const back = entry({ name: 'back', k: 4, max: 16, table, remainingSeconds: 36_000 });
+      back.job.state.largestRunWorkers = largestRunWorkers;
+      if (model) back.model = model;
+      return decideRebalance({ jobs: [back], capacity: capacity(4, 32), config, now: NOW });
+    };
+    const plans = grown(10);
+    assert.deepEqual(sizes(plans), { back: 10 });
+    assert.match(plans[0]?.reason ?? '', /growth rule: back to the 10 workers it has run at/);
+    assert.deepEqual(sizes(grown(undefined)), { back: 8 }, 'no size run at: the step');
+    assert.deepEqual(sizes(grown(6)), { back: 8 }, 'a size run at within the step: the step');
+    const once = { ...tableModel(table), distinctScales: 1 };
+    assert.deepEqual(sizes(grown(10, once)), { back: 5 }, 'seen at one size: one probe worker');
+  });
+
   it('growth rule: a probe of a large job clears the hysteresis on the step it opens', () => {
     // 24 workers seen at one size, +3% per worker on the mean: one worker alone is below the 5% hysteresis,
     // the step measuring it opens (maxReplicaStep, to 28: +7.1%) is not.

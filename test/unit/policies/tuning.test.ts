@@ -169,6 +169,25 @@ describe('decideTuning scale-up', () => {
     assert.equal(replicaChange(seenTwice).to, 8, 'two sizes seen: the full step');
   });
 
+  it('growth rule: a job measured at two sizes grows back to the most workers it has run at, no further', () => {
+    // Linear to 12 workers: the best is always the largest size allowed.
+    const table = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [i + 1, 100 * (i + 1)]));
+    const ranAt = (largestRunWorkers?: number) =>
+      job({ state: { oomCount: 0, paused: false, largestRunWorkers } }, [role({ maxReplicas: 12 })]);
+    const grows = (j: JobView, model = tableModel(table), remainingKnown = true) =>
+      decideTuning(
+        input({ job: j, model, capacity: capacity(8), remainingSeconds: remainingKnown ? 3600 : undefined }),
+      );
+    const back = grows(ranAt(10));
+    assert.equal(replicaChange(back).to, 10);
+    assert.match(back.reason, /growth rule: back to the 10 workers it has run at/);
+    assert.equal(replicaChange(grows(ranAt(undefined))).to, 8, 'no size run at: the step');
+    assert.equal(replicaChange(grows(ranAt(6))).to, 8, 'a size run at within the step: the step');
+    const once = { ...tableModel(table), distinctScales: 1 };
+    assert.equal(replicaChange(grows(ranAt(10), once)).to, 5, 'seen at one size: still one probe worker');
+    assert.equal(replicaChange(grows(ranAt(10), tableModel(table), false)).to, 5, 'remaining unknown');
+  });
+
   it('needs the time saved over the remaining run to exceed gainOverCostFactor x rescale cost', () => {
     // 400 -> 500: saved = R * (1 - 0.8) = 0.2 R against 2 x 50 s = 100 s.
     const at = (remainingSeconds: number) =>
