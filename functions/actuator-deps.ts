@@ -2,8 +2,10 @@ import type { ActuatorDeps } from '../lib/actuator.js';
 import { managementScope } from '../lib/management.js';
 import type { HandlerDeps } from './handler-deps.js';
 
-export function actuatorDeps(deps: HandlerDeps): ActuatorDeps {
+/** `triggeredAt`: when the trigger reached the handler (its first clock reading), which the cool-down counts from. */
+export function actuatorDeps(deps: HandlerDeps, triggeredAt: number): ActuatorDeps {
   const out: ActuatorDeps = {
+    triggeredAt,
     cluster: deps.cluster,
     clock: deps.clock,
     dryRun: deps.dryRun,

@@ -12,6 +12,7 @@ import { containJobError } from './job-errors.js';
 
 /** Metric alarm (Alertmanager webhook, CloudWatch via SNS or EventBridge): review each job it names. */
 export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
+  const triggeredAt = deps.clock();
   const triggers = parseAlarm(payload);
   const result: HandlerResult = { trigger: 'alarm', outcomes: [], errors: [] };
   if (triggers.length === 0) return { ...result, ignored: 'no firing alert' };
@@ -51,7 +52,7 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
               deps.logger,
             ),
           ),
-        actuatorDeps(deps),
+        actuatorDeps(deps, triggeredAt),
       );
       result.outcomes.push(outcome);
     } catch (error) {

@@ -15,6 +15,7 @@ import { containJobError } from './job-errors.js';
  * a job that succeeded has its run merged into its signature's profile for the next submission.
  */
 export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
+  const triggeredAt = deps.clock();
   const trigger = parseClusterEvent(payload);
   const result: HandlerResult = { trigger: 'cluster-event', outcomes: [], errors: [] };
   if (trigger.subject === 'ignored') return { ...result, ignored: trigger.why };
@@ -59,7 +60,7 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
           config: deps.config,
           now: deps.clock(),
         }),
-      actuatorDeps(deps),
+      actuatorDeps(deps, triggeredAt),
     );
     result.outcomes.push(outcome);
   } catch (error) {

@@ -63,6 +63,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   parseSchedule(payload);
   const result: HandlerResult = { trigger: 'schedule', outcomes: [], errors: [] };
   // One reading of which pods are leaving serves the whole tick: the stranded jobs' capacity is the same list's.
+  // Taken first, it is also when the tick reached the handler: the cool-down of what it writes counts from it.
   const listedAt = deps.clock();
   const state = await loadCapacity(deps.cluster, listedAt);
   const { capacity } = state;
@@ -156,7 +157,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
             config: deps.config,
             now: deps.clock(),
           }),
-        actuatorDeps(deps),
+        actuatorDeps(deps, listedAt),
       );
       result.outcomes.push(outcome);
       if (outcome.plan.changes.length > 0) reviewed.add(key(ref));
@@ -197,7 +198,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       const outcome = await actOnJob(
         plan.ref,
         (snapshot) => stillValid(plan, snapshot, planned.get(key(plan.ref))),
-        actuatorDeps(deps),
+        actuatorDeps(deps, listedAt),
       );
       result.outcomes.push(outcome);
     } catch (error) {

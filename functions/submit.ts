@@ -48,8 +48,9 @@ export function alreadyStarted(snapshot: JobSnapshot, now: number): string | und
 
 /** A job was submitted: configure its initial size from earlier runs of the same signature and free capacity. */
 export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
+  const triggeredAt = deps.clock();
   const ref = parseSubmit(payload);
-  const cluster = await loadCapacity(deps.cluster, deps.clock());
+  const cluster = await loadCapacity(deps.cluster, triggeredAt);
   let advised: JobView | undefined;
   let outcome: Outcome;
   try {
@@ -83,7 +84,7 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
         if (rendezvousAdvice(snapshot.view)) advised = snapshot.view;
         return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });
       },
-      actuatorDeps(deps),
+      actuatorDeps(deps, triggeredAt),
     );
   } catch (error) {
     // As on every other trigger: a job deleted before its read, or an API error on it, is this job's outcome,

@@ -61,6 +61,13 @@ export interface ActuatorDeps {
   guardrails?: Partial<GuardrailConfig>;
   /** Where the job's last rescale is measured (lib/decisions/rescale-measurement.ts); none: not measured. */
   metrics?: MetricsSource;
+  /**
+   * Epoch seconds at which the trigger behind this decision reached its handler. The cool-down counts from it,
+   * not from the write: a schedule tick writes its plans after reading every job and its metrics, seconds
+   * after the tick, and the tick two minutes on reads the job seconds after its own start, so counted from
+   * the write a 120 s cool-down held every job a third tick. Absent: the write's time.
+   */
+  triggeredAt?: number;
 }
 
 /** What the actuator read, handed to the policy so that it decides on exactly the version it will patch. */
@@ -214,11 +221,13 @@ function nextState(
   record: DecisionRecord,
   context: GuardrailContext,
   runningWorkers: number,
+  triggeredAt: number | undefined,
 ): JobAutoscalerState {
   const state: JobAutoscalerState = { ...view.state, lastDecisionId: record.id };
   // The cool-down counts from a write that changed how the job runs. A node preference alone moves no pod and
   // restarts nothing: counting it would hold a job just submitted out of the rebalance for the whole cool-down.
-  if (plan.changes.some((c) => !MOVES_NO_POD.has(c.kind))) state.lastActionAt = record.at;
+  if (plan.changes.some((c) => !MOVES_NO_POD.has(c.kind)))
+    state.lastActionAt = Math.min(triggeredAt ?? record.at, record.at);
   // Counted on the write, before torchelastic restarts: a decision is written once (resourceVersion pin).
   if (plan.changes.some((c) => spendsRestart(c, view, context)))
     state.scaleDowns = (view.state.scaleDowns ?? 0) + 1;
@@ -343,7 +352,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     };
     const annotations = {
       [ANNOTATION.state]: JSON.stringify(
-        nextState(view, plan, record, context, runningWorkersOf(snapshot.pods)),
+        nextState(view, plan, record, context, runningWorkersOf(snapshot.pods), deps.triggeredAt),
       ),
       [ANNOTATION.lastDecision]: JSON.stringify(record),
       [ANNOTATION.history]: JSON.stringify([...readHistory(obj), record].slice(-HISTORY_LENGTH)),

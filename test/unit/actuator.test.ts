@@ -371,6 +371,20 @@ describe('actOnJob: the write and its audit trail', () => {
     assert.equal((await job(sim)).state.largestRunWorkers, running);
   });
 
+  it("the cool-down counts from the trigger's arrival, never from after the write", async () => {
+    const early = setup();
+    const at = early.sim.clock.now();
+    await actOnJob(TOY, workersTo(3), { ...early.deps, triggeredAt: at - 5 });
+    assert.equal((await job(early.sim)).state.lastActionAt, at - 5);
+    const late = setup();
+    await actOnJob(TOY, workersTo(3), { ...late.deps, triggeredAt: at + 1000 });
+    assert.equal(
+      (await job(late.sim)).state.lastActionAt,
+      at,
+      'a trigger time after the write is not believed',
+    );
+  });
+
   it('a pause is recorded in the state and audited as a Warning', async () => {
     const { sim, deps } = setup();
     const outcome = await actOnJob(

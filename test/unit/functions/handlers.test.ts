@@ -376,6 +376,33 @@ describe('schedule handler', () => {
     assert.equal(sim.jobStatus(queuedRef).startedAt !== undefined, true, 'the queued job trains');
   });
 
+  it('a job written at one tick may move two ticks later, however long the tick took to write it', async () => {
+    const { sim, deps } = harness();
+    // Each clock reading inside a tick comes a quarter second after the one before: the handler reads every
+    // job and its metrics before it writes, as it does against a real API server and Prometheus.
+    let lag = 0;
+    const clock = () => {
+      lag += 0.25;
+      return sim.clock.now() + lag;
+    };
+    const slow: HandlerDeps = { ...deps, clock };
+    const tick = async () => {
+      lag = 0;
+      const result = await handleSchedule(scheduledEvent(), slow);
+      assert.deepEqual(result.errors, []);
+      return result.outcomes.find((o) => o.ref.name === TOY.name);
+    };
+    sim.submitJob(toyJob({ workers: 1, maxReplicas: 16 }));
+    sim.step(1200);
+    assert.equal((await tick())?.applied, true);
+    const first = workers(await sim.getJob(TOY)) ?? 0;
+    sim.step(deps.config.cooldownSeconds);
+    const second = await tick();
+    assert.doesNotMatch(second?.plan.reason ?? '', /cool-down/);
+    assert.equal(second?.applied, true, second?.plan.reason);
+    assert.ok((workers(await sim.getJob(TOY)) ?? 0) > first);
+  });
+
   it('rejects other EventBridge events, with no write', async () => {
     const { sim, deps } = harness();
     const mark = sim.writeLog().length;
