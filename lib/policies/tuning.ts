@@ -121,9 +121,9 @@ export function growthLimit(
   // A job shrunk for others and measured at two sizes grows back to a size it has run at in one decision: a
   // step a cool-down at a time took a 46-worker imagenet job 10 decisions and 18 minutes from 8 back to 45
   // beside 36 idle GPUs (1.0x workload-1). Beyond that size the step holds: there the model extrapolates.
-  const back = evidence.regrow ? (evidence.regrow.largestRun ?? 0) - evidence.regrow.from : 0;
-  if (back > step)
-    return { workers: back, why: `back to the ${evidence.regrow?.largestRun} workers it has run at` };
+  const { from = 0, largestRun = 0 } = evidence.regrow ?? {};
+  if (largestRun - from > step)
+    return { workers: largestRun - from, why: `back to the ${largestRun} workers it has run at` };
   return { workers: step };
 }
 
