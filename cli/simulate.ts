@@ -82,6 +82,7 @@ import {
   type MultiTenantOptions,
   multiTenantTraits,
   nodeFailureTimes,
+  workloadDrawKey,
 } from '../lib/sim/workload-multitenant.js';
 import { MEASURED_RESCALE_PAUSE_SECONDS } from '../lib/torchelastic/recommended-rendezvous.js';
 import type { JobRef } from '../lib/types.js';
@@ -432,7 +433,13 @@ async function runWorkload(
     ? multiTenantTraits(workload.jobs, settings.seed, settings.multiTenant)
     : undefined;
   const failures = settings.multiTenant
-    ? nodeFailureTimes(settings.seed, settings.nodes, settings.cap, settings.multiTenant)
+    ? nodeFailureTimes(
+        settings.seed,
+        workloadDrawKey(workload.jobs),
+        settings.nodes,
+        settings.cap,
+        settings.multiTenant,
+      )
     : [];
   const tracked = new Map<string, Tracked>();
   const triggers = runsTrainscaler(policy)

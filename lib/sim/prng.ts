@@ -19,3 +19,16 @@ export function mulberry32(seed: number): Prng {
 export function uniform(prng: Prng, min: number, max: number): number {
   return min + (max - min) * prng();
 }
+
+/**
+ * A 32-bit seed for one named stream of a run: the run's seed mixed with the name (FNV-1a), so that streams of
+ * different names are independent draws while each stays replayable.
+ */
+export function streamSeed(seed: number, name: string): number {
+  let h = (0x811c9dc5 ^ (seed >>> 0)) >>> 0;
+  for (let i = 0; i < name.length; i++) {
+    h ^= name.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { readJob } from '../../../lib/adapters/job-adapter.js';
 import { matchesLabels, parseLabelSelector } from '../../../lib/sim/label-selector.js';
-import { mulberry32 } from '../../../lib/sim/prng.js';
+import { mulberry32, streamSeed } from '../../../lib/sim/prng.js';
 import {
   bytesToMemoryQuantity,
   cpuQuantityToMillis,
@@ -117,6 +117,15 @@ describe('training progress arithmetic', () => {
     assert.deepEqual([b(), b(), b()], xs);
     assert.notDeepEqual([c(), c(), c()], xs);
     assert.ok(xs.every((x) => x >= 0 && x < 1));
+  });
+
+  it('names streams: the same seed and name replay, another name or seed draws another stream', () => {
+    assert.equal(streamSeed(1, 'workload-1'), streamSeed(1, 'workload-1'));
+    const seeds = new Set(
+      ['workload-1', 'workload-2', 'workload-10'].flatMap((n) => [1, 2].map((s) => streamSeed(s, n))),
+    );
+    assert.equal(seeds.size, 6);
+    assert.ok([...seeds].every((s) => Number.isInteger(s) && s >= 0 && s < 2 ** 32));
   });
 });
 

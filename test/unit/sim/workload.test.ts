@@ -20,6 +20,7 @@ import {
   DEFAULT_MULTI_TENANT,
   multiTenantTraits,
   nodeFailureTimes,
+  workloadDrawKey,
 } from '../../../lib/sim/workload-multitenant.js';
 
 const HEADER = 'name,time,application,num_replicas,batch_size';
@@ -134,17 +135,36 @@ describe('multi-tenant traits', () => {
     assert.ok(Math.abs(share((t) => t.highPriority) - 0.1) < 0.02);
   });
 
+  it('draws each workload its own tenants, so a load of 8 workloads x 80 jobs has about 4% too small', () => {
+    // One stream per seed gave every workload the same traits in job order: at seed 1 none of 640 jobs.
+    const workloads = Array.from({ length: 8 }, (_, w) =>
+      jobs.slice(0, 80).map((j) => ({ ...j, time: j.time * (w + 2) })),
+    );
+    const loads = workloads.map((w) => multiTenantTraits(w, 1));
+    assert.notDeepEqual(loads[0], loads[1]);
+    // the same jobs draw the same tenants, whatever label a replay gives the workload
+    assert.deepEqual(multiTenantTraits(workloads[0] ?? [], 1), loads[0]);
+    const tooSmall = loads.flat().filter((t) => t.memoryRequestFactor < 1).length;
+    assert.ok(tooSmall >= 13 && tooSmall <= 42, `${tooSmall} of 640 too small`);
+    const highPriority = loads.flat().filter((t) => t.highPriority).length;
+    assert.ok(highPriority >= 40 && highPriority <= 90, `${highPriority} of 640 high-priority`);
+  });
+
   it('draws node failures within the horizon at the per-node rate, none when disabled', () => {
-    // Llama 3's rate: one every 6,335 h per node, so 16 nodes over 10,000 h expect about 25.
+    // Llama 3's rate: one every 6,335 h per node, so 16 nodes over 100,000 h expect about 253 (sd 16).
     assert.ok(Math.abs(DEFAULT_MULTI_TENANT.nodeMeanHoursBetweenFailures - 6335) < 1);
-    const failures = nodeFailureTimes(1, 16, 10_000 * 3600);
-    assert.ok(failures.length > 12 && failures.length < 40, String(failures.length));
+    const failures = nodeFailureTimes(1, workloadDrawKey(jobs), 16, 100_000 * 3600);
+    assert.ok(failures.length > 200 && failures.length < 305, String(failures.length));
     // twice the nodes, about twice the failures
-    const doubled = nodeFailureTimes(1, 32, 10_000 * 3600).length;
-    assert.ok(doubled > 1.4 * failures.length && doubled < 2.8 * failures.length, String(doubled));
+    const doubled = nodeFailureTimes(1, workloadDrawKey(jobs), 32, 100_000 * 3600).length;
+    assert.ok(doubled > 1.6 * failures.length && doubled < 2.4 * failures.length, String(doubled));
     assert.ok(failures.every((f, i) => f.node >= 0 && f.node < 16 && f.at >= (failures[i - 1]?.at ?? 0)));
+    assert.notDeepEqual(nodeFailureTimes(1, workloadDrawKey(jobs.slice(1)), 16, 100_000 * 3600), failures);
     assert.deepEqual(
-      nodeFailureTimes(1, 16, 100 * 3600, { ...DEFAULT_MULTI_TENANT, nodeMeanHoursBetweenFailures: 0 }),
+      nodeFailureTimes(1, workloadDrawKey(jobs), 16, 100 * 3600, {
+        ...DEFAULT_MULTI_TENANT,
+        nodeMeanHoursBetweenFailures: 0,
+      }),
       [],
     );
   });
