@@ -3,6 +3,7 @@ import { actOnJob, decisionIdOf, type JobSnapshot, type Outcome } from '../lib/a
 import { EVENT_MESSAGE_LIMIT, eventMessage, FULL_REASON_IN_LOG } from '../lib/cluster/event-message.js';
 import { capacityOf, exceptPodsOf, loadCapacity, podsOf } from '../lib/cluster/load-capacity.js';
 import { loadProfile, profileOwnerOf } from '../lib/decisions/profile-store.js';
+import { runningPeersOf } from '../lib/decisions/running-peers.js';
 import { modelFor } from '../lib/model/throughput-model.js';
 import { decideInitialConfig, rendezvousAdvice } from '../lib/policies/initial-config.js';
 import { profileModel } from '../lib/policies/profiles.js';
@@ -71,6 +72,16 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
           profileOwnerOf(snapshot.view),
         );
         if (problem) deps.logger.warn({ job: ref }, problem);
+        const peers = await runningPeersOf(snapshot.view, deps.cluster, deps.metrics, deps.config).catch(
+          (error: unknown) => {
+            // Sizing goes on without them, as without a profile: the user's numbers stand.
+            deps.logger.warn(
+              { job: ref, error: String(error) },
+              'could not read running jobs of the signature',
+            );
+            return undefined;
+          },
+        );
         const fitted = profileModel(profile);
         const model = fitted && modelFor(fitted, snapshot.view.signature, deps.throughputOracle);
         // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it. Its own
@@ -82,7 +93,14 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
           now: deps.clock(),
         });
         if (rendezvousAdvice(snapshot.view)) advised = snapshot.view;
-        return decideInitialConfig({ job: snapshot.view, profile, model, capacity, config: deps.config });
+        return decideInitialConfig({
+          job: snapshot.view,
+          profile,
+          model,
+          capacity,
+          config: deps.config,
+          ...(peers ? { peers } : {}),
+        });
       },
       actuatorDeps(deps, triggeredAt),
     );

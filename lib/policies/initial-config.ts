@@ -11,7 +11,7 @@ import {
   RECOMMENDED_LAUNCHER,
   RECOMMENDED_RENDEZVOUS,
 } from '../torchelastic/recommended-rendezvous.js';
-import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleView } from '../types.js';
+import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleName, RoleView } from '../types.js';
 import { formatBytes, formatMillicores, formatPercent } from './format.js';
 import { planWithinKind } from './kind-limits.js';
 import {
@@ -35,6 +35,17 @@ export interface InitialConfigInput {
   model: ThroughputModel | undefined;
   capacity: ClusterCapacity;
   config: PolicyConfig;
+  /** Running jobs of the same signature in the job's namespace: what they have used so far. */
+  peers?: RunningPeers;
+}
+
+/**
+ * What running jobs of a signature have used so far. Their runs are not over (a peak may still be ahead), so
+ * this only ever raises a memory limit that they have already outgrown; it never lowers anything.
+ */
+export interface RunningPeers {
+  jobs: number;
+  peaks: Partial<Record<RoleName, PeakUsage>>;
 }
 
 /** Memory requests are written in whole MiB so the quantity in the pod spec stays readable. */
@@ -49,9 +60,9 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
   const worker = findRole(job, 'Worker');
   if (!worker) return plan([], 'job has no Worker role: configuration kept as submitted');
 
-  const workerSize = rightsize(worker, profile?.peaks.Worker, config);
+  const workerSize = rightsize(worker, profile?.peaks.Worker, input.peers, config);
   const psRole = job.ref.kind === 'TFJob' ? findRole(job, 'PS') : undefined;
-  const psSize = psRole ? rightsize(psRole, profile?.peaks.PS, config) : undefined;
+  const psSize = psRole ? rightsize(psRole, profile?.peaks.PS, input.peers, config) : undefined;
   const ratio = profile && psRole ? psPerWorker(profile) : undefined;
   const psFor = (workers: number): number | undefined => {
     if (!psRole) return undefined;
@@ -250,15 +261,33 @@ interface Rightsized {
   note: string;
 }
 
-/** Requests from observed peaks plus headroom; memory never below the peak, GPUs as the user asked. */
-function rightsize(role: RoleView, peak: PeakUsage | undefined, config: PolicyConfig): Rightsized {
+/** Memory for an observed peak: the peak plus headroom, up to the cap but never below the peak, in whole MiB. */
+function memoryFor(peakBytes: number, config: PolicyConfig): number {
+  const wanted = Math.max(
+    peakBytes,
+    Math.min(config.maxMemoryBytes, peakBytes * (1 + config.rightsizeHeadroom)),
+  );
+  return Math.ceil(wanted / MEMORY_STEP_BYTES) * MEMORY_STEP_BYTES;
+}
+
+/**
+ * Requests from the profile's observed peaks plus headroom; memory never below the peak, GPUs as the user
+ * asked. Then a memory limit below what running jobs of the signature have already used is raised to their
+ * peak plus headroom: every pod of a job reaches its peak at about the same point, so with a few workers
+ * their first OOM kills alone can exceed the job's backoffLimit, before any fault handling acts.
+ */
+function rightsize(
+  role: RoleView,
+  peak: PeakUsage | undefined,
+  peers: RunningPeers | undefined,
+  config: PolicyConfig,
+): Rightsized {
   const requests = { ...role.requests };
   const changes: Change[] = [];
   const parts: string[] = [];
-  if (!peak) return { requests, changes, note: '' };
   const factor = 1 + config.rightsizeHeadroom;
 
-  if (peak.cpuMillis > 0) {
+  if (peak && peak.cpuMillis > 0) {
     const cpu = Math.ceil(peak.cpuMillis * factor);
     if (cpu !== role.requests.cpuMillis) {
       changes.push({
@@ -285,37 +314,55 @@ function rightsize(role: RoleView, peak: PeakUsage | undefined, config: PolicyCo
       }
     }
   }
-  if (peak.memoryBytes > 0) {
-    const wanted = Math.max(peak.memoryBytes, Math.min(config.maxMemoryBytes, peak.memoryBytes * factor));
-    const mem = Math.ceil(wanted / MEMORY_STEP_BYTES) * MEMORY_STEP_BYTES;
+  let limit = role.limits.memoryBytes;
+  if (peak && peak.memoryBytes > 0) {
+    const mem = memoryFor(peak.memoryBytes, config);
     if (mem !== role.requests.memoryBytes) {
-      changes.push({
-        kind: 'resources',
-        role: role.role,
-        resource: 'memory',
-        field: 'requests',
-        from: role.requests.memoryBytes,
-        to: mem,
-      });
       parts.push(
         `memory ${formatBytes(role.requests.memoryBytes)} -> ${formatBytes(mem)} (peak ${formatBytes(peak.memoryBytes)})`,
       );
       requests.memoryBytes = mem;
-      if (role.limits.memoryBytes > 0 && role.limits.memoryBytes < mem) {
-        changes.push({
-          kind: 'resources',
-          role: role.role,
-          resource: 'memory',
-          field: 'limits',
-          from: role.limits.memoryBytes,
-          to: mem,
-        });
+      if (limit > 0 && limit < mem) {
+        limit = mem;
         parts.push(`memory limit raised to ${formatBytes(mem)}`);
       }
     }
   }
-  const note = `${role.role} requests from observed peak + ${formatPercent(config.rightsizeHeadroom)}: ${parts.join(', ')}`;
-  return { requests, changes, note };
+  const notes =
+    parts.length > 0
+      ? [
+          `${role.role} requests from observed peak + ${formatPercent(config.rightsizeHeadroom)}: ${parts.join(', ')}`,
+        ]
+      : [];
+  const peersPeak = peers?.peaks[role.role]?.memoryBytes ?? 0;
+  if (limit > 0 && peersPeak > 0 && limit < memoryFor(peersPeak, config)) {
+    const raised = memoryFor(peersPeak, config);
+    notes.push(
+      `${role.role} memory limit ${formatBytes(limit)} -> ${formatBytes(raised)}, the request with it: ${plural(peers?.jobs ?? 0, 'running job')} of this signature already peaked at ${formatBytes(peersPeak)}`,
+    );
+    limit = raised;
+    // A request is never above its limit (the API server refuses it), so this raises it too.
+    requests.memoryBytes = raised;
+  }
+  if (requests.memoryBytes !== role.requests.memoryBytes)
+    changes.push({
+      kind: 'resources',
+      role: role.role,
+      resource: 'memory',
+      field: 'requests',
+      from: role.requests.memoryBytes,
+      to: requests.memoryBytes,
+    });
+  if (limit !== role.limits.memoryBytes)
+    changes.push({
+      kind: 'resources',
+      role: role.role,
+      resource: 'memory',
+      field: 'limits',
+      from: role.limits.memoryBytes,
+      to: limit,
+    });
+  return { requests, changes, note: notes.join('; ') };
 }
 
 /**

@@ -298,6 +298,31 @@ describe('submit handler', () => {
     assert.match(await reasonWithProfileIn(TOY.namespace), /profile of toy/);
   });
 
+  it("raises a memory limit that running jobs of the signature have outgrown, in the job's own namespace only", async () => {
+    // The toy needs 8 GiB; the peer runs at 10 GiB and shows its peak (7.2-8 GiB) after a few minutes.
+    const limitAfterSubmit = async (peerNamespace: string) => {
+      const { sim, deps } = harness();
+      sim.submitJob(toyJob({ name: 'peer', namespace: peerNamespace, workers: 2 }));
+      sim.step(300);
+      const ref = { ...TOY, name: 'tight' };
+      sim.submitJob(
+        toyJob({ name: 'tight', workers: 4, sizing: { gpus: 1, cpuMillis: 4000, memoryBytes: 6 * GiB } }),
+      );
+      const result = await handleSubmit(ref, deps);
+      return { limit: memoryLimit(await sim.getJob(ref)), reason: result.outcomes[0]?.plan.reason ?? '' };
+    };
+    const raised = await limitAfterSubmit(TOY.namespace);
+    assert.match(
+      raised.reason,
+      /Worker memory limit 6\.0 GiB -> [\d.]+ GiB, the request with it: 1 running job of this signature already peaked at [\d.]+ GiB/,
+    );
+    const bytes = Number(/^(\d+)Mi$/.exec(raised.limit ?? '')?.[1]) * 1024 ** 2;
+    assert.ok(bytes >= 8 * GiB && bytes <= 8 * GiB * 1.2 + 1024 ** 2, raised.limit);
+    const elsewhere = await limitAfterSubmit('team-b');
+    assert.equal(elsewhere.limit, '6Gi');
+    assert.doesNotMatch(elsewhere.reason, /running job/);
+  });
+
   it("a job deleted before its read is that job's NOT_FOUND, not a failed handler; nothing is written", async () => {
     const { sim, deps } = harness();
     const mark = sim.writeLog().length;

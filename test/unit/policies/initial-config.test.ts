@@ -319,6 +319,83 @@ describe('decideInitialConfig with a profile', () => {
   });
 });
 
+describe('decideInitialConfig: running jobs of the signature', () => {
+  const tight: Resources = { cpuMillis: 4000, memoryBytes: 12 * GiB, gpus: 1 };
+  const tightJob = (limits: Resources = tight) => job({}, [role({ requests: { ...tight }, limits })]);
+  const peers = (memoryBytes: number, cpuMillis = 2000) => ({
+    jobs: 2,
+    peaks: { Worker: { cpuMillis, memoryBytes } },
+  });
+  const raisedTo = (peak: number) => Math.ceil((peak * 1.2) / MiB) * MiB;
+
+  it('raises a memory limit they have outgrown to their peak plus headroom, the request with it', () => {
+    const plan = decideInitialConfig(input({ job: tightJob(), peers: peers(14 * GiB) }));
+    assert.equal(resource(plan.changes, 'Worker', 'memory', 'limits'), raisedTo(14 * GiB));
+    assert.equal(resource(plan.changes, 'Worker', 'memory', 'requests'), raisedTo(14 * GiB));
+    assert.match(
+      plan.reason,
+      /Worker memory limit 12\.0 GiB -> 16\.8 GiB, the request with it: 2 running jobs of this signature already peaked at 14\.0 GiB/,
+    );
+    // within the headroom of the limit: the limit is raised to peak + headroom, never below the peak
+    const close = decideInitialConfig(input({ job: tightJob(), peers: peers(11 * GiB) }));
+    assert.equal(resource(close.changes, 'Worker', 'memory', 'limits'), raisedTo(11 * GiB));
+    const capped = decideInitialConfig(
+      input({ job: tightJob(), peers: peers(14 * GiB), config: { ...config, maxMemoryBytes: 13 * GiB } }),
+    );
+    assert.equal(resource(capped.changes, 'Worker', 'memory', 'limits'), 14 * GiB);
+  });
+
+  it('never lowers, never touches CPU, and leaves a job without a memory limit alone', () => {
+    const below = decideInitialConfig(input({ job: tightJob(), peers: peers(4 * GiB, 64_000) }));
+    assert.deepEqual(
+      below.changes.filter((c) => c.kind === 'resources'),
+      [],
+    );
+    const noLimit = decideInitialConfig(
+      input({ job: tightJob({ ...tight, memoryBytes: 0 }), peers: peers(20 * GiB) }),
+    );
+    assert.deepEqual(
+      noLimit.changes.filter((c) => c.kind === 'resources'),
+      [],
+    );
+    const roomy = decideInitialConfig(
+      input({ job: tightJob({ ...tight, memoryBytes: 32 * GiB }), peers: peers(20 * GiB) }),
+    );
+    assert.deepEqual(
+      roomy.changes.filter((c) => c.kind === 'resources'),
+      [],
+    );
+  });
+
+  it("comes after the profile's right-size: one memory change each for the request and the limit", () => {
+    const plan = decideInitialConfig(
+      input({
+        job: tightJob(),
+        profile: profile({ peaks: { Worker: { cpuMillis: 2000, memoryBytes: 8 * GiB } } }),
+        peers: peers(14 * GiB),
+      }),
+    );
+    const memory = plan.changes.filter((c) => c.kind === 'resources' && c.resource === 'memory');
+    assert.equal(memory.length, 2, JSON.stringify(memory));
+    assert.equal(resource(plan.changes, 'Worker', 'memory', 'requests'), raisedTo(14 * GiB));
+    assert.equal(resource(plan.changes, 'Worker', 'memory', 'limits'), raisedTo(14 * GiB));
+    assert.match(
+      plan.reason,
+      /memory 12\.0 GiB -> 9\.6 GiB \(peak 8\.0 GiB\).*memory limit 12\.0 GiB -> 16\.8 GiB/,
+    );
+    // the profile's own raise stands when the peers peaked lower
+    const profiled = decideInitialConfig(
+      input({
+        job: tightJob(),
+        profile: profile({ peaks: { Worker: { cpuMillis: 2000, memoryBytes: 14 * GiB } } }),
+        peers: peers(9 * GiB),
+      }),
+    );
+    assert.equal(resource(profiled.changes, 'Worker', 'memory', 'limits'), raisedTo(14 * GiB));
+    assert.doesNotMatch(profiled.reason, /running job/);
+  });
+});
+
 describe('decideInitialConfig: locality', () => {
   /** Nodes of 8 GPUs with these GPUs free. */
   const freeGpus = (...free: number[]): ClusterCapacity => ({
@@ -394,6 +471,20 @@ describe('decideInitialConfig for TFJob parameter servers', () => {
       plan.changes.some((c) => c.kind === 'replicas' && c.role === 'PS' && c.from === 1 && c.to === 3),
     );
     assert.match(plan.reason, /PS 1 -> 3 \(profile's best run had 0\.50 PS per worker\)/);
+  });
+
+  it("raises each role's memory limit by that role's peak in running jobs of the signature", () => {
+    const peaks = {
+      Worker: { cpuMillis: 2000, memoryBytes: 10 * GiB },
+      PS: { cpuMillis: 1000, memoryBytes: 12 * GiB },
+    };
+    const plan = decideInitialConfig(input({ job: tf(2, 1), peers: { jobs: 1, peaks } }));
+    assert.equal(resource(plan.changes, 'PS', 'memory', 'limits'), Math.ceil((12 * GiB * 1.2) / MiB) * MiB);
+    assert.equal(
+      resource(plan.changes, 'Worker', 'memory', 'limits'),
+      undefined,
+      'the 16 GiB Worker limit holds',
+    );
   });
 
   it('keeps the PS count without a ratio in the profile', () => {
