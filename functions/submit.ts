@@ -72,16 +72,20 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
           profileOwnerOf(snapshot.view),
         );
         if (problem) deps.logger.warn({ job: ref }, problem);
-        const peers = await runningPeersOf(snapshot.view, deps.cluster, deps.metrics, deps.config).catch(
-          (error: unknown) => {
-            // Sizing goes on without them, as without a profile: the user's numbers stand.
-            deps.logger.warn(
-              { job: ref, error: String(error) },
-              'could not read running jobs of the signature',
-            );
-            return undefined;
-          },
-        );
+        // Only a memory limit of a managed job is ever raised from them: no reads for any other job.
+        const limited = snapshot.view.managed && snapshot.view.roles.some((r) => r.limits.memoryBytes > 0);
+        const peers = limited
+          ? await runningPeersOf(snapshot.view, deps.cluster, deps.metrics, deps.config).catch(
+              (error: unknown) => {
+                // Sizing goes on without them, as without a profile: the user's numbers stand.
+                deps.logger.warn(
+                  { job: ref, error: String(error) },
+                  'could not read running jobs of the signature',
+                );
+                return undefined;
+              },
+            )
+          : undefined;
         const fitted = profileModel(profile);
         const model = fitted && modelFor(fitted, snapshot.view.signature, deps.throughputOracle);
         // A job may size itself into what lower-priority pods hold: the scheduler preempts them for it. Its own

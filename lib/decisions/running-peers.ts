@@ -6,7 +6,7 @@ import { MissingMetricsError } from '../errors.js';
 import { type ManagementScope, managementScope } from '../management.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import type { RunningPeers } from '../policies/initial-config.js';
-import type { PeakUsage } from '../policies/profiles.js';
+import { mergePeaks, type PeakUsage } from '../policies/profiles.js';
 import type { JobView, RoleName } from '../types.js';
 
 /** Peers asked for their usage per submit, the longest running first (the likeliest past their peak): one metrics query each. */
@@ -39,7 +39,7 @@ export async function runningPeersOf(
     if (view.managed && view.signature === job.signature && !hasSucceeded(obj)) candidates.push(view);
   }
   candidates.sort((a, b) => (a.creationTimestamp ?? 0) - (b.creationTimestamp ?? 0));
-  const peaks: Partial<Record<RoleName, PeakUsage>> = {};
+  let peaks: Partial<Record<RoleName, PeakUsage>> = {};
   let jobs = 0;
   for (const peer of candidates.slice(0, MAX_RUNNING_PEERS)) {
     const usage = await metrics.containerUsage(peer.ref, USAGE_WINDOW_SECONDS).catch((error: unknown) => {
@@ -48,13 +48,7 @@ export async function runningPeersOf(
     });
     if (usage.length === 0) continue;
     jobs += 1;
-    for (const u of usage) {
-      const seen = peaks[u.role];
-      peaks[u.role] = {
-        cpuMillis: Math.max(seen?.cpuMillis ?? 0, u.cpuMillis),
-        memoryBytes: Math.max(seen?.memoryBytes ?? 0, u.memoryBytes),
-      };
-    }
+    peaks = mergePeaks(peaks, usage);
   }
   return jobs > 0 ? { jobs, peaks } : undefined;
 }

@@ -275,7 +275,8 @@ function capSummaries(summaries: StepTimeSummary[]): StepTimeSummary[] {
   return kept;
 }
 
-function mergePeaks(
+/** The peaks per role of `old` and `usage` together (non-finite usage is left out). */
+export function mergePeaks(
   old: Partial<Record<RoleName, PeakUsage>>,
   usage: ContainerUsage[],
 ): Partial<Record<RoleName, PeakUsage>> {
