@@ -335,8 +335,8 @@ function rightsize(
         ]
       : [];
   const peersPeak = peers?.peaks[role.role]?.memoryBytes ?? 0;
-  if (limit > 0 && peersPeak > 0 && limit < memoryFor(peersPeak, config)) {
-    const raised = memoryFor(peersPeak, config);
+  const raised = peersPeak > 0 ? memoryFor(peersPeak, config) : 0;
+  if (limit > 0 && limit < raised) {
     notes.push(
       `${role.role} memory limit ${formatBytes(limit)} -> ${formatBytes(raised)}, the request with it: ${plural(peers?.jobs ?? 0, 'running job')} of this signature already peaked at ${formatBytes(peersPeak)}`,
     );

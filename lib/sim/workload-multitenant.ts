@@ -1,5 +1,6 @@
 // The multi-tenant extension of a workload replay: the same arrivals, but submitted the way tenants of a
-// shared cluster submit them. Every draw comes from a PRNG seeded by the run's seed, so a replay is exact.
+// shared cluster submit them. Every draw comes from a PRNG seeded by the run's seed and the workload's jobs, so
+// a replay is exact.
 import { mulberry32, streamSeed, uniform } from './prng.js';
 import { type TenantTraits, WELL_SIZED, type WorkloadJob } from './workload.js';
 
@@ -79,7 +80,8 @@ export function multiTenantTraits(
   seed: number,
   options: MultiTenantOptions = DEFAULT_MULTI_TENANT,
 ): TenantTraits[] {
-  // Its own stream (seed mixed with a constant) so that changing the simulator's draws does not move these.
+  // Its own stream (seed mixed with a constant, then with the workload) so that changing the simulator's draws
+  // does not move these.
   const prng = mulberry32(streamSeed((seed ^ 0x5eed7e4a) >>> 0, workloadDrawKey(jobs)));
   return jobs.map(() => {
     const highPriority = prng() < options.highPriorityShare;
