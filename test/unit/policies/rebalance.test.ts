@@ -790,6 +790,59 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(decideRebalance({ jobs: [sure], capacity: { nodes }, config, now: NOW }), []);
   });
 
+  it('measured at several sizes and unchanged for 30 min beside idle GPUs, is probed on its optimistic prediction again', () => {
+    // Its fit says 9-12 workers add nothing (measured slower there once, given back); 30% spread off its size.
+    const settled = (
+      lastActionAt: number | undefined,
+      opts: {
+        spread?: number;
+        idle?: boolean;
+        scales?: number;
+        table?: Record<number, number>;
+        idleGpus?: number;
+      } = {},
+    ) => {
+      const e = entry({ name: 'settled', k: 8, max: 48, remainingSeconds: 36_000, lastActionAt, asked: 8 });
+      const table = opts.table ?? { 7: 700, 8: 800, 9: 790, 10: 790, 11: 790, 12: 790 };
+      const spread = opts.spread ?? 0.3;
+      e.model = {
+        sampleCount: 30,
+        distinctScales: opts.scales ?? 4,
+        predict(p: Placement) {
+          const throughput = table[p.replicas] ?? 1;
+          const stepTime = (p.replicas * p.localBatchSize) / throughput;
+          return { stepTime, stdev: p.replicas === 8 ? 0 : spread * stepTime, throughput };
+        },
+      };
+      const nodes = [
+        fourGpuNode('n1', 4),
+        fourGpuNode('n2', 4),
+        fourGpuNode('n3', opts.idle === false ? 4 : 4 - (opts.idleGpus ?? 4)),
+      ];
+      return decideRebalance({ jobs: [e], capacity: { nodes }, config, now: NOW });
+    };
+    const plans = settled(NOW - 1800);
+    assert.deepEqual(sizes(plans), { settled: 12 });
+    assert.match(plans[0]?.reason ?? '', /^8 -> 12 workers: at best 800 -> [0-9]+ samples\/s/);
+    assert.match(plans[0]?.reason ?? '', /on the mean 800 -> 790/);
+    assert.match(plans[0]?.reason ?? '', /probe from idle capacity: unchanged for 30/);
+    // Changed less than 30 min ago, or never changed by trainscaler: its fit decides, and it says no.
+    assert.deepEqual(settled(NOW - 1799), []);
+    assert.deepEqual(settled(undefined), []);
+    // No idle GPU, no probe; sure of itself (1% spread), even at best below the hysteresis, no probe.
+    assert.deepEqual(settled(NOW - 7200, { idle: false }), []);
+    assert.deepEqual(settled(NOW - 7200, { spread: 0.01 }), []);
+    // Seen at one size, at the size its user asked for: the one-size rule holds however long it has waited.
+    assert.deepEqual(settled(NOW - 7200, { scales: 1 }), []);
+    // Its optimistic curve bends: the step that gains most (10: 800 -> 1000, at most linear), not the largest
+    // that merely beats its size (12: +3.6% at best, under the hysteresis).
+    const bent = { 7: 700, 8: 800, 9: 790, 10: 800, 11: 600, 12: 580 };
+    assert.deepEqual(sizes(settled(NOW - 7200, { table: bent })), { settled: 10 });
+    // Room for one worker only, and at best it adds 3.6%: under the hysteresis, no probe.
+    const dip = { ...bent, 9: 580 };
+    assert.deepEqual(settled(NOW - 7200, { table: dip, idleGpus: 1 }), []);
+  });
+
   it('takes a probe worker from a job far from its end when none is idle', () => {
     const far = entry({ name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 36_000 });
     const plans = decideRebalance({ jobs: [fresh(1), far], capacity: capacity(6, 6), config, now: NOW });
