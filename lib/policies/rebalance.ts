@@ -596,8 +596,8 @@ function sortedIndex(ranked: GrowthOption[], option: GrowthOption): number {
  * A job measured at several sizes is probed the same way once it has gone RETRY_REFUSED_GROWTH_SECONDS without
  * a change: what refuses its growth then is a fit of measurements taken at other times and placements (a step
  * onto fragmented nodes, measured slower and given back one worker a tick), and nothing else re-measures it.
- * An imagenet job shed back to 29 workers that way sat there 2.5 h beside 16-42 idle GPUs, where the measured
- * world runs it 12.7% faster at 45 (1.0x workload-2: 41 of the run's 57.9 idle GPU-h beyond two ticks).
+ * An imagenet job shed back to 29 workers that way sat there 2.5 h beside 35 idle GPUs, where the measured world
+ * runs it 12.7% faster at 45 (1.0x workload-2: 41 of the run's 57.9 idle GPU-h beyond two ticks).
  */
 function probeOnOptimism(
   slots: Slot[],
@@ -607,13 +607,13 @@ function probeOnOptimism(
 ): ClusterCapacity {
   const free = new ShrinkingCapacity(capacity);
   let probed = false;
-  const unseen = (s: Slot) => oneScale(s) && s.asked !== undefined && s.k0 < s.asked;
+  const seenOnceBelowAsk = (s: Slot) => oneScale(s) && s.asked !== undefined && s.k0 < s.asked;
   const settled = (s: Slot) => {
     const last = s.entry.job.state.lastActionAt;
     return !oneScale(s) && last !== undefined && now - last >= RETRY_REFUSED_GROWTH_SECONDS;
   };
   const candidates = slots
-    .filter((s) => s.k === s.k0 && (unseen(s) || settled(s)))
+    .filter((s) => s.k === s.k0 && (seenOnceBelowAsk(s) || settled(s)))
     .sort((a, b) => urgency(b) - urgency(a) || compareStrings(a.key, b.key));
   for (const s of candidates) {
     if (!canGrow(s, config) || reachableGain(s, config, optimisticPredict) < config.minRelativeGain) continue;

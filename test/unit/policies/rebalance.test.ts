@@ -794,13 +794,7 @@ describe('decideRebalance: a job observed at one scale only', () => {
     // Its fit says 9-12 workers add nothing (measured slower there once, given back); 30% spread off its size.
     const settled = (
       lastActionAt: number | undefined,
-      opts: {
-        spread?: number;
-        idle?: boolean;
-        scales?: number;
-        table?: Record<number, number>;
-        idleGpus?: number;
-      } = {},
+      opts: { spread?: number; scales?: number; table?: Record<number, number>; idleGpus?: number } = {},
     ) => {
       const e = entry({ name: 'settled', k: 8, max: 48, remainingSeconds: 36_000, lastActionAt, asked: 8 });
       const table = opts.table ?? { 7: 700, 8: 800, 9: 790, 10: 790, 11: 790, 12: 790 };
@@ -814,11 +808,7 @@ describe('decideRebalance: a job observed at one scale only', () => {
           return { stepTime, stdev: p.replicas === 8 ? 0 : spread * stepTime, throughput };
         },
       };
-      const nodes = [
-        fourGpuNode('n1', 4),
-        fourGpuNode('n2', 4),
-        fourGpuNode('n3', opts.idle === false ? 4 : 4 - (opts.idleGpus ?? 4)),
-      ];
+      const nodes = [fourGpuNode('n1', 4), fourGpuNode('n2', 4), fourGpuNode('n3', 4 - (opts.idleGpus ?? 4))];
       return decideRebalance({ jobs: [e], capacity: { nodes }, config, now: NOW });
     };
     const plans = settled(NOW - 1800);
@@ -830,7 +820,7 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(settled(NOW - 1799), []);
     assert.deepEqual(settled(undefined), []);
     // No idle GPU, no probe; sure of itself (1% spread), even at best below the hysteresis, no probe.
-    assert.deepEqual(settled(NOW - 7200, { idle: false }), []);
+    assert.deepEqual(settled(NOW - 7200, { idleGpus: 0 }), []);
     assert.deepEqual(settled(NOW - 7200, { spread: 0.01 }), []);
     // Seen at one size, at the size its user asked for: the one-size rule holds however long it has waited.
     assert.deepEqual(settled(NOW - 7200, { scales: 1 }), []);
