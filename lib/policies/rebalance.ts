@@ -724,6 +724,10 @@ function reclaimLowValueWorkers(
         // Reclaiming never takes from a more important job to feed a less important one.
         if (v.slot.entry.job.priority > r.slot.entry.job.priority) continue;
         if (v.slot.entry.job.priority === r.slot.entry.job.priority && !v.shares) continue;
+        // Between alike jobs where finishFirstAmongAlike applies, it owns the moves: it would take this worker
+        // back on the next tick (imagenet-126 and -156 of 1.0x workload-1 traded 2 workers every tick for 16
+        // minutes, each trade a restart of both).
+        if (endsFirstAmongAlike(v.slot, r.slot) && lastWorkerNearLinear(v.slot)) continue;
         const idle = (v.lastGain ?? 0) < config.minRelativeGain;
         if (!(r.gainPerGpu > (idle ? 1 : RECLAIM_MARGIN) * v.loss)) continue;
         const freed = release(cap, v.slot.worker.requests, 1);
@@ -773,14 +777,10 @@ function finishFirstAmongAlike(slots: Slot[], capacity: ClusterCapacity, config:
     .filter((s) => s.entry.model !== undefined && s.entry.remainingSeconds !== undefined)
     .sort((a, b) => a.remaining - b.remaining || compareStrings(a.key, b.key));
   for (const r of timed) {
-    if (r.remaining < FINISH_FIRST_MIN_REMAINING_SECONDS) continue;
     const donors = timed
       .filter(
         (d) =>
-          d !== r &&
-          d.remaining > r.remaining &&
-          d.entry.job.signature === r.entry.job.signature &&
-          d.entry.job.priority <= r.entry.job.priority &&
+          endsFirstAmongAlike(r, d) &&
           (d.entry.job.priority < r.entry.job.priority || sharesWorker(d, config)),
       )
       .reverse();
@@ -802,6 +802,35 @@ function finishFirstAmongAlike(slots: Slot[], capacity: ClusterCapacity, config:
       addNote(r, `first:${d.key}`, step, `from ${d.key}, alike and with longer to run`);
     }
   }
+}
+
+/**
+ * Whether `first` should end before `other`, an alike job (same signature, no higher priority) with longer to
+ * run, so that workers move only from `other` to `first`: both have a known remaining time, and `first` has at
+ * least FINISH_FIRST_MIN_REMAINING_SECONDS left. Both callers pass only jobs with a model.
+ */
+function endsFirstAmongAlike(first: Slot, other: Slot): boolean {
+  return (
+    first !== other &&
+    first.entry.remainingSeconds !== undefined &&
+    other.entry.remainingSeconds !== undefined &&
+    first.remaining >= FINISH_FIRST_MIN_REMAINING_SECONDS &&
+    other.remaining > first.remaining &&
+    other.entry.job.signature === first.entry.job.signature &&
+    other.entry.job.priority <= first.entry.job.priority
+  );
+}
+
+/**
+ * Whether the job's last worker does at least FINISH_FIRST_MIN_EFFICIENCY of a one-worker job's work (mean
+ * prediction): where finishFirstAmongAlike would give it back to the job, were it taken.
+ */
+function lastWorkerNearLinear(s: Slot): boolean {
+  const one = meanPredict(s, 1);
+  const now = meanPredict(s, s.k);
+  const less = meanPredict(s, s.k - 1);
+  if (!one || now === undefined || less === undefined) return false;
+  return (now - less) / one >= FINISH_FIRST_MIN_EFFICIENCY;
 }
 
 /** Workers (up to the growth and shrink limits) the recipient takes from the donor in finishFirstAmongAlike; 0 for none. */

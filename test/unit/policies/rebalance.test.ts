@@ -696,6 +696,24 @@ describe('decideRebalance: alike jobs end one after the other', () => {
   it('not from a donor in its cool-down', () => {
     assert.deepEqual(rebalance([first, { ...later, lastActionAt: NOW - 10 }]), []);
   });
+
+  it('owns the moves between them where it applies: the marginal comparisons do not take a worker back', () => {
+    // The small job's next worker is worth more per GPU than the ending job's last (+50% against +14%, weighted
+    // by time left): reclaimed, this pass took it back the next tick, every cool-down.
+    const ending = { ...first, name: 'ending' };
+    const small = { ...later, name: 'small', k: 2 };
+    const reclaimed = { ending: 7, small: 3 };
+    assert.deepEqual(sizes(rebalance([ending, small])), { ending: 9, small: 1 });
+    // Where this pass would not take it back, the marginal comparisons still move it: another signature, less
+    // than an hour left, a recipient of higher priority, an unknown time left, or a last worker doing under 75%
+    // of a one-worker job.
+    assert.deepEqual(sizes(rebalance([ending, { ...small, signature: 'bert' }])), reclaimed);
+    assert.deepEqual(sizes(rebalance([{ ...ending, remainingSeconds: 3_000 }, small])), reclaimed);
+    assert.deepEqual(sizes(rebalance([ending, { ...small, priority: 10 }])), reclaimed);
+    assert.deepEqual(sizes(rebalance([{ ...ending, remainingSeconds: null }, small])), reclaimed);
+    const bent = { ...linear(100), 8: 750, 9: 800 };
+    assert.deepEqual(sizes(rebalance([{ ...ending, table: bent }, small])), reclaimed);
+  });
 });
 
 describe('decideRebalance: a job observed at one scale only', () => {
