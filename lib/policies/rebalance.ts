@@ -725,8 +725,8 @@ function reclaimLowValueWorkers(
         if (v.slot.entry.job.priority > r.slot.entry.job.priority) continue;
         if (v.slot.entry.job.priority === r.slot.entry.job.priority && !v.shares) continue;
         // Between alike jobs where finishFirstAmongAlike applies, it owns the moves: it would take this worker
-        // back on the next tick (imagenet-126 and -156 of 1.0x workload-1 traded 2 workers every tick for 16
-        // minutes, each trade a restart of both).
+        // back at the next decision (imagenet-126 and -156 of 1.0x workload-1 traded workers at every cool-down
+        // for 16 minutes, each trade a restart of both).
         if (endsFirstAmongAlike(v.slot, r.slot) && lastWorkerNearLinear(v.slot)) continue;
         const idle = (v.lastGain ?? 0) < config.minRelativeGain;
         if (!(r.gainPerGpu > (idle ? 1 : RECLAIM_MARGIN) * v.loss)) continue;
