@@ -826,22 +826,25 @@ function endsFirstAmongAlike(first: Slot, other: Slot): boolean {
  * prediction): where finishFirstAmongAlike would give it back to the job, were it taken.
  */
 function lastWorkerNearLinear(s: Slot): boolean {
+  return (oneWorkerJobsBetween(s, s.k - 1, s.k) ?? 0) >= FINISH_FIRST_MIN_EFFICIENCY;
+}
+
+/**
+ * What the job does at `to` workers beyond `from`, in one-worker jobs (mean prediction): the unit in which
+ * finishFirstAmongAlike weighs a moved worker. Undefined when the model cannot say.
+ */
+function oneWorkerJobsBetween(s: Slot, from: number, to: number): number | undefined {
   const one = meanPredict(s, 1);
-  const now = meanPredict(s, s.k);
-  const less = meanPredict(s, s.k - 1);
-  if (!one || now === undefined || less === undefined) return false;
-  return (now - less) / one >= FINISH_FIRST_MIN_EFFICIENCY;
+  const atFrom = meanPredict(s, from);
+  const atTo = meanPredict(s, to);
+  if (!one || atFrom === undefined || atTo === undefined) return undefined;
+  return (atTo - atFrom) / one;
 }
 
 /** Workers (up to the growth and shrink limits) the recipient takes from the donor in finishFirstAmongAlike; 0 for none. */
 function finishFirstStep(r: Slot, d: Slot, cap: ClusterCapacity, config: PolicyConfig): number {
-  const rOne = meanPredict(r, 1);
-  const dOne = meanPredict(d, 1);
-  const rNow = meanPredict(r, r.k);
   const rStart = meanPredict(r, r.k0);
-  const dNow = meanPredict(d, d.k);
-  if (!rOne || !dOne || rNow === undefined || rStart === undefined || dNow === undefined) return 0;
-  if (!canGrow(r, config) || !canShrink(d, config)) return 0;
+  if (rStart === undefined || !canGrow(r, config) || !canShrink(d, config)) return 0;
   const steps = Math.min(
     r.worker.maxReplicas - r.k,
     r.k0 + slotGrowthLimit(r, config).workers - r.k,
@@ -851,10 +854,9 @@ function finishFirstStep(r: Slot, d: Slot, cap: ClusterCapacity, config: PolicyC
   let best = 0;
   for (let j = 1; j <= steps; j++) {
     const rAt = meanPredict(r, r.k + j);
-    const dAt = meanPredict(d, d.k - j);
-    if (rAt === undefined || dAt === undefined) break;
-    const gained = (rAt - rNow) / rOne;
-    const lost = (dNow - dAt) / dOne;
+    const gained = oneWorkerJobsBetween(r, r.k, r.k + j);
+    const lost = oneWorkerJobsBetween(d, d.k - j, d.k);
+    if (rAt === undefined || gained === undefined || lost === undefined) break;
     if (!(gained >= lost) || gained / j < FINISH_FIRST_MIN_EFFICIENCY) continue;
     if (!scaleUpPaysOff(r.remaining, rStart, rAt, r.costs, config)) continue;
     if (!scaleDownPaysOff(d.remaining, d.k0, d.k - j, d.costs, config)) continue;
