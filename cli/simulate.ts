@@ -51,7 +51,12 @@ import {
   type TiresiasParams,
   tiresiasPass,
 } from '../lib/sim/baselines/tiresias.js';
-import { IdleWhileWantedMeter, unheldGpus, workersWorthAdding } from '../lib/sim/idle-capacity.js';
+import {
+  IdleWhileWantedMeter,
+  type RoomAround,
+  unheldGpus,
+  workersWorthAdding,
+} from '../lib/sim/idle-capacity.js';
 import {
   type JobTimelinePoint,
   SimulatedCluster,
@@ -611,6 +616,49 @@ async function runWorkload(
     gpusPerNode: settings.gpusPerNode,
     rescaleCostSeconds: sim.timing.scaleUpCostSeconds, // the idle GPUs would be taken by growth
   };
+  // The cluster as it stands at the end of each interval, before that instant's events and triggers are
+  // handled. Observed after them, it counted the GPUs a decision had just handed out as idle: a real scheduler
+  // binds their pods within a second, the simulator only at its next sub-step (1.0x workload-1: the 14 idle
+  // GPUs at 19,380 s were the 14 that three queued jobs' pods were about to take, and in busy stretches that
+  // filled the two-tick window tick after tick).
+  const observeIdle = async (): Promise<void> => {
+    // One read of each job serves the idle meter and, when tracing, the job's line.
+    const tracing = settings.onInterval !== undefined;
+    let wanted = 0;
+    const jobs: IntervalJob[] = [];
+    const roomByShape = new Map<string, number[]>();
+    for (const status of sim.jobStatuses()) {
+      if (status.phase === 'Succeeded' || status.phase === 'Failed') continue;
+      if (status.phase !== 'Running' && !tracing) continue;
+      const job = await sim.getJob(status.ref);
+      const want =
+        status.phase === 'Running' ? workersWorthAdding(job, status, idleWorld, roomAround(job, status)) : 0;
+      wanted += want;
+      if (tracing) jobs.push(intervalJob(job, status, want));
+    }
+    const idleGpus = unheldGpus(clusterGpus, await sim.listPods(WORKLOAD_NAMESPACE));
+    idleMeter.sample(idleGpus, wanted);
+    settings.onInterval?.({
+      workload: workload.name,
+      policy,
+      at: elapsed,
+      idleGpus,
+      wantedGpus: wanted,
+      jobs,
+    });
+
+    function roomAround(job: KubeObject, status: SimulatedJobStatus): RoomAround | undefined {
+      const worker = roleOf(readJob(job), 'Worker');
+      if (!worker) return undefined;
+      const shape = `${worker.requests.cpuMillis}/${worker.requests.memoryBytes}/${worker.requests.gpus}`;
+      let room = roomByShape.get(shape);
+      if (!room) {
+        room = sim.roomPerNode(worker.requests);
+        roomByShape.set(shape, room);
+      }
+      return { perNode: sim.trainingPodsPerNode(status.ref), room };
+    }
+  };
   let ticks = 0;
   let scheduleCount = 0;
   let failureIndex = 0;
@@ -632,6 +680,7 @@ async function runWorkload(
     const until = Math.min(upcoming ?? Number.POSITIVE_INFINITY, tickEnd, triggerAt);
     sim.step(until - elapsed);
     elapsed = until;
+    if (elapsed === tickEnd) await observeIdle();
     const events = sim.drainEvents();
     if (runsTrainscaler(policy)) for (const event of events) await call(handleClusterEvent, event);
     if (triggers) {
@@ -650,30 +699,6 @@ async function runWorkload(
     }
     const busy = await sampleCluster(sim, usage, settings.multiTenant !== undefined && ticks % 5 === 0);
     gpuSeconds += busy * settings.interval;
-    // One read of each job serves the idle meter and, when tracing, the job's line.
-    const tracing = settings.onInterval !== undefined;
-    let wanted = 0;
-    const jobs: IntervalJob[] = [];
-    for (const status of sim.jobStatuses()) {
-      if (status.phase === 'Succeeded' || status.phase === 'Failed') continue;
-      if (status.phase !== 'Running' && !tracing) continue;
-      const job = await sim.getJob(status.ref);
-      const want = status.phase === 'Running' ? workersWorthAdding(job, status, idleWorld) : 0;
-      wanted += want;
-      if (tracing) jobs.push(intervalJob(job, status, want));
-    }
-    const idleGpus = unheldGpus(clusterGpus, await sim.listPods(WORKLOAD_NAMESPACE));
-    idleMeter.sample(idleGpus, wanted);
-    if (settings.onInterval) {
-      settings.onInterval({
-        workload: workload.name,
-        policy,
-        at: elapsed,
-        idleGpus,
-        wantedGpus: wanted,
-        jobs,
-      });
-    }
     gpusBusy.push([elapsed, busy]);
     if (policy === 'threshold') await thresholdInterval();
     const allIn = nextArrival >= arrivals.length && fcfs.length === 0;

@@ -14,35 +14,87 @@ export interface WorldFacts {
   rescaleCostSeconds: number;
 }
 
+/** Where a job's training pods are bound and how many more of its worker pods fit, node by node (one order). */
+export interface RoomAround {
+  perNode: readonly number[];
+  room: readonly number[];
+}
+
 /**
  * Workers a running elastic job would take now, in steps that each save more than a rescale costs. A step may
  * add up to a node's worth of workers: the worker that opens a new node pays the inter-node all-reduce for
  * all the others and may be slower on its own, while filling that node is faster (an 8-worker job on two
  * 4-GPU nodes that would run best at 12 is not content at 8).
+ *
+ * With `where`, the job is timed where it runs, and its new workers where the free GPUs are: first on its own
+ * nodes, then on the nodes with the most room (the fewest nodes the free GPUs allow). The measured world
+ * times a job by its exact per-node placement, so four idle GPUs on four nodes do not speed a job up the way
+ * one empty node would; counting them as wanted at the packed gain charged a policy for growth that the
+ * cluster's free GPUs could not give. Without `where`, or while the job's bound pods are not its spec's
+ * count (a resize under way), its workers are taken as packed on full nodes.
  */
-export function workersWorthAdding(job: KubeObject, status: SimulatedJobStatus, world: WorldFacts): number {
+export function workersWorthAdding(
+  job: KubeObject,
+  status: SimulatedJobStatus,
+  world: WorldFacts,
+  where?: RoomAround,
+): number {
   const view = readJob(job);
   const worker = roleOf(view, 'Worker');
   if (!view.elastic || !worker || status.phase !== 'Running') return 0;
   const remaining = status.targetSamples - status.processedSamples;
   if (!(remaining > 0)) return 0;
-  const timeLeft = (k: number): number => {
+  const placed = where && sum(where.perNode) === worker.replicas ? where : undefined;
+  const perNodeAt = placed ? growInto(placed) : undefined;
+  const timeLeft = (k: number): number | undefined => {
     const localBatchSize =
       view.globalBatchSize !== undefined
         ? view.globalBatchSize / k
         : (view.localBatchSize ?? world.apps.defaultLocalBatchSize(status.app));
-    const placement = { replicas: k, nodes: Math.ceil(k / world.gpusPerNode), localBatchSize };
+    const perNode = perNodeAt?.(k - worker.replicas);
+    if (perNodeAt && !perNode) return undefined;
+    const nodes = perNode ? perNode.length : Math.ceil(k / world.gpusPerNode);
+    const placement = { replicas: k, nodes, localBatchSize, ...(perNode ? { perNode } : {}) };
     return remaining / ((k * localBatchSize) / world.apps.stepTime(status.app, placement));
   };
   let k = worker.replicas;
   for (;;) {
+    const now = timeLeft(k);
     const top = Math.min(worker.maxReplicas, k + Math.max(1, world.gpusPerNode));
     let next = k + 1;
-    while (next <= top && !(timeLeft(k) - timeLeft(next) > world.rescaleCostSeconds)) next++;
-    if (next > top) break;
+    for (; next <= top; next++) {
+      const after = timeLeft(next);
+      if (after === undefined)
+        next = top; // no room for more
+      else if (now !== undefined && now - after > world.rescaleCostSeconds) break;
+    }
+    if (next > top || now === undefined) break;
     k = next;
   }
   return k - worker.replicas;
+}
+
+/** The job's per-node counts with `extra` workers added where they fit best, or undefined if they do not fit. */
+function growInto(where: RoomAround): (extra: number) => number[] | undefined {
+  const order = where.room
+    .map((room, i) => ({ i, room, own: (where.perNode[i] ?? 0) > 0 }))
+    .filter((n) => n.room > 0)
+    .sort((a, b) => Number(b.own) - Number(a.own) || b.room - a.room || a.i - b.i);
+  return (extra) => {
+    const counts = [...where.perNode];
+    let left = extra;
+    for (const n of order) {
+      if (left <= 0) break;
+      const here = Math.min(n.room, left);
+      counts[n.i] = (counts[n.i] ?? 0) + here;
+      left -= here;
+    }
+    return left > 0 ? undefined : counts.filter((c) => c > 0);
+  };
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
 }
 
 /** GPUs no bound pod holds. */

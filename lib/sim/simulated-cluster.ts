@@ -6,6 +6,7 @@
 // Everything is driven by a simulated clock and a seeded PRNG: the same seed replays the same run.
 // What it assumes and how jobs fail: simulation-assumptions.ts.
 import type { CoreV1Event, V1ConfigMap, V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
+import { podsFittingOnNode } from '../cluster/capacity.js';
 import type {
   AuditEventInput,
   ClusterClient,
@@ -392,6 +393,23 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       left -= dt;
     }
     this.#recordTimelines();
+  }
+
+  /** How many of the job's training pods are bound on each node, in the cluster's node order (0 where none). */
+  trainingPodsPerNode(ref: JobRef): number[] {
+    const counts = new Map<string, number>();
+    for (const rec of this.#podsOf(this.#job(ref))) {
+      const nodeName = rec.pod.spec?.nodeName;
+      if (!rec.trains || !nodeName || isTerminal(rec)) continue;
+      counts.set(nodeName, (counts.get(nodeName) ?? 0) + 1);
+    }
+    return this.#nodes.map((n) => counts.get(n.name) ?? 0);
+  }
+
+  /** How many more pods with these requests fit on each node now, in the cluster's node order. */
+  roomPerNode(requests: Resources): number[] {
+    const bound = this.#boundPods();
+    return this.#nodes.map((node) => podsFittingOnNode(freeOn(node, bound), requests));
   }
 
   /** Watch events (pods and jobs) since the last call, oldest first. */

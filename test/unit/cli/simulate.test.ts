@@ -224,6 +224,16 @@ describe('simulate --trace', () => {
       );
       assert.ok(seen.every((j) => j.workers >= 1));
     }
+    // The meter looks before each instant's decisions: a GPU a decision hands out is held when it looks next
+    // (a real scheduler binds the pods within a second), never idle beside the workers it was given to.
+    const gpus = SMALL.nodes * SMALL.gpusPerNode;
+    for (const l of intervals) {
+      const running: Array<{ workers: number; phase: string }> = l.jobs.filter(
+        (j: { phase: string }) => j.phase === 'Running',
+      );
+      assert.ok(l.idleGpus + running.reduce((sum, j) => sum + j.workers, 0) <= gpus, JSON.stringify(l));
+    }
+    assert.ok(decisions.some((d) => intervals.some((l) => l.at === d.at)));
     // Decisions carry their run, the policy that made them and their reason; their jobs are the sampled ones.
     assert.ok(decisions.length > 0);
     for (const d of decisions) {

@@ -1,21 +1,23 @@
 // Idle-but-wanted GPUs, the work-conservation figure of `simulate` (lib/sim/idle-capacity.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { SimulatedPlacement } from '../../../lib/sim/app-model.js';
 import { IdleWhileWantedMeter, workersWorthAdding } from '../../../lib/sim/idle-capacity.js';
 import type { SimulatedJobStatus } from '../../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
-import { FIXED_APP_MODEL, GiB } from './fixed-app-model.js';
+import { FIXED_APP_MODEL, fixedStepTime, GiB } from './fixed-app-model.js';
 
-const jobUpTo = (maxReplicas: number) =>
+const jobOf = (workers: number, maxReplicas: number) =>
   pytorchJobManifest({
     name: 'toy',
     namespace: 'team-a',
     app: 'toy',
-    workers: 1,
+    workers,
     minReplicas: 1,
     maxReplicas,
     sizing: { cpuMillis: 4000, memoryBytes: 16 * GiB, gpus: 1 },
   });
+const jobUpTo = (maxReplicas: number) => jobOf(1, maxReplicas);
 const job = jobUpTo(8);
 const status = (remaining: number, phase: SimulatedJobStatus['phase'] = 'Running'): SimulatedJobStatus => ({
   ref: { kind: 'PyTorchJob', namespace: 'team-a', name: 'toy' },
@@ -44,6 +46,39 @@ describe('workersWorthAdding', () => {
   it('steps over a node boundary when filling the next node pays', () => {
     // 6 workers on two nodes: 192 / 0.242 s = 793 samples/s > 744 at 4, and 7, 8 faster still.
     assert.equal(workersWorthAdding(job, status(1e9), world), 7);
+  });
+
+  it('times the job where it runs and its new workers where the free GPUs are', () => {
+    const on = (perNode: number[], room: number[]) => ({ perNode, room });
+    const four = jobOf(4, 8);
+    // 4 workers on one node (744 samples/s): one empty node takes 4 more (8 on 2 nodes, 977), as packed.
+    assert.equal(workersWorthAdding(four, status(1e9), world), 4);
+    assert.equal(workersWorthAdding(four, status(1e9), world, on([4, 0, 0, 0, 0], [0, 4, 0, 0, 0])), 4);
+    // One free GPU on each of four nodes: 5 workers on 2 nodes 690, 6 on 3 657, 8 on 5 621: none pays.
+    assert.equal(workersWorthAdding(four, status(1e9), world, on([4, 0, 0, 0, 0], [0, 1, 1, 1, 1])), 0);
+    // 1 + 1 + 2, the 2 first (fewest nodes): 6 on 2 nodes pays (793), 7 on 3 (742) and 8 on 4 (707) do not.
+    // Taken in node order instead, no step would pay.
+    assert.equal(workersWorthAdding(four, status(1e9), world, on([4, 0, 0, 0, 0], [0, 1, 1, 2, 0])), 2);
+    // Its own nodes first: 3 workers on the second node grow to 4 there (592 -> 744), not onto the first.
+    const three = jobOf(3, 4);
+    assert.equal(workersWorthAdding(three, status(1e9), world, on([0, 3], [1, 1])), 1);
+    // No more than the room: one worker on a node with 3 free GPUs takes those 3 (packed: 7).
+    assert.equal(workersWorthAdding(job, status(1e9), world, on([1, 0, 0], [3, 0, 0])), 3);
+    // While the bound pods are not the spec's count (a resize under way), packed as without placement.
+    assert.equal(workersWorthAdding(job, status(1e9), world, on([0, 0, 0], [3, 0, 0])), 7);
+    // The world is asked at the exact per-node placement: an app whose uneven placements step 0.1 s slower
+    // (a measured table has a row per placement) takes 4 more on an empty node, and nothing from 2 free GPUs.
+    const uneven = {
+      ...world,
+      apps: {
+        ...FIXED_APP_MODEL,
+        stepTime: (_app: string, p: SimulatedPlacement) =>
+          fixedStepTime(p) + (p.perNode && new Set(p.perNode).size > 1 ? 0.1 : 0),
+      },
+    };
+    assert.equal(workersWorthAdding(four, status(1e9), uneven, on([4, 0], [0, 4])), 4);
+    assert.equal(workersWorthAdding(four, status(1e9), uneven, on([4, 0], [0, 2])), 0);
+    assert.equal(workersWorthAdding(four, status(1e9), world, on([4, 0], [0, 2])), 2);
   });
 
   it('counts nothing for a job that is not training', () => {

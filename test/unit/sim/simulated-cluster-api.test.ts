@@ -36,6 +36,40 @@ async function podNames(
   return (await sim.listPods('team-a', selector)).map((p) => p.metadata?.name ?? '');
 }
 
+describe('SimulatedCluster placement reads (the idle meter)', () => {
+  it("gives a job's bound training pods and the room for more pods of a shape, node by node", () => {
+    const sim = clusterWithJob(6);
+    assert.deepEqual(sim.trainingPodsPerNode(REF), [0, 0, 0, 0]); // created at the next sub-step
+    sim.step(10);
+    assert.deepEqual(sim.trainingPodsPerNode(REF), [4, 2, 0, 0]); // first fit
+    assert.deepEqual(sim.roomPerNode(SIZING), [0, 2, 4, 4]);
+    // Every dimension must fit: 12 cores a pod leave room for two on an empty 32-core node.
+    assert.deepEqual(sim.roomPerNode({ ...SIZING, cpuMillis: 12_000 }), [0, 2, 2, 2]);
+  });
+
+  it('counts training pods only: a parameter server holds room but is not where the job trains', () => {
+    const sim = new SimulatedCluster({ seed: 7, apps: FIXED_APP_MODEL });
+    const ps = { gpus: 0, cpuMillis: 30_000, memoryBytes: 4 * GiB };
+    sim.submitJob(
+      tfJobManifest({
+        name: 'tf',
+        namespace: 'team-a',
+        app: 'toy',
+        workers: 2,
+        minReplicas: 1,
+        maxReplicas: 4,
+        sizing: SIZING,
+        ps: 1,
+        psSizing: ps,
+      }),
+    );
+    sim.step(10);
+    const ref: JobRef = { kind: 'TFJob', namespace: 'team-a', name: 'tf' };
+    assert.deepEqual(sim.trainingPodsPerNode(ref), [0, 2, 0, 0]);
+    assert.deepEqual(sim.roomPerNode(SIZING), [0, 2, 4, 4]);
+  });
+});
+
 describe('SimulatedCluster operator emulation', () => {
   it('creates one pod per replica with the training-operator names and labels', async () => {
     const sim = clusterWithJob(3);
