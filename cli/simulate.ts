@@ -168,7 +168,8 @@ export interface AppliedDecision {
 
 /**
  * One decision interval of a run: the GPUs no bound pod holds, the workers running elastic jobs would take at a
- * real gain (the two the idle-GPU figures are summed from), and every submitted, unfinished job's size.
+ * real gain (the two the idle-GPU figures are summed from), and every submitted, unfinished job's size, as the
+ * cluster stands at the interval's end, before the events and decisions of that second.
  */
 export interface IntervalSample {
   workload: string;
