@@ -60,15 +60,18 @@ export function workersWorthAdding(
   let k = worker.replicas;
   for (;;) {
     const now = timeLeft(k);
+    if (now === undefined) break;
     const top = Math.min(worker.maxReplicas, k + Math.max(1, world.gpusPerNode));
     let next = k + 1;
     for (; next <= top; next++) {
       const after = timeLeft(next);
-      if (after === undefined)
-        next = top; // no room for more
-      else if (now !== undefined && now - after > world.rescaleCostSeconds) break;
+      if (after === undefined) {
+        next = top + 1; // no room for more workers
+        break;
+      }
+      if (now - after > world.rescaleCostSeconds) break;
     }
-    if (next > top || now === undefined) break;
+    if (next > top) break;
     k = next;
   }
   return k - worker.replicas;

@@ -29,6 +29,21 @@ function clusterWithJob(workers = 4): SimulatedCluster {
   return sim;
 }
 
+/** TFJob `tf`: 2 workers of SIZING and one parameter server of `psSizing`. */
+function tfJobWithOnePs(psSizing: typeof SIZING) {
+  return tfJobManifest({
+    name: 'tf',
+    namespace: 'team-a',
+    app: 'toy',
+    workers: 2,
+    minReplicas: 1,
+    maxReplicas: 4,
+    sizing: SIZING,
+    ps: 1,
+    psSizing,
+  });
+}
+
 async function podNames(
   sim: SimulatedCluster,
   selector = 'training.kubeflow.org/job-name=toy',
@@ -49,20 +64,7 @@ describe('SimulatedCluster placement reads (the idle meter)', () => {
 
   it('counts training pods only: a parameter server holds room but is not where the job trains', () => {
     const sim = new SimulatedCluster({ seed: 7, apps: FIXED_APP_MODEL });
-    const ps = { gpus: 0, cpuMillis: 30_000, memoryBytes: 4 * GiB };
-    sim.submitJob(
-      tfJobManifest({
-        name: 'tf',
-        namespace: 'team-a',
-        app: 'toy',
-        workers: 2,
-        minReplicas: 1,
-        maxReplicas: 4,
-        sizing: SIZING,
-        ps: 1,
-        psSizing: ps,
-      }),
-    );
+    sim.submitJob(tfJobWithOnePs({ gpus: 0, cpuMillis: 30_000, memoryBytes: 4 * GiB }));
     sim.step(10);
     const ref: JobRef = { kind: 'TFJob', namespace: 'team-a', name: 'tf' };
     assert.deepEqual(sim.trainingPodsPerNode(ref), [0, 2, 0, 0]);
@@ -112,19 +114,7 @@ describe('SimulatedCluster operator emulation', () => {
 
   it('names TFJob and StatefulSet pods like their controllers', async () => {
     const sim = new SimulatedCluster({ seed: 1, apps: FIXED_APP_MODEL });
-    sim.submitJob(
-      tfJobManifest({
-        name: 'tf',
-        namespace: 'team-a',
-        app: 'toy',
-        workers: 2,
-        minReplicas: 1,
-        maxReplicas: 4,
-        sizing: SIZING,
-        ps: 1,
-        psSizing: { gpus: 0, cpuMillis: 2000, memoryBytes: 4 * GiB },
-      }),
-    );
+    sim.submitJob(tfJobWithOnePs({ gpus: 0, cpuMillis: 2000, memoryBytes: 4 * GiB }));
     sim.submitJob(
       statefulSetManifest({
         name: 'sts',
