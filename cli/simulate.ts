@@ -25,6 +25,7 @@ import type { Handler, HandlerResult } from '../functions/handler-deps.js';
 import { handleSchedule } from '../functions/schedule.js';
 import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
+import { shapeKey } from '../lib/cluster/capacity.js';
 import type { KubeObject } from '../lib/cluster/cluster-client.js';
 import {
   describeProductionTriggers,
@@ -651,7 +652,7 @@ async function runWorkload(
     function roomAround(job: KubeObject, status: SimulatedJobStatus): RoomAround | undefined {
       const worker = roleOf(readJob(job), 'Worker');
       if (!worker) return undefined;
-      const shape = `${worker.requests.cpuMillis}/${worker.requests.memoryBytes}/${worker.requests.gpus}`;
+      const shape = shapeKey(worker.requests);
       let room = roomByShape.get(shape);
       if (!room) {
         room = sim.roomPerNode(worker.requests);
