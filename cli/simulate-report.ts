@@ -1,5 +1,6 @@
 // Text tables and the HTML page of `trainscaler simulate`. The page is inline SVG and CSS only (like the
 // demo's report): it can be attached to an issue as one file.
+import type { IdleBeside } from '../lib/sim/idle-capacity.js';
 import { escapeHtml } from './demo-report-html.js';
 import type { PolicyAggregate, RunSummary, SimulationResult, WorkloadRun } from './simulate.js';
 
@@ -27,6 +28,7 @@ const RUN_HEADER = [
   'rescales/job',
   'idle GPU-h while jobs could grow',
   'of it > 2 ticks',
+  'beside growing / shrunk / left alone',
 ];
 
 function runRow(run: WorkloadRun): string[] {
@@ -42,7 +44,12 @@ function runRow(run: WorkloadRun): string[] {
     s.rescalesPerJob.toFixed(2),
     s.idleGpuHoursWhileJobsCouldGrow.toFixed(1),
     s.idleGpuHoursBeyondTwoTicks.toFixed(1),
+    besideText(s.idleGpuHoursBeyondTwoTicksBeside),
   ];
+}
+
+function besideText(b: IdleBeside): string {
+  return `${b.growing.toFixed(1)} / ${b.shrunk.toFixed(1)} / ${b.leftAlone.toFixed(1)}`;
 }
 
 function meanRow(policy: string, a: PolicyAggregate): string[] {
@@ -57,6 +64,7 @@ function meanRow(policy: string, a: PolicyAggregate): string[] {
     a.meanRescalesPerJob.toFixed(2),
     a.meanIdleGpuHoursWhileJobsCouldGrow.toFixed(1),
     a.meanIdleGpuHoursBeyondTwoTicks.toFixed(1),
+    besideText(a.meanIdleGpuHoursBeyondTwoTicksBeside),
   ];
 }
 

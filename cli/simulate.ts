@@ -53,8 +53,10 @@ import {
   tiresiasPass,
 } from '../lib/sim/baselines/tiresias.js';
 import {
+  type IdleBeside,
   IdleWhileWantedMeter,
   type RoomAround,
+  type SampledJob,
   unheldGpus,
   workersWorthAdding,
 } from '../lib/sim/idle-capacity.js';
@@ -91,7 +93,7 @@ import {
   workloadDrawKey,
 } from '../lib/sim/workload-multitenant.js';
 import { MEASURED_RESCALE_PAUSE_SECONDS } from '../lib/torchelastic/recommended-rendezvous.js';
-import type { JobRef } from '../lib/types.js';
+import type { JobRef, RoleView } from '../lib/types.js';
 import { median } from './demo.js';
 import { worldTruthOracle } from './oracle-model.js';
 import { simulatedHandlerDeps } from './simulated-handler-deps.js';
@@ -262,6 +264,8 @@ export interface RunSummary {
    */
   idleGpuHoursWhileJobsCouldGrow: number;
   idleGpuHoursBeyondTwoTicks: number;
+  /** That part by what the jobs that wanted the GPUs did within those two ticks (IdleBeside). */
+  idleGpuHoursBeyondTwoTicksBeside: IdleBeside;
   /** Time-averaged shares of the cluster's CPU and memory: requested by bound pods, and really used. */
   cpuRequested: number;
   cpuUsed: number;
@@ -291,6 +295,7 @@ export interface PolicyAggregate {
   meanRescalesPerJob: number;
   meanIdleGpuHoursWhileJobsCouldGrow: number;
   meanIdleGpuHoursBeyondTwoTicks: number;
+  meanIdleGpuHoursBeyondTwoTicksBeside: IdleBeside;
   meanCompletionRate: number;
   meanCpuRequested: number;
   meanCpuUsed: number;
@@ -628,18 +633,24 @@ async function runWorkload(
     const tracing = settings.onInterval !== undefined;
     let wanted = 0;
     const jobs: IntervalJob[] = [];
+    const sampled: SampledJob[] = [];
     const roomByShape = new Map<string, number[]>();
     for (const status of sim.jobStatuses()) {
       if (status.phase === 'Succeeded' || status.phase === 'Failed') continue;
       if (status.phase !== 'Running' && !tracing) continue;
       const job = await sim.getJob(status.ref);
+      const worker = roleOf(readJob(job), 'Worker');
       const want =
-        status.phase === 'Running' ? workersWorthAdding(job, status, idleWorld, roomAround(job, status)) : 0;
+        status.phase === 'Running'
+          ? workersWorthAdding(job, status, idleWorld, roomAround(worker, status))
+          : 0;
       wanted += want;
+      if (status.phase === 'Running' && worker)
+        sampled.push({ key: status.ref.name, workers: worker.replicas, wanted: want });
       if (tracing) jobs.push(intervalJob(job, status, want));
     }
     const idleGpus = unheldGpus(clusterGpus, await sim.listPods(WORKLOAD_NAMESPACE));
-    idleMeter.sample(idleGpus, wanted);
+    idleMeter.sample(idleGpus, sampled);
     settings.onInterval?.({
       workload: workload.name,
       policy,
@@ -649,8 +660,7 @@ async function runWorkload(
       jobs,
     });
 
-    function roomAround(job: KubeObject, status: SimulatedJobStatus): RoomAround | undefined {
-      const worker = roleOf(readJob(job), 'Worker');
+    function roomAround(worker: RoleView | undefined, status: SimulatedJobStatus): RoomAround | undefined {
       if (!worker) return undefined;
       const shape = shapeKey(worker.requests);
       let room = roomByShape.get(shape);
@@ -766,6 +776,11 @@ async function runWorkload(
     rescalesPerJob: jobs.length > 0 ? jobs.reduce((s, j) => s + j.rescales, 0) / jobs.length : 0,
     idleGpuHoursWhileJobsCouldGrow: idleMeter.totalGpuSeconds / 3600,
     idleGpuHoursBeyondTwoTicks: idleMeter.beyondGraceGpuSeconds / 3600,
+    idleGpuHoursBeyondTwoTicksBeside: {
+      growing: idleMeter.beside.growing / 3600,
+      shrunk: idleMeter.beside.shrunk / 3600,
+      leftAlone: idleMeter.beside.leftAlone / 3600,
+    },
     cpuRequested: usage.cpuReq / n,
     cpuUsed: usage.cpuUsed / n,
     memoryRequested: usage.memReq / n,
@@ -890,6 +905,11 @@ export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {
     meanRescalesPerJob: pick((s) => s.rescalesPerJob),
     meanIdleGpuHoursWhileJobsCouldGrow: pick((s) => s.idleGpuHoursWhileJobsCouldGrow),
     meanIdleGpuHoursBeyondTwoTicks: pick((s) => s.idleGpuHoursBeyondTwoTicks),
+    meanIdleGpuHoursBeyondTwoTicksBeside: {
+      growing: pick((s) => s.idleGpuHoursBeyondTwoTicksBeside.growing),
+      shrunk: pick((s) => s.idleGpuHoursBeyondTwoTicksBeside.shrunk),
+      leftAlone: pick((s) => s.idleGpuHoursBeyondTwoTicksBeside.leftAlone),
+    },
     meanCompletionRate: pick((s) => s.completionRate),
     meanCpuRequested: pick((s) => s.cpuRequested),
     meanCpuUsed: pick((s) => s.cpuUsed),

@@ -111,29 +111,69 @@ export function unheldGpus(clusterGpus: number, pods: readonly V1Pod[]): number 
   return held > clusterGpus ? 0 : clusterGpus - held;
 }
 
+/** A running job as one sample sees it: its workers (the spec's count) and the workers it would take. */
+export interface SampledJob {
+  key: string;
+  workers: number;
+  wanted: number;
+}
+
+/**
+ * Where GPU time idle beyond the grace period sat, by what happened to the jobs that wanted it within that
+ * period: a job resized up (growing, at most as fast as the step bound and the cool-down allow), one resized
+ * down, or one left at its size. It tells a policy that leaves GPUs idle from guardrails that pace its growth.
+ */
+export interface IdleBeside {
+  growing: number;
+  shrunk: number;
+  leftAlone: number;
+}
+
 /**
  * Accumulates idle-but-wanted GPU time from samples taken every `intervalSeconds`: all of it, and the part
  * idle for longer than `graceSeconds` (a GPU counts there only while at least that many GPUs have been idle
- * and wanted through the whole grace period).
+ * and wanted through the whole grace period). That part is shared among the jobs that want workers, by the
+ * workers each wants, and filed under what their worker counts did through the grace period (`beside`).
  */
 export class IdleWhileWantedMeter {
   readonly #interval: number;
   readonly #window: number;
   readonly #recent: number[] = [];
+  /** Each job's worker counts at the samples of the grace period, oldest first. */
+  #workers = new Map<string, number[]>();
   totalGpuSeconds = 0;
   beyondGraceGpuSeconds = 0;
+  readonly beside: IdleBeside = { growing: 0, shrunk: 0, leftAlone: 0 };
 
   constructor(intervalSeconds: number, graceSeconds: number) {
     this.#interval = intervalSeconds;
     this.#window = Math.max(1, Math.ceil(graceSeconds / intervalSeconds) + 1);
   }
 
-  sample(idleGpus: number, wantedGpus: number): void {
-    const now = Math.max(0, Math.min(idleGpus, wantedGpus));
+  sample(idleGpus: number, jobs: readonly SampledJob[]): void {
+    const wanted = jobs.reduce((s, j) => s + Math.max(0, j.wanted), 0);
+    const now = Math.max(0, Math.min(idleGpus, wanted));
     this.#recent.push(now);
     if (this.#recent.length > this.#window) this.#recent.shift();
+    const workers = new Map<string, number[]>();
+    for (const job of jobs)
+      workers.set(job.key, [...(this.#workers.get(job.key) ?? []), job.workers].slice(-this.#window));
+    this.#workers = workers;
     this.totalGpuSeconds += now * this.#interval;
-    if (this.#recent.length === this.#window)
-      this.beyondGraceGpuSeconds += Math.min(...this.#recent) * this.#interval;
+    if (this.#recent.length < this.#window) return;
+    const beyond = Math.min(...this.#recent) * this.#interval;
+    if (beyond <= 0) return;
+    this.beyondGraceGpuSeconds += beyond;
+    for (const job of jobs) {
+      if (job.wanted <= 0) continue;
+      this.beside[movement(workers.get(job.key) ?? [])] += (beyond * job.wanted) / wanted;
+    }
   }
+}
+
+/** A growth within the period counts first: a job shrunk and regrown was growing again. */
+function movement(counts: readonly number[]): keyof IdleBeside {
+  const steps = counts.slice(1).map((c, i) => c - (counts[i] ?? c));
+  if (steps.some((d) => d > 0)) return 'growing';
+  return steps.some((d) => d < 0) ? 'shrunk' : 'leftAlone';
 }

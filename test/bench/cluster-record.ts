@@ -16,10 +16,14 @@ export type JobRecord = Pick<
   'name' | 'application' | 'state' | 'jctSeconds' | 'queuedSeconds' | 'rescales' | 'preemptions'
 >;
 
+/** A run's summary as saved; runs saved before the meter split its idle GPUs (2026-12-06) lack the split. */
+export type RecordedSummary = Omit<RunSummary, 'idleGpuHoursBeyondTwoTicksBeside'> &
+  Partial<Pick<RunSummary, 'idleGpuHoursBeyondTwoTicksBeside'>>;
+
 export interface RunRecord {
   workload: string;
   policy: SimulationPolicy;
-  summary: RunSummary;
+  summary: RecordedSummary;
   jobs: JobRecord[];
   /** Where this run came from (command, commit, date), so a merged table can say which rows are whose. */
   source?: string;

@@ -2,6 +2,7 @@
 // several runs merged): `--full` prints them at its end, so every table in the README is reproduced by a
 // command. Pure: a record in, text out.
 import { SIMULATION_POLICIES, type SimulationPolicy } from '../../cli/simulate.js';
+import type { IdleBeside } from '../../lib/sim/idle-capacity.js';
 import type { BenchRecord, MultiTenantRecord, RunRecord } from './cluster-record.js';
 
 /** Published peer figures (another simulator), which column each goes in, and how the row is labelled. */
@@ -131,6 +132,7 @@ export function perLoadTable(record: BenchRecord): string {
     'rescales/job',
     'idle GPU-h while jobs could grow',
     'of it > 2 ticks',
+    'of that, beside jobs growing / shrunk / left alone',
     'completed',
   ];
   const rows: string[][] = [];
@@ -163,10 +165,19 @@ export function perLoadTable(record: BenchRecord): string {
           m((r) => r.summary.idleGpuHoursBeyondTwoTicks),
           1,
         ),
+        besideCell(runs),
         pct(m((r) => r.summary.completionRate)),
       ]);
     }
   return markdown(header, rows, 2);
+}
+
+/** The idle GPU-h beyond two ticks by what the jobs beside them did; '-' unless every run recorded it. */
+function besideCell(runs: readonly RunRecord[]): string {
+  const split = runs.map((r) => r.summary.idleGpuHoursBeyondTwoTicksBeside);
+  if (split.length === 0 || !split.every((b): b is IdleBeside => b !== undefined)) return '-';
+  const part = (key: keyof IdleBeside) => (split.reduce((s, b) => s + b[key], 0) / split.length).toFixed(1);
+  return `${part('growing')} / ${part('shrunk')} / ${part('leftAlone')}`;
 }
 
 /** (c) Average JCT per workload, every policy side by side. */

@@ -137,10 +137,12 @@ async function replay(workloads: Workload[]): Promise<void> {
         world,
         seed: 1,
       });
-      for (const run of part.runs)
+      for (const run of part.runs) {
+        const beside = run.summary.idleGpuHoursBeyondTwoTicksBeside;
         console.log(
-          `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, idle GPU-h while jobs could grow ${run.summary.idleGpuHoursWhileJobsCouldGrow.toFixed(1)} (> 2 ticks ${run.summary.idleGpuHoursBeyondTwoTicks.toFixed(1)}), ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
+          `row ${run.workload} ${run.policy}: avg JCT ${Math.round(run.summary.avgJctSeconds ?? Number.NaN)} s, median ${Math.round(run.summary.medianJctSeconds ?? Number.NaN)} s, makespan ${Math.round(run.summary.makespanSeconds)} s, GPU util ${(run.summary.gpuUtilisation * 100).toFixed(1)}%, rescales/job ${run.summary.rescalesPerJob.toFixed(2)}, idle GPU-h while jobs could grow ${run.summary.idleGpuHoursWhileJobsCouldGrow.toFixed(1)} (> 2 ticks ${run.summary.idleGpuHoursBeyondTwoTicks.toFixed(1)}: beside jobs growing ${beside.growing.toFixed(1)}, shrunk ${beside.shrunk.toFixed(1)}, left alone ${beside.leftAlone.toFixed(1)}), ${run.summary.completed}/${run.summary.jobs} done, wall ${run.wallSeconds.toFixed(1)} s`,
         );
+      }
       for (const run of part.runs)
         console.log(`apps ${run.workload} ${run.policy}: ${byApplication(run, workload)}`);
       record.runs.push(...part.runs.map((run) => runRecord(run, SOURCE)));

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { PolicyAggregate, RunSummary, SimulationPolicy } from '../../../cli/simulate.js';
+import type { PolicyAggregate, SimulationPolicy } from '../../../cli/simulate.js';
 import {
   type BenchRecord,
   type JobRecord,
   mergeRecords,
+  type RecordedSummary,
   type RunRecord,
 } from '../../bench/cluster-record.js';
 import {
@@ -19,7 +20,7 @@ import {
 } from '../../bench/cluster-tables.js';
 
 // A small synthetic benchmark: two loads, two workloads each, every figure chosen here.
-function summary(avg: number | null, extra: Partial<RunSummary> = {}): RunSummary {
+function summary(avg: number | null, extra: Partial<RecordedSummary> = {}): RecordedSummary {
   return {
     jobs: 2,
     completed: 2,
@@ -57,7 +58,7 @@ function run(
   policy: SimulationPolicy,
   avg: number,
   jobs: JobRecord[] = [job('cifar10', avg, 10)],
-  extra: Partial<RunSummary> = {},
+  extra: Partial<RecordedSummary> = {},
 ): RunRecord {
   return { workload, policy, summary: summary(avg, extra), jobs, source: `run of ${policy}` };
 }
@@ -87,8 +88,13 @@ const record: BenchRecord = {
         gpuUtilisation: 0.6,
       },
     ),
-    run('workloads-0.5/workload-1', 'trainscaler', 1400, [job('cifar10', 1000, 20), job('ncf', 1800, 40)]),
-    run('workloads-0.5/workload-2', 'trainscaler', 1800, [job('cifar10', 3000, 60)], { rescalesPerJob: 2 }),
+    run('workloads-0.5/workload-1', 'trainscaler', 1400, [job('cifar10', 1000, 20), job('ncf', 1800, 40)], {
+      idleGpuHoursBeyondTwoTicksBeside: { growing: 1, shrunk: 0, leftAlone: 2 },
+    }),
+    run('workloads-0.5/workload-2', 'trainscaler', 1800, [job('cifar10', 3000, 60)], {
+      rescalesPerJob: 2,
+      idleGpuHoursBeyondTwoTicksBeside: { growing: 3, shrunk: 1, leftAlone: 0 },
+    }),
     run('workloads-1.0/workload-1', 'backfill', 9000),
     run('workloads-1.0/workload-1', 'tiresias', 7000),
   ],
@@ -177,11 +183,20 @@ describe('bench:cluster README tables', () => {
       '0.00 (0.50 preemptions/job)',
       '4.0',
       '1.0',
+      '-', // runs saved before the meter split its idle GPUs
       '100.0%',
     ]);
     assert.equal(rowOf(table, '0.5x (2) | trainscaler')[6], '1.00');
+    // The split's means: growing (1 + 3) / 2, shrunk (0 + 1) / 2, left alone (2 + 0) / 2.
+    assert.equal(rowOf(table, '0.5x (2) | trainscaler')[9], '2.0 / 0.5 / 1.0');
+    // One run without the split leaves no mean of it.
+    const older = mergeRecords([
+      record,
+      { ...record, runs: [run('workloads-0.5/workload-2', 'trainscaler', 1800)] },
+    ]);
+    assert.equal(rowOf(perLoadTable(older), '0.5x (2) | trainscaler')[9], '-');
     // A policy that was not run keeps its row, empty, so that a later run's row can take its place.
-    assert.deepEqual(rowOf(table, '0.5x (0) | threshold').slice(2), Array(8).fill('-'));
+    assert.deepEqual(rowOf(table, '0.5x (0) | threshold').slice(2), Array(9).fill('-'));
   });
 
   it('lists average JCT per workload, loads and workloads in numeric order', () => {
@@ -243,6 +258,7 @@ describe('bench:cluster README tables', () => {
       meanRescalesPerJob: 0,
       meanIdleGpuHoursWhileJobsCouldGrow: 0,
       meanIdleGpuHoursBeyondTwoTicks: 0,
+      meanIdleGpuHoursBeyondTwoTicksBeside: { growing: 0, shrunk: 0, leftAlone: 0 },
       meanCompletionRate: completion,
       meanCpuRequested: 0.4,
       meanCpuUsed: 0.2,

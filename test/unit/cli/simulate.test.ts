@@ -144,6 +144,32 @@ describe('runSimulation', () => {
     assert.ok((long?.jctSeconds ?? 0) > (manualLong?.jctSeconds ?? Infinity));
   });
 
+  it('files GPUs idle beyond two ticks under what the jobs beside them did: grown, or left alone', async () => {
+    // One 1-worker cifar10 job alone on 16 GPUs: backfill keeps it at 1; trainscaler grows it, a step a decision.
+    const alone: Workload = {
+      name: 'alone',
+      path: 'alone.csv',
+      jobs: [{ name: 'cifar10-alone', time: 0, application: 'cifar10', replicas: 1, batchSize: 2048 }],
+    };
+    const result = await runSimulation({
+      workloads: [alone],
+      policies: ['backfill', 'trainscaler'],
+      nodes: 4,
+      gpusPerNode: 4,
+    });
+    const split = (policy: string) => {
+      const s = result.runs.find((r) => r.policy === policy)?.summary;
+      assert.ok(s && s.idleGpuHoursBeyondTwoTicks > 0, policy);
+      const { growing, shrunk, leftAlone } = s.idleGpuHoursBeyondTwoTicksBeside;
+      assert.ok(Math.abs(growing + shrunk + leftAlone - s.idleGpuHoursBeyondTwoTicks) < 1e-9, policy);
+      return s.idleGpuHoursBeyondTwoTicksBeside;
+    };
+    assert.deepEqual(split('backfill'), { growing: 0, shrunk: 0, leftAlone: split('backfill').leftAlone });
+    assert.ok(split('trainscaler').growing > 0, JSON.stringify(split('trainscaler')));
+    assert.equal(split('trainscaler').shrunk, 0);
+    assert.deepEqual(result.policies.trainscaler?.meanIdleGpuHoursBeyondTwoTicksBeside, split('trainscaler'));
+  });
+
   it('multi-tenant runs report requested above used CPU and memory', async () => {
     const result = await runSimulation({
       workloads: [workload],

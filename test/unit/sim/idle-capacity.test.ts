@@ -88,14 +88,60 @@ describe('workersWorthAdding', () => {
 });
 
 describe('IdleWhileWantedMeter', () => {
+  const one = (wanted: number, workers = 4) => [{ key: 'a', workers, wanted }];
+
   it('counts min(idle, wanted), and beyond the grace period only what stayed idle through all of it', () => {
     const meter = new IdleWhileWantedMeter(60, 600);
-    for (let i = 0; i < 10; i++) meter.sample(4, 2);
+    for (let i = 0; i < 10; i++) meter.sample(4, one(2));
     assert.equal(meter.totalGpuSeconds, 10 * 2 * 60);
     assert.equal(meter.beyondGraceGpuSeconds, 0);
-    meter.sample(1, 5);
+    meter.sample(1, one(5));
     assert.equal(meter.beyondGraceGpuSeconds, 60);
-    meter.sample(0, 5);
+    meter.sample(0, one(5));
     assert.equal(meter.beyondGraceGpuSeconds, 60);
+  });
+
+  it('sums what every running job wants', () => {
+    const meter = new IdleWhileWantedMeter(60, 120);
+    meter.sample(10, [
+      { key: 'a', workers: 4, wanted: 2 },
+      { key: 'b', workers: 8, wanted: 3 },
+    ]);
+    assert.equal(meter.totalGpuSeconds, 5 * 60);
+  });
+
+  it('files GPUs idle beyond the grace period under what the jobs wanting them did through it, by what each wants', () => {
+    // Grace 120 s at 60 s samples: three samples. 'up' grows 4 -> 8, 'down' shrinks 8 -> 6, 'still' stays at 2.
+    const meter = new IdleWhileWantedMeter(60, 120);
+    const at = (up: number, down: number) => [
+      { key: 'up', workers: up, wanted: 2 },
+      { key: 'down', workers: down, wanted: 1 },
+      { key: 'still', workers: 2, wanted: 1 },
+    ];
+    meter.sample(8, at(4, 8));
+    meter.sample(8, at(8, 8));
+    assert.deepEqual(meter.beside, { growing: 0, shrunk: 0, leftAlone: 0 });
+    meter.sample(8, at(8, 6));
+    // 4 GPUs (what the three want) idle through all three samples: 4 x 60 GPU-s, shared 2 : 1 : 1.
+    assert.equal(meter.beyondGraceGpuSeconds, 240);
+    assert.deepEqual(meter.beside, { growing: 120, shrunk: 60, leftAlone: 60 });
+    // The growth has left the three-sample window: 'up' counts as left alone again; 'down' is shrunk for one
+    // more sample, then left alone too.
+    meter.sample(8, at(8, 6));
+    assert.deepEqual(meter.beside, { growing: 120, shrunk: 60 + 60, leftAlone: 60 + 120 + 60 });
+    meter.sample(8, at(8, 6));
+    assert.deepEqual(meter.beside, { growing: 120, shrunk: 120, leftAlone: 240 + 240 });
+  });
+
+  it('counts a job shrunk and grown again within the period as growing, and forgets a job that finished', () => {
+    const meter = new IdleWhileWantedMeter(60, 120);
+    meter.sample(4, one(4, 8));
+    meter.sample(4, one(4, 4));
+    meter.sample(4, one(4, 6));
+    assert.deepEqual(meter.beside, { growing: 240, shrunk: 0, leftAlone: 0 });
+    // 'a' finishes; a job of the same name later starts afresh at 6 workers and is left alone.
+    meter.sample(4, []);
+    for (let i = 0; i < 3; i++) meter.sample(4, one(4, 6));
+    assert.deepEqual(meter.beside, { growing: 240, shrunk: 0, leftAlone: 240 });
   });
 });
