@@ -151,7 +151,7 @@ export class IdleWhileWantedMeter {
   }
 
   sample(idleGpus: number, jobs: readonly SampledJob[]): void {
-    const wanted = jobs.reduce((s, j) => s + Math.max(0, j.wanted), 0);
+    const wanted = jobs.reduce((s, j) => s + j.wanted, 0);
     const now = Math.max(0, Math.min(idleGpus, wanted));
     this.#recent.push(now);
     if (this.#recent.length > this.#window) this.#recent.shift();
@@ -164,10 +164,8 @@ export class IdleWhileWantedMeter {
     const beyond = Math.min(...this.#recent) * this.#interval;
     if (beyond <= 0) return;
     this.beyondGraceGpuSeconds += beyond;
-    for (const job of jobs) {
-      if (job.wanted <= 0) continue;
+    for (const job of jobs)
       this.beside[movement(workers.get(job.key) ?? [])] += (beyond * job.wanted) / wanted;
-    }
   }
 }
 

@@ -139,9 +139,13 @@ describe('IdleWhileWantedMeter', () => {
     meter.sample(4, one(4, 4));
     meter.sample(4, one(4, 6));
     assert.deepEqual(meter.beside, { growing: 240, shrunk: 0, leftAlone: 0 });
-    // 'a' finishes; a job of the same name later starts afresh at 6 workers and is left alone.
-    meter.sample(4, []);
-    for (let i = 0; i < 3; i++) meter.sample(4, one(4, 6));
-    assert.deepEqual(meter.beside, { growing: 240, shrunk: 0, leftAlone: 240 });
+    // 'a' finishes while 'b' wants the GPUs; a job of the same name then starts afresh at 8 workers: it was
+    // not grown from 6.
+    meter.sample(4, [{ key: 'b', workers: 1, wanted: 4 }]);
+    meter.sample(4, one(4, 8));
+    assert.deepEqual(meter.beside, { growing: 240, shrunk: 0, leftAlone: 480 });
+    // A sample in which no job wants a GPU files nothing.
+    meter.sample(4, one(0, 8));
+    assert.deepEqual(meter.beside, { growing: 240, shrunk: 0, leftAlone: 480 });
   });
 });
