@@ -1,6 +1,6 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
-import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
+import { capacityOf, exceptPodsOf, exceptWaitingPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import {
   type ProfileLookup,
   type ProfileOwner,
@@ -66,7 +66,6 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   // Taken first, it is also when the tick reached the handler: the cool-down of what it writes counts from it.
   const listedAt = deps.clock();
   const state = await loadCapacity(deps.cluster, listedAt);
-  const { capacity } = state;
   // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
   // at most once a tick, each signature fitted at most once.
   let store: Promise<ProfileLookup> | undefined;
@@ -167,6 +166,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   }
   const now = deps.clock();
   const rebalanced = jobs.filter((j) => !reviewed.has(key(j.snapshot.view.ref)));
+  const toPlace = pending.filter((d) => !reviewed.has(key(d.job.ref)));
   const plans = decideRebalance({
     jobs: rebalanced.map(({ snapshot, observed, prior }) => {
       const model =
@@ -187,8 +187,13 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       if (remaining !== undefined) entry.remainingSeconds = remaining;
       return entry;
     }),
-    pending: pending.filter((d) => !reviewed.has(key(d.job.ref))),
-    capacity,
+    pending: toPlace,
+    // The rebalance places the waiting pods of `toPlace` itself (or holds their room): held here as well, a
+    // queued job whose pods fit in free room would seem not to, and running jobs would shrink for it.
+    capacity: capacityOf(state.nodes, state.pods, {
+      holdRoomFor: exceptWaitingPodsOf(toPlace.map((d) => d.job.ref)),
+      now: listedAt,
+    }),
     config: deps.config,
     now,
   });

@@ -119,6 +119,15 @@ export function podsOf(ref: JobRef): (pod: V1Pod) => boolean {
   };
 }
 
+/**
+ * Holds room for every pending pod except the schedulable ones of these jobs: the pods a rebalance places
+ * itself (PendingDemand counts them; gated pods wait on their gate's controller and keep their room).
+ */
+export function exceptWaitingPodsOf(refs: readonly JobRef[]): (pod: V1Pod) => boolean {
+  const own = refs.map(podsOf);
+  return (pod) => (pod.spec?.schedulingGates?.length ?? 0) > 0 || !own.some((of) => of(pod));
+}
+
 /** Holds room for every pending pod except those of `ref`'s job. */
 export function exceptPodsOf(ref: JobRef): (pod: V1Pod) => boolean {
   const own = podsOf(ref);

@@ -79,6 +79,7 @@ export interface PendingDemand {
 export interface RebalanceInput {
   jobs: RebalanceJob[];
   pending?: PendingDemand[];
+  /** Free room, holding none for the waiting pods of `pending`: the rebalance places them or holds their room. */
   capacity: ClusterCapacity;
   config: PolicyConfig;
   now: number;
@@ -181,8 +182,13 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
   let cap = input.capacity;
 
   // Kueue admits, preempts and orders the jobs it manages by its own priorities and quota: their waiting pods
-  // are its to place, and they neither give nor take workers here (lib/kueue/kueue-guard.ts keeps the rest).
-  const pending = (input.pending ?? []).filter((p) => p.job.kueue === undefined);
+  // are its to place, and they neither give nor take workers here (lib/kueue/kueue-guard.ts keeps the rest),
+  // but their room is held for them.
+  const pending: PendingDemand[] = [];
+  for (const p of input.pending ?? []) {
+    if (p.job.kueue === undefined) pending.push(p);
+    else cap = reserve(cap, p.demand, p.pods);
+  }
   cap = admitPending(slots, pending, cap, config);
   cap = shedSlowingWorkers(slots, cap, config);
   cap = growIntoIdle(slots, cap, config);

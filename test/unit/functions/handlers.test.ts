@@ -401,6 +401,41 @@ describe('schedule handler', () => {
     assert.equal(sim.jobStatus(queuedRef).startedAt !== undefined, true, 'the queued job trains');
   });
 
+  it("counts a queued job's waiting pods once: room freed before they are bound shrinks no one for them", async () => {
+    const { sim, deps } = harness();
+    const bigRef = { ...TOY, name: 'big' };
+    const queuedRef = { ...TOY, name: 'queued' };
+    sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16 }));
+    sim.step(600);
+    sim.submitJob(toyJob({ name: 'queued', workers: 6, minReplicas: 1, maxReplicas: 6 }));
+    sim.step(30);
+    // big's owner gives back six workers; the tick comes before the scheduler has bound the queued pods.
+    await sim.patchJob(
+      bigRef,
+      [{ op: 'replace', path: '/spec/pytorchReplicaSpecs/Worker/replicas', value: 10 }],
+      { dryRun: false },
+    );
+    const waiting = (await sim.listPods('team-a')).filter(
+      (p) => p.metadata?.name?.startsWith('queued-worker-') && !p.spec?.nodeName,
+    );
+    assert.equal(waiting.length, 6);
+    assert.deepEqual(
+      sim.roomPerNode({ gpus: 1, cpuMillis: 4000, memoryBytes: 10 * GiB }).reduce((a, b) => a + b),
+      6,
+    );
+
+    const result = await handleSchedule(scheduledEvent(), deps);
+    assert.deepEqual(result.errors, []);
+    assert.deepEqual(
+      result.outcomes.filter((o) => o.plan.changes.length > 0).map((o) => o.plan.reason),
+      [],
+    );
+    assert.equal(workers(await sim.getJob(bigRef)), 10);
+    assert.equal(workers(await sim.getJob(queuedRef)), 6);
+    sim.step(60);
+    assert.ok(sim.jobStatus(queuedRef).startedAt !== undefined, 'the queued job trains at the size asked');
+  });
+
   it('a job written at one tick may move two ticks later, however long the tick took to write it', async () => {
     const { sim, deps } = harness();
     // Each clock reading inside a tick comes a quarter second after the one before: the handler reads every

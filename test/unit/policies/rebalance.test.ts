@@ -939,6 +939,21 @@ describe('decideRebalance: Kueue-managed jobs are left to Kueue', () => {
     assert.deepEqual(decideRebalance({ ...input, jobs: input.jobs.map(kueued) }), []);
   });
 
+  it("holds the room of a Kueue-managed job's waiting pods: idle growth does not take it", () => {
+    const input = {
+      jobs: [entry({ name: 'small', k: 2, table: SMALL })],
+      capacity: capacity(2, 4),
+      config,
+      now: NOW,
+    };
+    const waiting = pending(0, 2);
+    assert.deepEqual(sizes(decideRebalance(input)), { small: 4 });
+    assert.deepEqual(
+      decideRebalance({ ...input, pending: [{ ...waiting, job: { ...waiting.job, kueue: 'label q' } }] }),
+      [],
+    );
+  });
+
   it('does not shrink a Kueue-managed job for pending work, nor shrink others for a Kueue job waiting', () => {
     const low: JobSpec = { name: 'l1', k: 4, min: 2, priority: 1, table: { 2: 200, 3: 300, 4: 400 } };
     const input = {
