@@ -1,6 +1,11 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
-import { capacityOf, exceptPodsOf, exceptWaitingPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
+import {
+  capacityOf,
+  exceptPodsOf,
+  exceptWaitingPodsOf,
+  loadNodesAndPods,
+} from '../lib/cluster/load-capacity.js';
 import {
   type ProfileLookup,
   type ProfileOwner,
@@ -65,7 +70,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   // One reading of which pods are leaving serves the whole tick: the stranded jobs' capacity is the same list's.
   // Taken first, it is also when the tick reached the handler: the cool-down of what it writes counts from it.
   const listedAt = deps.clock();
-  const state = await loadCapacity(deps.cluster, listedAt);
+  const state = await loadNodesAndPods(deps.cluster);
   // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
   // at most once a tick, each signature fitted at most once.
   let store: Promise<ProfileLookup> | undefined;

@@ -100,9 +100,15 @@ export interface ClusterState {
   pods: V1Pod[];
 }
 
+/** Every node and every pod, for a caller that decides which pending pods hold room (capacityOf's options). */
+export async function loadNodesAndPods(cluster: ClusterClient): Promise<Omit<ClusterState, 'capacity'>> {
+  const [nodes, pods] = await Promise.all([cluster.listNodes(), cluster.listPods(undefined)]);
+  return { nodes, pods };
+}
+
 /** `now` (seconds since the epoch): pods being deleted count as leaving (see CapacityOptions.now). */
 export async function loadCapacity(cluster: ClusterClient, now: number): Promise<ClusterState> {
-  const [nodes, pods] = await Promise.all([cluster.listNodes(), cluster.listPods(undefined)]);
+  const { nodes, pods } = await loadNodesAndPods(cluster);
   return { capacity: capacityOf(nodes, pods, { now }), nodes, pods };
 }
 
