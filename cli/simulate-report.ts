@@ -48,7 +48,8 @@ function runRow(run: WorkloadRun): string[] {
   ];
 }
 
-function besideText(b: IdleBeside): string {
+/** Idle GPU-h beyond two ticks as `growing / shrunk / left alone`. */
+export function besideText(b: IdleBeside): string {
   return `${b.growing.toFixed(1)} / ${b.shrunk.toFixed(1)} / ${b.leftAlone.toFixed(1)}`;
 }
 

@@ -55,6 +55,7 @@ import {
 import {
   type IdleBeside,
   IdleWhileWantedMeter,
+  meanIdleBeside,
   type RoomAround,
   type SampledJob,
   unheldGpus,
@@ -905,11 +906,9 @@ export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {
     meanRescalesPerJob: pick((s) => s.rescalesPerJob),
     meanIdleGpuHoursWhileJobsCouldGrow: pick((s) => s.idleGpuHoursWhileJobsCouldGrow),
     meanIdleGpuHoursBeyondTwoTicks: pick((s) => s.idleGpuHoursBeyondTwoTicks),
-    meanIdleGpuHoursBeyondTwoTicksBeside: {
-      growing: pick((s) => s.idleGpuHoursBeyondTwoTicksBeside.growing),
-      shrunk: pick((s) => s.idleGpuHoursBeyondTwoTicksBeside.shrunk),
-      leftAlone: pick((s) => s.idleGpuHoursBeyondTwoTicksBeside.leftAlone),
-    },
+    meanIdleGpuHoursBeyondTwoTicksBeside: meanIdleBeside(
+      runs.map((r) => r.summary.idleGpuHoursBeyondTwoTicksBeside),
+    ),
     meanCompletionRate: pick((s) => s.completionRate),
     meanCpuRequested: pick((s) => s.cpuRequested),
     meanCpuUsed: pick((s) => s.cpuUsed),

@@ -129,6 +129,13 @@ export interface IdleBeside {
   leftAlone: number;
 }
 
+/** Several splits' mean, key by key (a load's workloads); all zero for none. */
+export function meanIdleBeside(splits: readonly IdleBeside[]): IdleBeside {
+  const mean = (key: keyof IdleBeside) =>
+    splits.length === 0 ? 0 : splits.reduce((s, b) => s + b[key], 0) / splits.length;
+  return { growing: mean('growing'), shrunk: mean('shrunk'), leftAlone: mean('leftAlone') };
+}
+
 /**
  * Accumulates idle-but-wanted GPU time from samples taken every `intervalSeconds`: all of it, and the part
  * idle for longer than `graceSeconds` (a GPU counts there only while at least that many GPUs have been idle

@@ -2,7 +2,8 @@
 // several runs merged): `--full` prints them at its end, so every table in the README is reproduced by a
 // command. Pure: a record in, text out.
 import { SIMULATION_POLICIES, type SimulationPolicy } from '../../cli/simulate.js';
-import type { IdleBeside } from '../../lib/sim/idle-capacity.js';
+import { besideText } from '../../cli/simulate-report.js';
+import { type IdleBeside, meanIdleBeside } from '../../lib/sim/idle-capacity.js';
 import type { BenchRecord, MultiTenantRecord, RunRecord } from './cluster-record.js';
 
 /** Published peer figures (another simulator), which column each goes in, and how the row is labelled. */
@@ -176,8 +177,7 @@ export function perLoadTable(record: BenchRecord): string {
 function besideCell(runs: readonly RunRecord[]): string {
   const split = runs.map((r) => r.summary.idleGpuHoursBeyondTwoTicksBeside);
   if (split.length === 0 || !split.every((b): b is IdleBeside => b !== undefined)) return '-';
-  const part = (key: keyof IdleBeside) => (split.reduce((s, b) => s + b[key], 0) / split.length).toFixed(1);
-  return `${part('growing')} / ${part('shrunk')} / ${part('leftAlone')}`;
+  return besideText(meanIdleBeside(split));
 }
 
 /** (c) Average JCT per workload, every policy side by side. */

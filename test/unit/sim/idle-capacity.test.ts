@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { SimulatedPlacement } from '../../../lib/sim/app-model.js';
-import { IdleWhileWantedMeter, workersWorthAdding } from '../../../lib/sim/idle-capacity.js';
+import { IdleWhileWantedMeter, meanIdleBeside, workersWorthAdding } from '../../../lib/sim/idle-capacity.js';
 import type { SimulatedJobStatus } from '../../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
 import { FIXED_APP_MODEL, fixedStepTime, GiB } from './fixed-app-model.js';
@@ -147,5 +147,18 @@ describe('IdleWhileWantedMeter', () => {
     // A sample in which no job wants a GPU files nothing.
     meter.sample(4, one(0, 8));
     assert.deepEqual(meter.beside, { growing: 240, shrunk: 0, leftAlone: 480 });
+  });
+});
+
+describe('meanIdleBeside', () => {
+  it('means several splits key by key, and gives zeros for none', () => {
+    assert.deepEqual(
+      meanIdleBeside([
+        { growing: 1, shrunk: 0, leftAlone: 2 },
+        { growing: 3, shrunk: 1, leftAlone: 0 },
+      ]),
+      { growing: 2, shrunk: 0.5, leftAlone: 1 },
+    );
+    assert.deepEqual(meanIdleBeside([]), { growing: 0, shrunk: 0, leftAlone: 0 });
   });
 });
