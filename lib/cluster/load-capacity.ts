@@ -76,7 +76,11 @@ export function capacityOf(nodes: V1Node[], pods: V1Pod[], options: CapacityOpti
   }
   const views: NodeView[] = nodes.map((node) => {
     const name = node.metadata?.name ?? '';
-    const ready = node.status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'False';
+    // Unknown is a node whose kubelet stopped reporting: the node controller taints it unreachable and the
+    // scheduler places nothing there, so its free room would be promised to growth that stays Pending. A node
+    // with no Ready condition yet is taken at its word.
+    const readiness = node.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+    const ready = readiness !== 'False' && readiness !== 'Unknown';
     return {
       name,
       allocatable: allocatableOf(node),

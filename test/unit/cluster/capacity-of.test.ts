@@ -1,0 +1,165 @@
+// Free capacity is what every policy plans growth into: a pod counted as holding room that it does not hold
+// idles GPUs, and room counted free that is not makes growth that stays Pending (or a queued job's start that
+// shrinks running jobs for nothing). Each case below is one rule of capacityOf, podsOf or exceptPodsOf.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1Node, V1NodeCondition, V1Pod } from '@kubernetes/client-node';
+import { capacityOf, exceptPodsOf, podsOf } from '../../../lib/cluster/load-capacity.js';
+import type { ClusterCapacity, JobRef } from '../../../lib/types.js';
+
+function gpuNode(name: string, ready?: V1NodeCondition['status'], cordoned = false): V1Node {
+  return {
+    metadata: { name },
+    spec: cordoned ? { unschedulable: true } : {},
+    status: {
+      allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': '4' },
+      ...(ready ? { conditions: [{ type: 'Ready', status: ready }] } : {}),
+    },
+  };
+}
+
+interface PodOptions {
+  node?: string;
+  phase?: string;
+  priority?: number;
+  job?: string;
+  kind?: string;
+  namespace?: string;
+  containers?: number;
+}
+
+function gpuPod(name: string, o: PodOptions = {}): V1Pod {
+  const container = (i: number) => ({
+    name: `c${i}`,
+    resources: { requests: { cpu: '1', memory: '1Gi', 'nvidia.com/gpu': '1' } },
+  });
+  return {
+    metadata: {
+      name,
+      namespace: o.namespace ?? 'ml',
+      ownerReferences: [
+        {
+          apiVersion: 'kubeflow.org/v1',
+          kind: o.kind ?? 'PyTorchJob',
+          name: o.job ?? 'train',
+          uid: `${o.kind}/${o.job}`,
+          controller: true,
+        },
+      ],
+    },
+    spec: {
+      ...(o.node ? { nodeName: o.node } : {}),
+      ...(o.priority !== undefined ? { priority: o.priority } : {}),
+      containers: Array.from({ length: o.containers ?? 1 }, (_, i) => container(i)),
+    },
+    status: { phase: o.phase ?? (o.node ? 'Running' : 'Pending') },
+  };
+}
+
+const freeGpusOn = (capacity: ClusterCapacity, node = 'gpu-0') => {
+  const view = capacity.nodes.find((n) => n.name === node);
+  return (view?.allocatable.gpus ?? 0) - (view?.allocated.gpus ?? 0);
+};
+
+describe('capacityOf: which pods hold room', () => {
+  const node = gpuNode('gpu-0', 'True');
+
+  it('frees the room of finished pods and keeps that of running ones', () => {
+    const pods = [
+      gpuPod('done', { node: 'gpu-0', phase: 'Succeeded' }),
+      gpuPod('crashed', { node: 'gpu-0', phase: 'Failed' }),
+      gpuPod('running', { node: 'gpu-0' }),
+    ];
+    assert.equal(freeGpusOn(capacityOf([node], pods)), 3);
+  });
+
+  it('counts a pod bound and still Pending (pulling its image) once, on its node', () => {
+    assert.equal(freeGpusOn(capacityOf([node], [gpuPod('pulling', { node: 'gpu-0', phase: 'Pending' })])), 3);
+  });
+
+  it('sums every container of a pod, as the scheduler reserves the whole pod', () => {
+    assert.equal(freeGpusOn(capacityOf([node], [gpuPod('sidecar', { node: 'gpu-0', containers: 2 })])), 2);
+  });
+
+  it('with preemptibleBelow, frees the room of lower-priority pods only, bound or waiting', () => {
+    const pods = [
+      gpuPod('low', { node: 'gpu-0', priority: 50 }),
+      gpuPod('no-priority', { node: 'gpu-0' }),
+      gpuPod('same', { node: 'gpu-0', priority: 100 }),
+      gpuPod('waiting-low', { priority: 50 }),
+      gpuPod('waiting-same', { priority: 100 }),
+    ];
+    assert.equal(freeGpusOn(capacityOf([node], pods)), 0);
+    // The scheduler preempts below, never at, the preemptor's priority.
+    assert.equal(freeGpusOn(capacityOf([node], pods, { preemptibleBelow: 100 })), 2);
+  });
+
+  it('takes a pod without a priority as priority 0', () => {
+    const pods = [gpuPod('no-priority', { node: 'gpu-0' }), gpuPod('waiting', {})];
+    assert.equal(freeGpusOn(capacityOf([node], pods, { preemptibleBelow: 1 })), 4);
+    assert.equal(freeGpusOn(capacityOf([node], pods, { preemptibleBelow: 0 })), 2);
+  });
+});
+
+describe('capacityOf: which nodes take pods', () => {
+  const schedulable = (nodes: V1Node[]) =>
+    Object.fromEntries(capacityOf(nodes, []).nodes.map((n) => [n.name, n.schedulable]));
+
+  it('takes ready and not-yet-reporting nodes; not NotReady, unreachable or cordoned ones', () => {
+    assert.deepEqual(
+      schedulable([
+        gpuNode('ready', 'True'),
+        gpuNode('no-condition'),
+        gpuNode('not-ready', 'False'),
+        gpuNode('unreachable', 'Unknown'),
+        gpuNode('cordoned', 'True', true),
+      ]),
+      { cordoned: false, 'no-condition': true, 'not-ready': false, ready: true, unreachable: false },
+    );
+  });
+
+  it('reads the Ready condition among the others a kubelet reports', () => {
+    const node = gpuNode('gpu-0');
+    node.status = {
+      ...node.status,
+      conditions: [
+        { type: 'MemoryPressure', status: 'False' },
+        { type: 'DiskPressure', status: 'False' },
+        { type: 'Ready', status: 'True' },
+      ],
+    };
+    assert.deepEqual(schedulable([node]), { 'gpu-0': true });
+  });
+
+  it('lists the nodes by name, the order every first-fit placement walks', () => {
+    const names = capacityOf([gpuNode('gpu-2'), gpuNode('gpu-0'), gpuNode('gpu-1')], []).nodes.map(
+      (n) => n.name,
+    );
+    assert.deepEqual(names, ['gpu-0', 'gpu-1', 'gpu-2']);
+  });
+});
+
+describe("podsOf and exceptPodsOf: a job's own pods, never another's of the same name", () => {
+  const ref: JobRef = { kind: 'PyTorchJob', namespace: 'ml', name: 'train' };
+  const own = gpuPod('own');
+  const otherNamespace = gpuPod('tenant-b', { namespace: 'team-b' });
+  const otherKind = gpuPod('tf', { kind: 'TFJob' });
+  const otherName = gpuPod('other', { job: 'train-2' });
+
+  it('matches kind, namespace and name together', () => {
+    const of = podsOf(ref);
+    assert.deepEqual([own, otherNamespace, otherKind, otherName].map(of), [true, false, false, false]);
+  });
+
+  it('owns no pod that names no job', () => {
+    const bare: V1Pod = { metadata: { name: 'bare', namespace: 'ml' }, spec: { containers: [] } };
+    assert.equal(podsOf(ref)(bare), false);
+  });
+
+  it("holds room for every waiting pod but the decided job's own", () => {
+    const node = gpuNode('gpu-0', 'True');
+    const pods = [own, otherNamespace];
+    assert.equal(freeGpusOn(capacityOf([node], pods)), 2);
+    assert.equal(freeGpusOn(capacityOf([node], pods, { holdRoomFor: exceptPodsOf(ref) })), 3);
+  });
+});
