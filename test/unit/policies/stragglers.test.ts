@@ -199,8 +199,52 @@ describe('detectStragglers: long spells and fast workers', () => {
     const paces = [0.5, 1, 1, 1, 1, 1, 1, 1];
     const faster = detectStragglers(series(paces, 60, lastSlow([0], 60, 20, 1.9)), config, lastAt(60));
     assert.equal(statusOf(faster, 0).status, 'ok');
+    // Back at exactly the others' pace: replacing it could not speed the job up.
+    const level = detectStragglers(series(paces, 60, lastSlow([0], 60, 20, 2)), config, lastAt(60));
+    assert.equal(statusOf(level, 0).recentRatio, 1);
+    assert.equal(statusOf(level, 0).status, 'ok');
     const slower = detectStragglers(series(paces, 60, lastSlow([0], 60, 20, 2.3)), config, lastAt(60));
     assert.equal(statusOf(slower, 0).status, 'straggler');
+  });
+});
+
+describe('detectStragglers: samples it cannot use', () => {
+  const n = 40;
+  const withSamples = (all: WorkerStepTimes[], extra: (w: number) => WorkerStepTimes['samples']) =>
+    all.map((s) => ({ ...s, samples: [...s.samples, ...extra(s.worker)] }));
+  const clean = () => series(uniform(6), n, lastSlow([2], n, 5, 1.5));
+
+  it('ignores samples stamped after now (a pod whose clock runs ahead)', () => {
+    const ahead = withSamples(clean(), (w) =>
+      w === 0 ? Array.from({ length: 6 }, (_, k) => ({ at: lastAt(n) + (k + 1) * STEP, stepTime: 3 })) : [],
+    );
+    assert.deepEqual(stragglersIn(detectStragglers(ahead, config, lastAt(n))), [2]);
+  });
+
+  it('ignores zero, negative and non-finite step times (a broken exporter)', () => {
+    // Two workers at zero would make the fast pace zero, and every other worker infinitely slow.
+    const broken = clean().map((s) =>
+      s.worker > 1
+        ? s
+        : {
+            ...s,
+            samples: s.samples.map((x, i) =>
+              i < n - 6 ? x : { ...x, stepTime: [0, -1, Number.NaN][i % 3] ?? 0 },
+            ),
+          },
+    );
+    assert.deepEqual(stragglersIn(detectStragglers(broken, config, lastAt(n))), [2]);
+  });
+
+  it('reads samples in any order', () => {
+    const expected = detectStragglers(clean(), config, lastAt(n));
+    const shuffled = clean().map((s) => ({
+      ...s,
+      samples: s.samples.map((x, i) => s.samples[(i * 7) % n] ?? x),
+    }));
+    const report = detectStragglers(shuffled, config, lastAt(n));
+    assert.deepEqual(stragglersIn(report), [2]);
+    assert.equal(statusOf(report, 2).since, statusOf(expected, 2).since);
   });
 });
 
