@@ -12,10 +12,12 @@ import {
   applyGuardrails,
   type GuardrailConfig,
   type GuardrailContext,
+  placedReplicasOf,
   protectedPodsOf,
+  spendsRestart,
 } from '../../lib/guardrails.js';
 import { rendezvousAdvice } from '../../lib/policies/initial-config.js';
-import type { Change, JobView, Plan, PodView } from '../../lib/types.js';
+import type { Change, JobView, Plan, PodView, RoleName } from '../../lib/types.js';
 import { jobView, workerRole } from '../support/job-views.js';
 import { GiB, harness, TOY, toyJob } from './functions/handler-harness.js';
 
@@ -193,6 +195,65 @@ describe('rule 1: worker-0 of an elastic c10d PyTorchJob is never evicted or rep
     );
     assert.deepEqual(toOne.plan.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 1 }]);
   });
+  it('keeps the node preference written with the eviction of another worker', () => {
+    const evictOne: Change[] = [
+      { kind: 'avoid-node', role: 'Worker', node: 'node-1' },
+      { kind: 'evict-pod', pod: 'bert-worker-1' },
+    ];
+    assert.deepEqual(guard(elasticJob(C10D), evictOne).plan.changes, evictOne);
+  });
+  it('protects the Worker role only, and raises only a Worker scale to zero', () => {
+    const master: PodView = {
+      name: 'bert-master-0',
+      namespace: 'ml',
+      role: 'Master',
+      index: 0,
+      phase: 'Running',
+      nodeName: 'node-m',
+      restartCount: 0,
+      requests: R,
+      limits: R,
+    };
+    const withMaster = jobView({ torchElastic: C10D }, [
+      workerRole(R, { replicas: 4, minReplicas: 0, maxReplicas: 8 }),
+      workerRole(R, { role: 'Master', replicas: 1, minReplicas: 0, maxReplicas: 1 }),
+    ]);
+    const pods = [master, ...runningPods(4)];
+    assert.deepEqual([...protectedPodsOf(withMaster, pods).keys()], ['bert-worker-0']);
+    const masterToZero: Change[] = [{ kind: 'replicas', role: 'Master', from: 1, to: 0 }];
+    const out = applyGuardrails(
+      { ref: withMaster.ref, policy: 'fault', reason: 'why', changes: masterToZero },
+      {
+        job: withMaster,
+        config,
+        now: NOW,
+        protectedPods: protectedPodsOf(withMaster, pods),
+        queued: true,
+      },
+    );
+    assert.deepEqual(out.plan.changes, masterToZero);
+  });
+  it('never grows a job already at zero workers', () => {
+    const atZero = jobView({ torchElastic: C10D }, [
+      workerRole(R, { replicas: 0, minReplicas: 0, maxReplicas: 8 }),
+    ]);
+    const out = applyGuardrails(
+      {
+        ref: atZero.ref,
+        policy: 'fault',
+        reason: 'why',
+        changes: [{ kind: 'replicas', role: 'Worker', from: 0, to: 0 }],
+      },
+      {
+        job: atZero,
+        config,
+        now: NOW,
+        protectedPods: new Map([['bert-worker-0', 'worker-0']]),
+        queued: true,
+      },
+    );
+    assert.deepEqual(out.plan.changes, [{ kind: 'replicas', role: 'Worker', from: 0, to: 0 }]);
+  });
 });
 
 describe('rule 1 in the actuator: the protected pods come from the live pods it read', () => {
@@ -251,6 +312,50 @@ describe('rule 2: scale-downs stop while one of maxRestarts is left', () => {
     assert.deepEqual(guard(elasticJob(te, 3), to(3), placed, 'fault').plan.changes, to(3));
     // One more removes a running worker: that spends a restart and is held.
     assert.deepEqual(guard(elasticJob(te, 3), to(2), placed, 'fault').plan.changes, to(4));
+  });
+
+  it('spends a restart only on removing a running worker of a torchelastic job', () => {
+    const job = elasticJob(te);
+    const placed = { placedReplicas: { Worker: 4 } };
+    const workers = (from: number, to: number, role: RoleName = 'Worker'): Change => ({
+      kind: 'replicas',
+      role,
+      from,
+      to,
+    });
+    assert.equal(spendsRestart(workers(4, 3), job, placed), true);
+    assert.equal(spendsRestart(workers(4, 5), job, placed), false, 'growth');
+    assert.equal(spendsRestart(workers(4, 4), job, placed), false, 'no change');
+    assert.equal(
+      spendsRestart(workers(4, 3, 'Master'), job, { placedReplicas: { Worker: 4, Master: 4 } }),
+      false,
+      'another role',
+    );
+    assert.equal(spendsRestart(workers(4, 3), elasticJob(undefined), placed), false, 'not torchelastic');
+    const memory: Change = {
+      kind: 'resources',
+      role: 'Worker',
+      resource: 'memory',
+      field: 'limits',
+      from: 4 * GiB,
+      to: 2 * GiB,
+    };
+    assert.equal(spendsRestart(memory, job, placed), false, 'a resources change');
+    assert.equal(spendsRestart(workers(4, 3), job, { placedReplicas: { Worker: 3 } }), false, 'never placed');
+    assert.equal(spendsRestart(workers(4, 3), job, { queued: true }), false, 'queued');
+  });
+
+  it('counts as placed the pods bound to a node that have not finished', () => {
+    const pods = runningPods(4).map((p) =>
+      p.index === 3
+        ? { ...p, phase: 'Succeeded' as const }
+        : p.index === 2
+          ? { ...p, phase: 'Failed' as const }
+          : p,
+    );
+    assert.deepEqual(placedReplicasOf(pods), { Worker: 2 });
+    const unbound = runningPods(4).map((p) => (p.index === 3 ? { ...p, nodeName: undefined } : p));
+    assert.deepEqual(placedReplicasOf(unbound), { Worker: 3 });
   });
 
   it('the actuator counts each applied scale-down of running workers in the state annotation, not growth', async () => {
