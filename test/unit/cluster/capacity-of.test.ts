@@ -1,10 +1,17 @@
 // Free capacity is what every policy plans growth into: a pod counted as holding room that it does not hold
 // idles GPUs, and room counted free that is not makes growth that stays Pending (or a queued job's start that
-// shrinks running jobs for nothing). Each case below is one rule of capacityOf, podsOf or exceptPodsOf.
+// shrinks running jobs for nothing). Each case below is one rule of capacityOf, podsOf, exceptPodsOf or
+// exceptWaitingPodsOf.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Node, V1NodeCondition, V1Pod } from '@kubernetes/client-node';
-import { capacityOf, exceptPodsOf, podsOf } from '../../../lib/cluster/load-capacity.js';
+import {
+  capacityOf,
+  exceptPodsOf,
+  exceptWaitingPodsOf,
+  LEAVING_OVERDUE_SECONDS,
+  podsOf,
+} from '../../../lib/cluster/load-capacity.js';
 import type { ClusterCapacity, JobRef } from '../../../lib/types.js';
 
 function gpuNode(name: string, ready?: V1NodeCondition['status'], cordoned = false): V1Node {
@@ -26,6 +33,10 @@ interface PodOptions {
   kind?: string;
   namespace?: string;
   containers?: number;
+  /** Seconds since the epoch of its deletionTimestamp. */
+  deletionAt?: number;
+  /** Held back by a scheduling gate (Kueue's admission). */
+  gated?: boolean;
 }
 
 function gpuPod(name: string, o: PodOptions = {}): V1Pod {
@@ -37,6 +48,7 @@ function gpuPod(name: string, o: PodOptions = {}): V1Pod {
     metadata: {
       name,
       namespace: o.namespace ?? 'ml',
+      ...(o.deletionAt !== undefined ? { deletionTimestamp: new Date(o.deletionAt * 1000) } : {}),
       ownerReferences: [
         {
           apiVersion: 'kubeflow.org/v1',
@@ -51,6 +63,7 @@ function gpuPod(name: string, o: PodOptions = {}): V1Pod {
       ...(o.node ? { nodeName: o.node } : {}),
       ...(o.priority !== undefined ? { priority: o.priority } : {}),
       containers: Array.from({ length: o.containers ?? 1 }, (_, i) => container(i)),
+      ...(o.gated ? { schedulingGates: [{ name: 'kueue.x-k8s.io/admission' }] } : {}),
     },
     status: { phase: o.phase ?? (o.node ? 'Running' : 'Pending') },
   };
@@ -161,5 +174,50 @@ describe("podsOf and exceptPodsOf: a job's own pods, never another's of the same
     const pods = [own, otherNamespace];
     assert.equal(freeGpusOn(capacityOf([node], pods)), 2);
     assert.equal(freeGpusOn(capacityOf([node], pods, { holdRoomFor: exceptPodsOf(ref) })), 3);
+  });
+});
+
+// A rebalance shortly after another must not count a donor's terminating pods as held: the queued job it shrank
+// them for would look unplaced again, and a second donor would be shrunk for it.
+describe('capacityOf: pods being deleted', () => {
+  const NOW = Date.parse('2026-12-05T12:00:00Z') / 1000;
+  const node = gpuNode('gpu-0');
+  const bound = (name: string, deletionAt?: number) =>
+    gpuPod(name, { node: 'gpu-0', ...(deletionAt !== undefined ? { deletionAt } : {}) });
+  const freeGpus = (pods: V1Pod[], now?: number) =>
+    freeGpusOn(capacityOf([node], pods, now === undefined ? {} : { now }));
+
+  it('counts a pod in its graceful termination as leaving', () => {
+    const pods = [bound('a'), bound('b', NOW + 25), bound('c', NOW - 10)];
+    assert.equal(freeGpus(pods, NOW), 3);
+  });
+
+  it('holds the room of one whose deletion is overdue (stuck), and of every pod without a clock', () => {
+    const stuck = [bound('a'), bound('b', NOW - LEAVING_OVERDUE_SECONDS)];
+    assert.equal(freeGpus(stuck, NOW), 2);
+    assert.equal(freeGpus([bound('a'), bound('b', NOW + 25)]), 2);
+  });
+});
+
+// The schedule's rebalance places queued jobs' waiting pods itself: the capacity it is given must not hold their
+// room as well, or a queued job that fits would look unplaced and running jobs would shrink for it.
+describe('exceptWaitingPodsOf', () => {
+  const QUEUED: JobRef = { kind: 'PyTorchJob', namespace: 'ml', name: 'queued' };
+  const node = gpuNode('gpu-0');
+  const pods = [
+    gpuPod('queued-worker-0', { job: 'queued' }),
+    gpuPod('queued-worker-1', { job: 'queued' }),
+    gpuPod('queued-worker-2', { job: 'queued', gated: true }),
+    gpuPod('other-worker-0', { job: 'other' }),
+  ];
+  const freeGpus = (holdRoomFor?: (pod: V1Pod) => boolean) =>
+    freeGpusOn(capacityOf([node], pods, holdRoomFor ? { holdRoomFor } : {}));
+
+  it("holds no room for the named jobs' schedulable waiting pods, and room for everything else", () => {
+    assert.equal(freeGpus(), 0);
+    // The gated pod waits on its gate's controller and keeps its room; so does another job's pod.
+    assert.equal(freeGpus(exceptWaitingPodsOf([QUEUED])), 2);
+    assert.equal(freeGpus(exceptWaitingPodsOf([{ ...QUEUED, name: 'other' }])), 1);
+    assert.equal(freeGpus(exceptWaitingPodsOf([])), 0);
   });
 });

@@ -210,14 +210,11 @@ describe('detectStragglers: long spells and fast workers', () => {
 
 describe('detectStragglers: samples it cannot use', () => {
   const n = 40;
-  const withSamples = (all: WorkerStepTimes[], extra: (w: number) => WorkerStepTimes['samples']) =>
-    all.map((s) => ({ ...s, samples: [...s.samples, ...extra(s.worker)] }));
   const clean = () => series(uniform(6), n, lastSlow([2], n, 5, 1.5));
 
   it('ignores samples stamped after now (a pod whose clock runs ahead)', () => {
-    const ahead = withSamples(clean(), (w) =>
-      w === 0 ? Array.from({ length: 6 }, (_, k) => ({ at: lastAt(n) + (k + 1) * STEP, stepTime: 3 })) : [],
-    );
+    const future = Array.from({ length: 6 }, (_, k) => ({ at: lastAt(n) + (k + 1) * STEP, stepTime: 3 }));
+    const ahead = clean().map((s) => (s.worker === 0 ? { ...s, samples: [...s.samples, ...future] } : s));
     assert.deepEqual(stragglersIn(detectStragglers(ahead, config, lastAt(n))), [2]);
   });
 
