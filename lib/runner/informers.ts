@@ -5,8 +5,9 @@
 //   watch events carry the API server's JSON; every object is normalised to the JSON form with its kind,
 //   which is what the handlers (and the Lambda deployment) receive;
 // - an informer stops for good on a watch or list error (e.g. the Kubeflow CRDs are not installed yet);
-//   it is restarted here with capped exponential backoff until the set is stopped (a cluster without JobSet or
-//   Trainer keeps retrying those two, logging a warning, while the other kinds are handled).
+//   it is restarted here with capped exponential backoff until the set is stopped. A kind whose list is
+//   answered 404 has no CRD installed (most EKS and GKE clusters have no JobSet or TrainJob): it is named once in
+//   the start-up line, re-checked in the background without a log line, and one line says when it appears.
 
 import {
   AppsV1Api,
@@ -39,10 +40,12 @@ export interface InformerSetOptions {
   statefulSetSelector?: string;
   minRestartDelayMs?: number;
   maxRestartDelayMs?: number;
+  /** Cap of the silent re-check of a kind whose CRD is not installed (default 5 min). */
+  maxAbsentRecheckMs?: number;
 }
 
 export interface InformerSet {
-  /** Resolves when every informer has completed its first list. */
+  /** Resolves when every informer has completed its first list, or found its kind not served (no CRD). */
   readonly synced: Promise<void>;
   /** Whether the informer of `kind` holds this object (i.e. it exists and matches the informer's selector). */
   has(kind: string, namespace: string, name: string): boolean;
@@ -118,27 +121,77 @@ function asWatched(obj: KubernetesObject, source: Source): WatchedObject | undef
   } as WatchedObject;
 }
 
+/** A list answered 404: the API server does not serve the kind (its CRD is not installed). */
+export function isNotServed(error: unknown): boolean {
+  return isObject(error) && (error.code === 404 || error.statusCode === 404);
+}
+
+/** One short line for a log: client-node's ApiException message carries the whole body and headers. */
+export function briefError(error: unknown): string {
+  if (isObject(error) && typeof error.code === 'number') {
+    const body = error.body;
+    const message = isObject(body) && typeof body.message === 'string' ? body.message : undefined;
+    return `HTTP ${error.code}${message ? `: ${message}` : ''}`.slice(0, 200);
+  }
+  const text = error instanceof Error ? error.message : String(error);
+  return (text.split('\n')[0] ?? '').slice(0, 200);
+}
+
 const RESTOP_INTERVAL_MS = 250;
 const RESTOP_ROUNDS = 40;
 
 export function startInformers(kc: KubeConfig, options: InformerSetOptions): InformerSet {
   const minDelay = options.minRestartDelayMs ?? 1_000;
   const maxDelay = options.maxRestartDelayMs ?? 30_000;
+  const maxAbsentDelay = Math.max(options.maxAbsentRecheckMs ?? 300_000, maxDelay);
+  const all = sources(kc, options.statefulSetSelector);
+  // Each kind settles once: listed, or found not served. The start-up line waits for all of them.
+  const settled = new Map<string, 'handled' | 'absent'>();
+  const settle = (kind: string, how: 'handled' | 'absent') => {
+    if (settled.has(kind)) return;
+    settled.set(kind, how);
+    if (settled.size !== all.length) return;
+    const of = (h: string) => all.filter((s) => settled.get(s.kind) === h).map((s) => s.kind);
+    const absent = of('absent');
+    options.logger.info(
+      { handled: of('handled'), absent },
+      absent.length > 0
+        ? `watching ${of('handled').join(', ')}; not installed (re-checked in the background): ${absent.join(', ')}`
+        : `watching ${of('handled').join(', ')}`,
+    );
+  };
   let stopped = false;
   const timers = new Set<NodeJS.Timeout>();
   const informers: Array<{ stop(): Promise<void> }> = [];
   const caches = new Map<string, { get(name: string, namespace?: string): KubernetesObject | undefined }>();
   const syncs: Promise<void>[] = [];
 
-  for (const source of sources(kc, options.statefulSetSelector)) {
+  for (const source of all) {
     let initial = true;
     let delay = minDelay;
+    let absent = false;
     let markSynced: () => void = () => {};
     syncs.push(new Promise<void>((resolve) => (markSynced = resolve)));
     const list = async () => {
-      const result = normaliseList(await source.list(), source.kind, source.apiVersion);
+      let raw: unknown;
+      try {
+        raw = await source.list();
+      } catch (error) {
+        if (isNotServed(error)) {
+          absent = true;
+          settle(source.kind, 'absent');
+          markSynced();
+        }
+        throw error;
+      }
+      const result = normaliseList(raw, source.kind, source.apiVersion);
       // Stopped while listing: failing here keeps the informer from opening a watch nobody would close.
       if (stopped) throw new Error('informer stopped');
+      if (absent) {
+        absent = false;
+        options.logger.info({ kind: source.kind }, `${source.kind} is now served; watching it`);
+      }
+      settle(source.kind, 'handled');
       delay = minDelay;
       if (initial) {
         // The informer hands the listed items to its callbacks synchronously once this promise resolves,
@@ -174,15 +227,15 @@ export function startInformers(kc: KubeConfig, options: InformerSetOptions): Inf
         if (!stopped) informer.start().catch(onError);
       }, delay);
       timers.add(timer);
-      delay = Math.min(delay * 2, maxDelay);
+      delay = Math.min(delay * 2, absent ? maxAbsentDelay : maxDelay);
     };
     const onError = (error?: unknown) => {
       if (stopped) return;
-      const detail = error instanceof Error ? error.message : String(error);
-      options.logger.warn(
-        { kind: source.kind, path: source.path, error: detail, retryInMs: delay },
-        'informer failed',
-      );
+      if (!absent)
+        options.logger.warn(
+          { kind: source.kind, path: source.path, error: briefError(error), retryInMs: delay },
+          'informer failed',
+        );
       restart();
     };
     informer.on('error', onError);
