@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { hasSucceeded } from '../../../lib/adapters/job-adapter.js';
 import {
   type ClassifyContext,
   classify,
@@ -342,5 +343,174 @@ describe('forwarder classifier: jobs', () => {
       ],
     });
     assert.equal(classify(ev('ADDED', child), ctx()), undefined);
+  });
+});
+
+describe('forwarder classifier: what leaves the cluster', () => {
+  const SECRET = 'sk-live-4f9a1c0ffee';
+  /** A pod as a tenant writes it: a key in env, envFrom, a Secret volume, annotations, the command line. */
+  const leaky = (status: Record<string, unknown>): WatchedObject => {
+    const p = pod(status, {
+      annotations: {
+        'example.com/api-key': SECRET,
+        'kubectl.kubernetes.io/last-applied-configuration': SECRET,
+      },
+      labels: {
+        'training.kubeflow.org/job-name': 'bert',
+        'training.kubeflow.org/replica-type': 'worker',
+        'team.example.com/token': SECRET,
+      },
+    }) as WatchedObject & Record<string, unknown>;
+    p.spec = {
+      nodeName: 'gpu-1',
+      containers: [
+        {
+          name: 'pytorch',
+          image: 'registry.example.com/train:1',
+          command: ['torchrun', 'train.py', `--api-key=${SECRET}`],
+          env: [{ name: 'OPENAI_API_KEY', value: SECRET }],
+          envFrom: [{ secretRef: { name: 'keys' } }],
+          resources: { requests: { memory: '2Gi' }, limits: { memory: '2Gi' } },
+        },
+      ],
+      volumes: [{ name: 'keys', secret: { secretName: 'keys' } }],
+    };
+    return p;
+  };
+  const killed = {
+    ...oomNever,
+    message: `pod failed: ${SECRET}`,
+    conditions: [
+      { type: 'Ready', status: 'False', reason: 'PodFailed', message: SECRET, lastTransitionTime: RECENT },
+    ],
+    containerStatuses: [
+      {
+        name: 'pytorch',
+        restartCount: 0,
+        image: 'registry.example.com/train:1',
+        state: {
+          terminated: {
+            reason: 'OOMKilled',
+            exitCode: 137,
+            finishedAt: RECENT,
+            message: `last log: ${SECRET}`,
+          },
+        },
+      },
+    ],
+  };
+
+  it('an OOM-killed pod with an API key in its env: the key is nowhere in the forwarded event', () => {
+    const forward = classify(ev('MODIFIED', leaky(killed)), ctx());
+    assert.equal(forward?.reason, 'OOMKilled');
+    const sent = JSON.stringify(delivered(forward as Forward));
+    assert.equal(sent.includes(SECRET), false, sent);
+    for (const field of ['env', 'envFrom', 'volumes', 'command', 'annotations', 'managedFields', 'image'])
+      assert.equal(sent.includes(`"${field}"`), false, `${field} is not forwarded`);
+  });
+
+  it('keeps what the handlers read: owner, job labels, container states and resources', () => {
+    const forward = classify(ev('MODIFIED', leaky(killed)), ctx()) as Forward;
+    const object = JSON.parse(JSON.stringify(forward.detail.object));
+    assert.deepEqual(object.metadata, {
+      name: 'bert-worker-0',
+      namespace: 'ml',
+      uid: 'pod-uid',
+      labels: { 'training.kubeflow.org/job-name': 'bert', 'training.kubeflow.org/replica-type': 'worker' },
+      ownerReferences: [
+        { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob', name: 'bert', uid: 'j', controller: true },
+      ],
+    });
+    assert.deepEqual(object.spec, {
+      nodeName: 'gpu-1',
+      containers: [
+        { name: 'pytorch', resources: { requests: { memory: '2Gi' }, limits: { memory: '2Gi' } } },
+      ],
+    });
+    assert.deepEqual(object.status, {
+      phase: 'Failed',
+      conditions: [{ type: 'Ready', status: 'False', reason: 'PodFailed', lastTransitionTime: RECENT }],
+      containerStatuses: [
+        {
+          name: 'pytorch',
+          restartCount: 0,
+          state: { terminated: { reason: 'OOMKilled', exitCode: 137, finishedAt: RECENT } },
+        },
+      ],
+    });
+    // Classified again as the bus delivers it, the same fault; parsed by the handler, the same job.
+    const again = classify(ev('MODIFIED', object), ctx());
+    assert.equal(again?.fingerprint, forward.fingerprint);
+    const trigger = parseClusterEvent(delivered(forward));
+    assert.deepEqual(trigger.subject === 'pod' && trigger.ref, {
+      kind: 'PyTorchJob',
+      namespace: 'ml',
+      name: 'bert',
+    });
+  });
+
+  it('a restarted container keeps its last state, running start and waiting reason; init containers too', () => {
+    const status = {
+      phase: 'Running',
+      initContainerStatuses: [
+        { name: 'init', restartCount: 0, state: { waiting: { reason: 'PodInitializing', message: SECRET } } },
+      ],
+      containerStatuses: [
+        {
+          name: 'pytorch',
+          restartCount: 1,
+          ready: true,
+          state: { running: { startedAt: RECENT } },
+          lastState: {
+            terminated: { reason: 'OOMKilled', exitCode: 137, signal: 9, startedAt: OLD, finishedAt: RECENT },
+          },
+        },
+      ],
+    };
+    const forward = classify(ev('MODIFIED', leaky(status)), ctx()) as Forward;
+    const object = JSON.parse(JSON.stringify(forward.detail.object));
+    assert.deepEqual(object.status.containerStatuses, status.containerStatuses);
+    assert.deepEqual(object.status.initContainerStatuses, [
+      { name: 'init', restartCount: 0, state: { waiting: { reason: 'PodInitializing' } } },
+    ]);
+    assert.equal(JSON.stringify(forward).includes(SECRET), false);
+  });
+
+  it('an evicted pod keeps its reason and deletion time; a job is sent without its spec (its pod templates)', () => {
+    const evicted = leaky({ phase: 'Failed', reason: 'Evicted', message: SECRET });
+    (evicted.metadata as Record<string, unknown>).deletionTimestamp = RECENT;
+    const forward = classify(ev('MODIFIED', evicted), ctx()) as Forward;
+    const object = JSON.parse(JSON.stringify(forward.detail.object));
+    assert.equal(object.status.reason, 'Evicted');
+    assert.equal(object.metadata.deletionTimestamp, RECENT);
+    assert.equal(JSON.stringify(forward).includes(SECRET), false);
+
+    const submitted = {
+      ...job({ annotations: { note: SECRET }, labels: { owner: SECRET } }),
+      spec: {
+        pytorchReplicaSpecs: {
+          Worker: { template: { spec: { containers: [{ env: [{ value: SECRET }] }] } } },
+        },
+      },
+    } as WatchedObject;
+    const sent = classify(ev('ADDED', submitted), ctx()) as Forward;
+    assert.equal(sent.reason, 'JobSubmitted');
+    assert.deepEqual(JSON.parse(JSON.stringify(sent.detail.object)), {
+      apiVersion: 'kubeflow.org/v1',
+      kind: 'PyTorchJob',
+      metadata: { name: 'bert', namespace: 'ml', uid: 'job-uid', creationTimestamp: RECENT },
+    });
+    const done = classify(
+      ev('MODIFIED', {
+        ...submitted,
+        status: {
+          conditions: [{ type: 'Succeeded', status: 'True', message: SECRET, lastTransitionTime: RECENT }],
+        },
+      } as WatchedObject),
+      ctx('Submitted'),
+    ) as Forward;
+    assert.equal(JSON.stringify(done).includes(SECRET), false);
+    const trigger = parseClusterEvent(delivered(done));
+    assert.ok(trigger.subject === 'job' && hasSucceeded(trigger.job), 'the handler still sees the success');
   });
 });
