@@ -624,6 +624,8 @@ describe('forwarder classifier: each fact, its fingerprint and its time', () => 
       })),
     });
     assert.equal(classify(ev('MODIFIED', pod(failed(OLD))), ctx()), undefined);
+    // A container that never finished does not make an old failure undated (new).
+    assert.equal(classify(ev('MODIFIED', pod(failed(OLD, undefined))), ctx()), undefined);
     assert.equal(classify(ev('MODIFIED', pod(failed(OLD, RECENT, undefined))), ctx())?.reason, 'Failed');
     assert.equal(classify(ev('MODIFIED', pod(failed(RECENT, OLD))), ctx())?.reason, 'Failed');
     assert.equal(classify(ev('MODIFIED', pod(failed(undefined))), ctx())?.reason, 'Failed', 'undated, live');
