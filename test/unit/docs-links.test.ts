@@ -9,7 +9,6 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-
 const documents = [
   'README.md',
   ...readdirSync(join(ROOT, 'docs'))
