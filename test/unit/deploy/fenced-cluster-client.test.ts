@@ -68,6 +68,10 @@ function countingDoor(sim: SimulatedCluster, beforeWrite: Hook = () => {}) {
     createEvent: (event, options) => write(() => sim.createEvent(event, options))(options),
     putConfigMap: (ns, name, data, rv, options) =>
       write(() => sim.putConfigMap(ns, name, data, rv, options))(options),
+    getJobState: (ref) => sim.getJobState(ref),
+    listJobStates: () => sim.listJobStates(),
+    putJobState: (job, status, current, options) =>
+      write(() => sim.putJobState(job, status, current, options))(options),
   };
   return { client, counts };
 }
@@ -178,8 +182,12 @@ describe('LeaderFencedClusterClient', () => {
     fence.remainingMs = 700;
     const outcome = await actOnJob(TOY, addTwoWorkers, actuatorDeps(stack(client, fence), sim));
     assert.equal(outcome.applied, true);
-    assert.equal(counts.sent, 2, 'the patch and its audit Event');
-    assert.deepEqual(counts.timeouts, [700, 700], 'the lease (700 ms) is shorter than the attempt (1000 ms)');
+    assert.equal(counts.sent, 3, 'the patch, the job state and its audit Event');
+    assert.deepEqual(
+      counts.timeouts,
+      [700, 700, 700],
+      'the lease (700 ms) is shorter than the attempt (1000 ms)',
+    );
     fence.remainingMs = 5_000;
     // No such pod: the request is still sent, with its limits.
     const caller = new AbortController();
