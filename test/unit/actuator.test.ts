@@ -17,7 +17,7 @@ import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { ClusterClient, KubeObject } from '../../lib/cluster/cluster-client.js';
 import { EVENT_MESSAGE_LIMIT } from '../../lib/cluster/event-message.js';
-import { stateOfStatus } from '../../lib/cluster/job-state.js';
+import { STATUS_REASON_LIMIT, stateOfStatus } from '../../lib/cluster/job-state.js';
 import { ApiError, ConflictError, TrainscalerError } from '../../lib/errors.js';
 import { placedReplicasOf } from '../../lib/guardrails.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
@@ -81,7 +81,7 @@ function door(sim: SimulatedCluster) {
     },
     listJobStates: () => sim.listJobStates(),
     putJobState: async (job, status, current, options) => {
-      calls.push('putJobState');
+      calls.push(`putJobState dryRun=${options.dryRun}`);
       const fault = faults.state.shift();
       if (fault) throw fault;
       return sim.putJobState(job, status, current, options);
@@ -242,6 +242,12 @@ describe('actOnJob: the write and its audit trail', () => {
       changes: expectedPlan.changes,
     });
     assert.equal(after.obj.metadata.annotations?.[ANNOTATION.state], undefined);
+    assert.ok(!lines.some((l) => l.msg === 'state re-read and written again'), 'no conflict, nothing to say');
+    // After the job's patch; before the Event.
+    assert.deepEqual(
+      calls.filter((c) => /^(patch|putJobState|event)/.test(c)),
+      ['patch dryRun=false', 'putJobState dryRun=false', 'event dryRun=false'],
+    );
     assert.ok(!JSON.stringify(outcome.patch).includes(ANNOTATION.state));
     assert.ok(after.last);
     assert.match(after.last.write ?? '', /^[0-9a-f]{12}$/);
@@ -771,7 +777,7 @@ describe('actOnJob: the state it bounds itself with is only its own (a tenant ed
   });
 
   it('a state write that fails after the job write: logged, told as a Warning Event, the decision stands', async () => {
-    const { sim, deps, faults, lines } = running();
+    const { sim, deps, faults, lines, calls } = running();
     faults.state.push(new ApiError('write state', 403, 'forbidden'));
     const outcome = await actOnJob(TOY, workersTo(3), deps);
     assert.equal(outcome.applied, true);
@@ -779,6 +785,10 @@ describe('actOnJob: the state it bounds itself with is only its own (a tenant ed
     assert.equal(await recordedState(sim, TOY), undefined);
     const error = lines.find((l) => l.level === 'error' && l.msg === 'could not record the job state');
     assert.match(String(error?.obj.error), /forbidden/);
+    assert.deepEqual(
+      calls.filter((c) => /^(putJobState|event)/.test(c)),
+      ['putJobState dryRun=false', 'event dryRun=false', 'event dryRun=false'],
+    );
     const warning = sim.recordedEvents().find((e) => e.reason === 'TrainscalerStateNotRecorded');
     assert.equal(warning?.type, 'Warning');
     assert.match(warning?.message ?? '', /^decision applied, its state not recorded .*forbidden/);
@@ -805,6 +815,26 @@ describe('actOnJob: the state it bounds itself with is only its own (a tenant ed
       ['could not record the job state', 'could not record the audit Event'],
     );
     assert.match(String(lines.find((l) => l.level === 'error')?.obj.error), /conflict/i);
+  });
+
+  it('the status keeps a short reason (the full one is on the job) and what ran when it decided', async () => {
+    const { sim, deps } = running();
+    const long = 'r'.repeat(STATUS_REASON_LIMIT + 50);
+    const outcome = await actOnJob(TOY, (s) => ({ ...(workersTo(3)(s) as Plan), reason: long }), deps);
+    assert.equal(outcome.applied, true);
+    const { status, last } = await job(sim);
+    const decided = status?.lastDecision as { reason: string } | undefined;
+    assert.equal(decided?.reason, long.slice(0, STATUS_REASON_LIMIT));
+    assert.equal(last?.reason, long, 'the job keeps it whole');
+    assert.equal(status?.observedWorkers, 2);
+  });
+
+  it('a dry run writes no state', async () => {
+    const { sim, deps, calls } = running();
+    const outcome = await actOnJob(TOY, workersTo(3), { ...deps, dryRun: true });
+    assert.equal(outcome.skipped, 'dry-run');
+    assert.ok(!calls.some((c) => c.startsWith('putJobState')));
+    assert.equal(await recordedState(sim, TOY), undefined);
   });
 
   it('a state write that conflicts is re-read and written again (logged), onto what is there', async () => {
