@@ -224,7 +224,7 @@ describe('per-job state in a ScaledTrainingJob status only trainscaler writes', 
           .getNamespacedCustomObject({ ...STATE, namespace: ns, name: stateName })
           .then(
             () => true,
-            (error: unknown) => (error instanceof ApiException && error.code === 404 ? false : true),
+            (error: unknown) => !(error instanceof ApiException && error.code === 404),
           );
         return found ? undefined : true;
       },

@@ -50,6 +50,9 @@ async function apiServer(answers: [number, unknown][]) {
   };
 }
 
+const rvOf = (body: unknown) =>
+  (body as { metadata?: { resourceVersion?: string } } | undefined)?.metadata?.resourceVersion;
+
 const JOB = {
   ref: { kind: 'PyTorchJob' as const, namespace: 'team-a', name: 'bert' },
   uid: 'uid-1',
@@ -169,10 +172,7 @@ describe('KubernetesClusterClient: ScaledTrainingJobs', () => {
         api.seen.map((s) => `${s.method} ${s.path}`),
         [`PUT ${BASE}/pytorchjob-bert/status?dryRun=All&fieldManager=trainscaler`],
       );
-      assert.equal(
-        (api.seen[0]?.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion,
-        '9',
-      );
+      assert.equal(rvOf(api.seen[0]?.body), '9');
     } finally {
       await api.close();
     }
@@ -207,10 +207,7 @@ describe('KubernetesClusterClient: ScaledTrainingJobs', () => {
           ],
         },
       ]);
-      assert.equal(
-        (status?.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion,
-        '10',
-      );
+      assert.equal(rvOf(status?.body), '10');
     } finally {
       await api.close();
     }
