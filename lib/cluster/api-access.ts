@@ -38,6 +38,7 @@ export function coversName(pattern: string, name: string): boolean {
 const CLUSTER: AccessScope = { where: 'cluster' };
 const KUBEFLOW = 'kubeflow.org';
 const KUEUE = 'kueue.x-k8s.io';
+const STATE = 'trainscaler.io';
 
 /** The kinds trainscaler writes to: scale, right-size, and its audit annotations. */
 const PATCHED_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
@@ -98,6 +99,15 @@ export const CLUSTER_CLIENT_ACCESS = {
       verb: 'get',
       scope: { where: 'own-namespace', resourceName: PROFILES_CONFIGMAP },
     },
+  ],
+  // trainscaler's per-job state (lib/cluster/job-state.ts): the ScaledTrainingJobs it creates, owned by the
+  // jobs; it re-owns (patch) one left by an earlier job of the same name; only it writes their status.
+  getJobState: [{ group: STATE, resource: 'scaledtrainingjobs', verb: 'get', scope: CLUSTER }],
+  listJobStates: [{ group: STATE, resource: 'scaledtrainingjobs', verb: 'list', scope: CLUSTER }],
+  putJobState: [
+    { group: STATE, resource: 'scaledtrainingjobs', verb: 'create', scope: CLUSTER },
+    { group: STATE, resource: 'scaledtrainingjobs', verb: 'patch', scope: CLUSTER },
+    { group: STATE, resource: 'scaledtrainingjobs/status', verb: 'update', scope: CLUSTER },
   ],
   putConfigMap: [
     {

@@ -235,6 +235,25 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       getLocalQueue: (c) => c.getLocalQueue('team-a', 'lq'),
       getClusterQueue: (c) => c.getClusterQueue('cq'),
       getConfigMap: (c) => c.getConfigMap(OWN, 'trainscaler-profiles'),
+      getJobState: (c) => c.getJobState(refs[0] ?? { kind: 'PyTorchJob', namespace: 'team-a', name: 'x' }),
+      listJobStates: (c) => c.listJobStates(),
+      putJobState: async (c) => {
+        const job = {
+          ref: { kind: 'PyTorchJob' as const, namespace: 'team-a', name: 'train' },
+          uid: 'u',
+          apiVersion: 'kubeflow.org/v1',
+        };
+        const current = {
+          namespace: 'team-a',
+          name: 'pytorchjob-train',
+          resourceVersion: '1',
+          target: { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob', name: 'train' },
+          status: {},
+        };
+        await c.putJobState(job, {}, undefined, { dryRun: false });
+        await c.putJobState(job, {}, { ...current, ownerUid: 'u' }, { dryRun: false });
+        await c.putJobState(job, {}, { ...current, ownerUid: 'earlier-job' }, { dryRun: false });
+      },
       putConfigMap: (c) =>
         Promise.all([
           c.putConfigMap(OWN, 'trainscaler-profiles', {}, undefined, { dryRun: false }),
@@ -425,9 +444,13 @@ function keptResult(namespace: string): HandlerResult {
 
 // ---- what the manifests grant ----
 
-const docs = ['infra/k8s/rbac.yaml', 'infra/k8s/lambda-access.yaml', 'infra/k8s/forwarder/rbac.yaml'].flatMap(
-  (file) => loadAll(readFileSync(file, 'utf8')).filter(isObject),
-);
+const docs = [
+  'infra/k8s/rbac.yaml',
+  'infra/k8s/lambda-access.yaml',
+  'infra/k8s/forwarder/rbac.yaml',
+  'infra/k8s/scaledtrainingjobs-rbac.yaml',
+  'infra/k8s/lambda-access-scaledtrainingjobs.yaml',
+].flatMap((file) => loadAll(readFileSync(file, 'utf8')).filter(isObject));
 
 interface Subject {
   kind: 'ServiceAccount' | 'Group';
