@@ -58,7 +58,7 @@ function namespaceOf(shard: number): string {
 }
 
 function workersOf(jobs: number): number[] {
-  const workers = Array.from({ length: jobs }, (_, i) => WORKERS[i % WORKERS.length] ?? 10);
+  const workers = Array.from({ length: jobs }, (_, i): number => WORKERS[i % WORKERS.length] ?? 10);
   // The queued job small: each of its waiting pods costs the scheduler emulation a pass over every node.
   if (jobs > 1) workers[jobs - 1] = QUEUED_JOB_WORKERS;
   return workers;
