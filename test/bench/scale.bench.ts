@@ -94,6 +94,7 @@ async function runOne(jobs: number, progressFile: string, trainedSeconds: number
     const now = performance.now();
     if (!force && now - lastWrite < 50) return;
     lastWrite = now;
+    progress.partial.peakRssBytes = rssPeak();
     writeFileSync(progressFile, JSON.stringify(progress));
   };
   const enter = (phase: Phase, counter?: RequestCounter) => {
@@ -290,6 +291,16 @@ function pickCounts(p: Partial<Run>): Partial<TickCounts> {
   return out;
 }
 
+/** A process's peak RSS so far (Linux VmHWM), for a child stopped before it could report its own. */
+function peakRssOf(pid: number | undefined): number {
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** Runs one N in a child process; stops it when a tick outlasts the limit. */
 function runChild(jobs: number, options: Options, dir: string): Promise<Run> {
   const file = join(dir, `progress-${jobs}.json`);
@@ -300,6 +311,7 @@ function runChild(jobs: number, options: Options, dir: string): Promise<Run> {
   );
   return new Promise((resolve, reject) => {
     let exceeded: Run['exceeded'];
+    let peakAtStop = 0;
     const poll = setInterval(() => {
       const progress = readProgress(file);
       if (!progress || progress.phase === 'building the world' || progress.phase === 'done') return;
@@ -311,6 +323,7 @@ function runChild(jobs: number, options: Options, dir: string): Promise<Run> {
         note: `stopped at the ${options.timeLimitSeconds} s limit; the counts of this phase are those reached (at least)`,
       };
       log(`N=${jobs}: ${progress.phase} exceeded ${options.timeLimitSeconds} s: stopped`);
+      peakAtStop = peakRssOf(child.pid);
       child.kill('SIGKILL');
     }, 1000);
     child.on('error', reject);
@@ -323,13 +336,21 @@ function runChild(jobs: number, options: Options, dir: string): Promise<Run> {
         return reject(
           new Error(`N=${jobs}: the child failed in '${progress.phase}' (exit ${code ?? signal})`),
         );
-      resolve(runOf(progress, exceeded));
+      const run = runOf(progress, exceeded);
+      run.peakRssBytes = Math.max(run.peakRssBytes, peakAtStop);
+      resolve(run);
     });
   });
 }
 
 const MiB = 2 ** 20;
 const fmt = (n: number | null, digits = 1) => (n === null ? '-' : n.toFixed(digits));
+
+/** A phase's seconds, or `>N` where the phase was stopped at the limit after N s. */
+function seconds(run: Run, phase: Phase, value: number | null): string {
+  if (run.exceeded?.phase === phase) return `>${run.exceeded.afterSeconds}`;
+  return fmt(value);
+}
 
 function table(runs: Run[]): string {
   const header = [
@@ -351,9 +372,9 @@ function table(runs: Run[]): string {
     String(r.apiReadsPerTick),
     String(r.apiWritesPerTick),
     String(r.promqlQueriesPerTick),
-    fmt(r.tickSecondsAllNewSamples),
+    seconds(r, 'tick, all samples new', r.tickSecondsAllNewSamples),
     fmt(r.tickCpuSecondsAllNewSamples),
-    fmt(r.tickSecondsNoNewSamples),
+    seconds(r, 'tick, no new sample', r.tickSecondsNoNewSamples),
     r.noNewSamples ? `${r.noNewSamples.apiReadsPerTick}/${r.noNewSamples.promqlQueriesPerTick}` : '-',
     fmt(r.peakRssBytes / MiB, 0),
     r.alertRequests
