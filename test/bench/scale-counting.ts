@@ -22,6 +22,8 @@ export type PromqlMethod = keyof MetricsSource;
 
 export interface CountSnapshot {
   apiReads: number;
+  /** Objects the lists returned: what a request costs grows with them (one `list pods` of 100,000 pods). */
+  apiObjectsListed: number;
   apiWrites: number;
   apiRequestsByVerbAndResource: Record<ApiRequestKey, number>;
   promqlQueries: number;
@@ -33,6 +35,7 @@ export class RequestCounter {
   #reads = 0;
   #writes = 0;
   #promql = 0;
+  #listed = 0;
   readonly #byKey = new Map<ApiRequestKey, number>();
   readonly #byMethod = new Map<PromqlMethod, number>();
 
@@ -46,6 +49,10 @@ export class RequestCounter {
     this.onCount?.(this);
   }
 
+  listed(objects: number): void {
+    this.#listed += objects;
+  }
+
   promql(method: PromqlMethod, queries: number): void {
     if (queries === 0) return;
     this.#promql += queries;
@@ -56,6 +63,7 @@ export class RequestCounter {
   snapshot(): CountSnapshot {
     return {
       apiReads: this.#reads,
+      apiObjectsListed: this.#listed,
       apiWrites: this.#writes,
       apiRequestsByVerbAndResource: Object.fromEntries(
         [...this.#byKey].sort(([a], [b]) => a.localeCompare(b)),
@@ -125,20 +133,25 @@ export function countingClusterClient(target: ClusterClient, counter: () => Requ
     for (const key of keys) counter().api(key);
     return run();
   };
+  const listing = async <T>(keys: readonly ApiRequestKey[], run: () => Promise<T[]>): Promise<T[]> => {
+    const items = await counted(keys, run);
+    counter().listed(items.length);
+    return items;
+  };
   const R = PRODUCTION_API_REQUESTS;
   const client: ClusterClient = {
     getJob: (ref) => counted(R.getJob(ref.kind), () => target.getJob(ref)),
-    listJobs: (kind, namespace) => counted(R.listJobs(kind), () => target.listJobs(kind, namespace)),
+    listJobs: (kind, namespace) => listing(R.listJobs(kind), () => target.listJobs(kind, namespace)),
     patchJob: (ref, patch, options) =>
       counted(R.patchJob(ref.kind), () => target.patchJob(ref, patch, options)),
-    listPods: (namespace, selector) => counted(R.listPods(), () => target.listPods(namespace, selector)),
-    listNodes: () => counted(R.listNodes(), () => target.listNodes()),
+    listPods: (namespace, selector) => listing(R.listPods(), () => target.listPods(namespace, selector)),
+    listNodes: () => listing(R.listNodes(), () => target.listNodes()),
     evictPod: (namespace, name, options) =>
       counted(R.evictPod(), () => target.evictPod(namespace, name, options)),
     createEvent: (event, options) =>
       counted(R.createEvent(options.dryRun), () => target.createEvent(event, options)),
     listWorkloads: (namespace, selector) =>
-      counted(R.listWorkloads(), () => target.listWorkloads(namespace, selector)),
+      listing(R.listWorkloads(), () => target.listWorkloads(namespace, selector)),
     getLocalQueue: (namespace, name) =>
       counted(R.getLocalQueue(), () => target.getLocalQueue(namespace, name)),
     getClusterQueue: (name) => counted(R.getClusterQueue(), () => target.getClusterQueue(name)),

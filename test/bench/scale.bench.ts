@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { handleAlarm } from '../../functions/alarm.js';
 import type { HandlerDeps } from '../../functions/handler-deps.js';
 import { handleSchedule } from '../../functions/schedule.js';
+import { refOf } from '../../lib/adapters/job-adapter.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
 import {
   type CountSnapshot,
@@ -21,15 +22,24 @@ import {
   countingMetricsSource,
   RequestCounter,
 } from './scale-counting.js';
-import { buildScaleWorld, DEFAULT_TRAINED_SECONDS, PROFILES_NAMESPACE } from './scale-world.js';
+import {
+  buildScaleWorld,
+  DEFAULT_TRAINED_SECONDS,
+  PROFILES_NAMESPACE,
+  type ScaleWorld,
+} from './scale-world.js';
 
 const DEFAULT_JOBS = [100, 1000, 10_000];
 const DEFAULT_TIME_LIMIT_SECONDS = 600;
+/** Less than the simulator's sample interval (60 s): no new step sample between the two ticks. */
+const SECOND_TICK_AFTER_SECONDS = 30;
 
 interface TickCounts {
   apiReadsPerTick: number;
   apiWritesPerTick: number;
   apiRequestsByVerbAndResource: Record<string, number>;
+  /** Objects the tick's lists returned (the size of its reads, where the request count is not). */
+  apiObjectsListedPerTick: number;
   promqlQueriesPerTick: number;
   promqlQueriesByMethod: CountSnapshot['promqlQueriesByMethod'];
 }
@@ -38,6 +48,7 @@ interface AlertCost {
   apiReads: number;
   apiWrites: number;
   apiRequestsByVerbAndResource: Record<string, number>;
+  apiObjectsListed: number;
   promqlQueries: number;
   seconds: number;
 }
@@ -57,6 +68,8 @@ interface Run extends TickCounts {
   buildSeconds: number;
   /** The second tick's counts (no new sample). */
   noNewSamples: TickCounts | null;
+  /** Jobs whose newest step sample changed between the ticks: 0, or the second tick is not "no new sample". */
+  jobsWithNewSamplesBeforeSecondTick?: number;
   alertRequests: AlertCost | null;
   /** Set when a tick was stopped at the time limit: its counts so far (at least these) are in the run. */
   exceeded?: { phase: Phase; afterSeconds: number; note: string };
@@ -77,6 +90,7 @@ function tickCounts(s: CountSnapshot): TickCounts {
     apiReadsPerTick: s.apiReads,
     apiWritesPerTick: s.apiWrites,
     apiRequestsByVerbAndResource: s.apiRequestsByVerbAndResource,
+    apiObjectsListedPerTick: s.apiObjectsListed,
     promqlQueriesPerTick: s.promqlQueries,
     promqlQueriesByMethod: s.promqlQueriesByMethod,
   };
@@ -167,6 +181,7 @@ async function runOne(jobs: number, progressFile: string, trainedSeconds: number
     apiReads: a.apiReads,
     apiWrites: a.apiWrites,
     apiRequestsByVerbAndResource: a.apiRequestsByVerbAndResource,
+    apiObjectsListed: a.apiObjectsListed,
     promqlQueries: a.promqlQueries,
     seconds: alertSeconds,
   };
@@ -187,7 +202,15 @@ async function runOne(jobs: number, progressFile: string, trainedSeconds: number
     tickCpuSecondsAllNewSamples: (used.user + used.system) / 1e6,
   };
 
-  // Right after: the clock is where it was, so no job has a step sample the first tick did not see.
+  // Right after, with the cluster 30 s on: the scheduler has placed the pods the first tick's writes asked for
+  // (what a real cluster does between two ticks), and no job has a step sample the first tick did not see
+  // (one a minute at most); the world is checked for that, outside the count.
+  const newest = await newestSamples(world);
+  world.step(SECOND_TICK_AFTER_SECONDS);
+  const after = await newestSamples(world);
+  const newSamples = [...after].filter(([job, at]) => at !== newest.get(job)).length;
+  if (newSamples > 0) log(`N=${jobs}: ${newSamples} jobs have a new step sample before the second tick`);
+  progress.partial.jobsWithNewSamplesBeforeSecondTick = newSamples;
   enter('tick, no new sample', fresh());
   const second = performance.now();
   await handleSchedule({}, deps);
@@ -199,6 +222,17 @@ async function runOne(jobs: number, progressFile: string, trainedSeconds: number
     peakRssBytes: rssPeak(),
   };
   enter('done');
+}
+
+/** Each job's newest step sample time, read from the world directly (not counted). */
+async function newestSamples(world: ScaleWorld): Promise<Map<string, number>> {
+  const newest = new Map<string, number>();
+  for (const job of await world.cluster.listJobs('PyTorchJob')) {
+    const ref = refOf(job);
+    const samples = await world.metrics.stepSamples(ref, 6 * 3600).catch(() => []);
+    newest.set(`${ref.namespace}/${ref.name}`, samples.at(-1)?.at ?? 0);
+  }
+  return newest;
 }
 
 // ---- parent -----------------------------------------------------------------------------------------------
@@ -251,6 +285,7 @@ const EMPTY_COUNTS: TickCounts = {
   apiReadsPerTick: 0,
   apiWritesPerTick: 0,
   apiRequestsByVerbAndResource: {},
+  apiObjectsListedPerTick: 0,
   promqlQueriesPerTick: 0,
   promqlQueriesByMethod: {},
 };
@@ -277,6 +312,9 @@ function runOf(progress: Progress, exceeded?: Run['exceeded']): Run {
     buildSeconds: p.buildSeconds ?? 0,
     noNewSamples: p.noNewSamples ?? (stoppedSecond && progress.counts ? tickCounts(progress.counts) : null),
     alertRequests: p.alertRequests ?? null,
+    ...(p.jobsWithNewSamplesBeforeSecondTick === undefined
+      ? {}
+      : { jobsWithNewSamplesBeforeSecondTick: p.jobsWithNewSamplesBeforeSecondTick }),
     ...(exceeded ? { exceeded } : {}),
   };
 }
@@ -286,6 +324,7 @@ function pickCounts(p: Partial<Run>): Partial<TickCounts> {
   if (p.apiReadsPerTick !== undefined) out.apiReadsPerTick = p.apiReadsPerTick;
   if (p.apiWritesPerTick !== undefined) out.apiWritesPerTick = p.apiWritesPerTick;
   if (p.apiRequestsByVerbAndResource) out.apiRequestsByVerbAndResource = p.apiRequestsByVerbAndResource;
+  if (p.apiObjectsListedPerTick !== undefined) out.apiObjectsListedPerTick = p.apiObjectsListedPerTick;
   if (p.promqlQueriesPerTick !== undefined) out.promqlQueriesPerTick = p.promqlQueriesPerTick;
   if (p.promqlQueriesByMethod) out.promqlQueriesByMethod = p.promqlQueriesByMethod;
   return out;
@@ -316,7 +355,7 @@ function runChild(jobs: number, options: Options, dir: string): Promise<Run> {
       const progress = readProgress(file);
       if (!progress || progress.phase === 'building the world' || progress.phase === 'done') return;
       const seconds = (Date.now() - progress.since) / 1000;
-      if (seconds <= options.timeLimitSeconds) return;
+      if (exceeded || seconds <= options.timeLimitSeconds) return;
       exceeded = {
         phase: progress.phase,
         afterSeconds: Math.round(seconds),
@@ -358,19 +397,21 @@ function table(runs: Run[]): string {
     'pods',
     'API reads',
     'API writes',
+    'objects listed',
     'PromQL',
     'tick s (all new)',
     'CPU s (all new)',
     'tick s (none new)',
     'reads/PromQL (none new)',
     'peak RSS MiB',
-    'alert API/PromQL',
+    'alert API/PromQL/listed',
   ];
   const rows = runs.map((r) => [
     String(r.jobs),
     String(r.pods),
     String(r.apiReadsPerTick),
     String(r.apiWritesPerTick),
+    String(r.apiObjectsListedPerTick),
     String(r.promqlQueriesPerTick),
     seconds(r, 'tick, all samples new', r.tickSecondsAllNewSamples),
     fmt(r.tickCpuSecondsAllNewSamples),
@@ -378,7 +419,7 @@ function table(runs: Run[]): string {
     r.noNewSamples ? `${r.noNewSamples.apiReadsPerTick}/${r.noNewSamples.promqlQueriesPerTick}` : '-',
     fmt(r.peakRssBytes / MiB, 0),
     r.alertRequests
-      ? `${r.alertRequests.apiReads + r.alertRequests.apiWrites}/${r.alertRequests.promqlQueries}`
+      ? `${r.alertRequests.apiReads + r.alertRequests.apiWrites}/${r.alertRequests.promqlQueries}/${r.alertRequests.apiObjectsListed}`
       : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));

@@ -151,6 +151,9 @@ describe('countingClusterClient counts the requests KubernetesClusterClient send
       const reads = received.filter((k) => /^(get|list|watch) /.test(k)).length;
       assert.equal(counted.apiReads, reads);
       assert.equal(counted.apiWrites, received.length - reads);
+      // Every list answers three objects (none on a 404).
+      const lists = received.filter((k) => k.startsWith('list ') && k !== 'list workloads').length;
+      assert.equal(counted.apiObjectsListed, 3 * lists);
     });
   }
 
