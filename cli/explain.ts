@@ -1,12 +1,23 @@
 // `trainscaler explain NAMESPACE/JOB`: the last decision of every policy on a job, "keep" decisions included,
 // from what the cluster stores: the outcome ConfigMaps `trainscaler run` keeps (lib/decisions/outcome-store.ts)
-// and the decisions written on the job itself (trainscaler.io/history), the newer of the two per policy.
+// and, for a policy the store has nothing on (the Lambda functions keep no store), the decisions written on the
+// job itself (trainscaler.io/history). The store is in trainscaler's namespace, where tenants cannot write; the
+// annotation is the job owner's to edit, so what comes from it is labelled, and nothing read from either
+// reaches the terminal unescaped.
 import type { Command } from 'commander';
 import { SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
 import type { ClusterClient } from '../lib/cluster/cluster-client.js';
 import { type JobOutcomes, readJobOutcomes } from '../lib/decisions/outcome-store.js';
 import type { Change, JobKind, JobRef } from '../lib/types.js';
-import { describeChange, jobRef, kindOption, readJobHistory } from './history.js';
+import {
+  describeChange,
+  HISTORY_SOURCE_NOTE,
+  jobRef,
+  kindOption,
+  readJobHistory,
+  terminalSafe,
+  terminalSafeJson,
+} from './history.js';
 
 export interface ExplainedPolicy {
   policy: string;
@@ -44,8 +55,9 @@ export async function explainJob(
     byPolicy.set(policy, entry);
   }
   for (const r of history) {
+    // What trainscaler stored wins whatever the annotation's dates say (its owner may have written them).
     const known = byPolicy.get(r.policy);
-    if (known && known.at >= r.at) continue;
+    if (known?.source === 'outcome-store' || (known && known.at >= r.at)) continue;
     byPolicy.set(r.policy, {
       policy: r.policy,
       at: r.at,
@@ -62,15 +74,16 @@ export async function explainJob(
 export function renderExplanation(ref: JobRef, policies: readonly ExplainedPolicy[]): string {
   const head = `${ref.kind} ${ref.namespace}/${ref.name}`;
   if (policies.length === 0)
-    return `${head}: no decision stored yet (trainscaler run stores them; a dry run stores none)\n`;
+    return `${terminalSafe(head)}: no decision stored yet (trainscaler run stores them; a dry run stores none)\n`;
   const lines = [`${head}: last decision of each policy`];
   for (const p of policies) {
     const via = p.trigger ? ` on ${p.trigger}` : '';
     lines.push(`${p.policy}: ${p.outcome}${via}, since ${new Date(p.at * 1000).toISOString()}`);
+    if (p.source === 'job-history') lines.push(`  (${HISTORY_SOURCE_NOTE})`);
     lines.push(`  reason: ${p.reason}`);
     for (const c of p.changes) lines.push(`  - ${describeChange(c)}`);
   }
-  return `${lines.join('\n')}\n`;
+  return `${lines.map(terminalSafe).join('\n')}\n`;
 }
 
 export function registerExplainCommand(program: Command): Command {
@@ -104,7 +117,7 @@ export function registerExplainCommand(program: Command): Command {
           options.storeNamespace || process.env.TRAINSCALER_PROFILES_NAMESPACE || 'trainscaler-system';
         const policies = await explainJob(new KubernetesClusterClient(kc), storeNamespace, ref);
         process.stdout.write(
-          options.json ? `${JSON.stringify(policies, null, 2)}\n` : renderExplanation(ref, policies),
+          options.json ? `${terminalSafeJson(policies)}\n` : renderExplanation(ref, policies),
         );
       },
     );

@@ -1,5 +1,8 @@
 // `trainscaler history NAMESPACE/JOB`: the decisions trainscaler recorded on a job (the
 // trainscaler.io/history annotation, the last ten writes), read through the real Kubernetes client.
+// The annotation is on the job, so anyone who may edit the job may rewrite it: the output says so, and
+// nothing read from it reaches the terminal unescaped (an escape sequence could clear the screen, rewrite
+// earlier lines or forge a record). trainscaler's own record is its Events and the outcome store (explain).
 import { type Command, InvalidArgumentError } from 'commander';
 import { ANNOTATION } from '../lib/adapters/annotations.js';
 import { isSupportedKind, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
@@ -65,16 +68,51 @@ export function describeChange(c: Change): string {
   }
 }
 
+/**
+ * Control characters (C0, DEL, C1: ESC and CSI start terminal escape sequences, CR and LF rewrite or forge
+ * lines) and the bidirectional overrides that reorder what is shown (U+202A-U+202E, U+2066-U+2069): each is
+ * printed as its escape, visibly, never sent to the terminal.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+function escapeOf(char: string): string {
+  const code = char.charCodeAt(0);
+  return code < 0x100
+    ? `\\x${code.toString(16).padStart(2, '0')}`
+    : `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+/** `text` with every control character and bidi override shown as its escape: one line, printed as written. */
+export function terminalSafe(text: string): string {
+  return text.replace(UNSAFE, escapeOf);
+}
+
+/** What JSON.stringify leaves raw in strings (it escapes C0 itself): DEL, C1 controls, bidi overrides. */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Indented JSON with every character a terminal would act on escaped (\\uXXXX: still the same JSON). */
+export function terminalSafeJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(
+    UNSAFE_IN_JSON,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** Where history's records come from, said with them: the job's owner can edit the annotation. */
+export const HISTORY_SOURCE_NOTE = `from the job's ${ANNOTATION.history} annotation, which whoever may edit the job can change`;
+
 /** One block per decision: when, policy, id, the reason, and every change with its previous value. */
 export function renderHistory(ref: JobRef, records: readonly HistoryRecord[]): string {
-  if (records.length === 0) return `${ref.kind} ${ref.namespace}/${ref.name}: no decisions recorded\n`;
-  const lines = [`${ref.kind} ${ref.namespace}/${ref.name}: ${records.length} decision(s), oldest first`];
+  const head = `${ref.kind} ${ref.namespace}/${ref.name}`;
+  if (records.length === 0) return `${terminalSafe(head)}: no decisions recorded\n`;
+  const lines = [`${head}: ${records.length} decision(s), oldest first (${HISTORY_SOURCE_NOTE})`];
   for (const r of records) {
     lines.push(`${new Date(r.at * 1000).toISOString()}  ${r.policy}  ${r.id}`);
     lines.push(`  reason: ${r.reason}`);
     for (const c of r.changes) lines.push(`  - ${describeChange(c)}`);
   }
-  return `${lines.join('\n')}\n`;
+  return `${lines.map(terminalSafe).join('\n')}\n`;
 }
 
 export function registerHistoryCommand(program: Command): Command {
@@ -95,8 +133,6 @@ export function registerHistoryCommand(program: Command): Command {
       );
       const kc = loadKubeConfig(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {});
       const records = await readJobHistory(new KubernetesClusterClient(kc), ref);
-      process.stdout.write(
-        options.json ? `${JSON.stringify(records, null, 2)}\n` : renderHistory(ref, records),
-      );
+      process.stdout.write(options.json ? `${terminalSafeJson(records)}\n` : renderHistory(ref, records));
     });
 }

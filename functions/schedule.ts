@@ -1,5 +1,6 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
+import { jobStateLookup } from '../lib/cluster/job-state.js';
 import {
   capacityOf,
   exceptPodsOf,
@@ -104,6 +105,9 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   const pending: PendingDemand[] = [];
   const stranded: JobSnapshot[] = [];
   const listed = await listAllJobs(deps);
+  // trainscaler's state of every job (cool-downs, largest runs, measured costs), in one LIST: never a read per
+  // job, and never the jobs' own annotations.
+  const states = jobStateLookup(await deps.cluster.listJobStates());
   for (const obj of listed) {
     const ref = refOf(obj);
     try {
@@ -112,6 +116,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         ref,
         deps.priorityClasses,
         managementScope(deps.config),
+        states,
       );
       // The rebalance weighs each job's own rescale costs once they are measured.
       if (snapshot.view.managed) snapshot.view.state = await measureLastRescale(deps.metrics, snapshot.view);

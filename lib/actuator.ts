@@ -10,8 +10,15 @@ import {
   roleOf,
 } from './adapters/job-adapter.js';
 import { ownedByJob, readPod } from './adapters/pod-view.js';
-import type { ClusterClient, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
-import { eventMessage, FULL_REASON_IN_ANNOTATION } from './cluster/event-message.js';
+import type { ClusterClient, JobStateObject, JsonPatchOp, KubeObject } from './cluster/cluster-client.js';
+import { eventMessage, FULL_REASON_IN_ANNOTATION, FULL_REASON_IN_LOG } from './cluster/event-message.js';
+import {
+  type JobStateLookup,
+  STATUS_CHANGES_LIMIT,
+  STATUS_REASON_LIMIT,
+  trustedStateOf,
+  writeJobState,
+} from './cluster/job-state.js';
 import { clusterQueueQuotaOf, kueueJobOf } from './cluster/kueue-state.js';
 import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
@@ -78,6 +85,8 @@ export interface JobSnapshot {
   rawPods: V1Pod[];
   /** Set when Kueue manages the job: its Workloads and what Kueue's rules need (lib/kueue/kueue-guard.ts). */
   kueue?: KueueJob;
+  /** The job's ScaledTrainingJob as read, whose status `view.state` comes from (lib/cluster/job-state.ts). */
+  stateObject?: JobStateObject;
 }
 
 export interface Outcome {
@@ -127,14 +136,21 @@ export function decisionIdOf(view: JobView, plan: Plan): string {
   return createHash('sha256').update(material).digest('hex').slice(0, 16);
 }
 
+/**
+ * The job, its pods and trainscaler's state of it. The state comes from the job's ScaledTrainingJob, read
+ * here, or from `states` when the caller listed them all at once (the schedule: one LIST a tick).
+ */
 export async function loadSnapshot(
   cluster: ClusterClient,
   ref: JobRef,
   priorityClasses?: Record<string, number>,
   management: ManagementScope = DEFAULT_MANAGEMENT_SCOPE,
+  states?: JobStateLookup,
 ): Promise<JobSnapshot> {
   const obj = await cluster.getJob(ref);
   const view = readJob(obj, management);
+  const stateObject = states ? states(ref) : await cluster.getJobState(ref);
+  view.state = trustedStateOf(obj, stateObject);
   // The selector is a label anyone can set: keep only the pods the job really owns (owner reference, through
   // the child Jobs of a JobSet or TrainJob, read back to the job).
   const selected = await cluster.listPods(ref.namespace, podSelectorFor(obj));
@@ -151,6 +167,7 @@ export async function loadSnapshot(
   const classPriority = view.priorityClassName ? priorityClasses?.[view.priorityClassName] : undefined;
   view.priority = Number.isFinite(podPriority) ? podPriority : (classPriority ?? 0);
   const snapshot: JobSnapshot = { obj, view, pods, rawPods };
+  if (stateObject) snapshot.stateObject = stateObject;
   const kueue = await kueueJobOf(cluster, obj, view);
   if (kueue) {
     view.kueue = kueue.managedBy;
@@ -285,6 +302,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     };
     const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, management);
     const { obj, view } = snapshot;
+    const stateRead = view.state;
     // The decision sees, and the write keeps, what the job's last rescale cost.
     if (view.managed) view.state = await measureLastRescale(deps.metrics, view);
     if (!view.managed) {
@@ -350,10 +368,11 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       changes: plan.changes,
       write: randomBytes(6).toString('hex'),
     };
+    const runningWorkers = runningWorkersOf(snapshot.pods);
+    const state = nextState(view, plan, record, context, runningWorkers, deps.triggeredAt);
+    // The job carries only the audit record (its owner can edit it); the state goes to the job's
+    // ScaledTrainingJob below, whose status only trainscaler can write.
     const annotations = {
-      [ANNOTATION.state]: JSON.stringify(
-        nextState(view, plan, record, context, runningWorkersOf(snapshot.pods), deps.triggeredAt),
-      ),
       [ANNOTATION.lastDecision]: JSON.stringify(record),
       [ANNOTATION.history]: JSON.stringify([...readHistory(obj), record].slice(-HISTORY_LENGTH)),
     };
@@ -376,6 +395,24 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       );
       return { ref, plan, applied: false, skipped: 'dry-run', decisionId: id, patch, conflicts };
     }
+    // Job first, state second. State first would make the actuator's own retry after a 409 on the job read the
+    // cool-down it had just recorded and drop the decision it never wrote; and a decision is only real once the
+    // job holds it. A failure between the two leaves the job's last-decision record ahead of the status, which
+    // trustedStateOf reads as the start of a cool-down (only ever more cautious).
+    await recordState(deps, { ref, uid: view.uid, apiVersion: obj.apiVersion }, snapshot, {
+      before: stateRead,
+      after: state,
+      extra: {
+        observedWorkers: runningWorkers,
+        lastDecision: {
+          id,
+          at: record.at,
+          policy: plan.policy,
+          reason: plan.reason.slice(0, STATUS_REASON_LIMIT),
+          changes: plan.changes.slice(0, STATUS_CHANGES_LIMIT),
+        },
+      },
+    });
     // After the template: a conflict on the job above leaves every pod untouched.
     const resized = await sendPodResizes(deps.cluster, snapshot, plan, podResizes, () =>
       loadSnapshot(deps.cluster, ref, deps.priorityClasses, management),
@@ -406,6 +443,45 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     const outcome: Outcome = { ref, plan, applied: true, decisionId: id, patch, conflicts };
     if (resized.length > 0) outcome.podResizes = resized;
     return outcome;
+  }
+}
+
+/**
+ * The decision's state into the job's ScaledTrainingJob. The job write already happened: a failure here is
+ * logged and told as a Warning Event on the job, and the decision stands (its last-decision record on the
+ * job holds the cool-down until a later write records the state).
+ */
+async function recordState(
+  deps: ActuatorDeps,
+  job: { ref: JobRef; uid: string; apiVersion: string },
+  snapshot: JobSnapshot,
+  update: Parameters<typeof writeJobState>[2],
+): Promise<void> {
+  try {
+    const { conflicts } = await writeJobState(deps.cluster, job, update, snapshot.stateObject, {
+      dryRun: false,
+    });
+    if (conflicts > 0) deps.logger.info({ job: job.ref, conflicts }, 'state re-read and written again');
+  } catch (error) {
+    const detail = error instanceof TrainscalerError ? error.message : String(error);
+    deps.logger.error({ job: job.ref, error: detail }, 'could not record the job state');
+    try {
+      await deps.cluster.createEvent(
+        {
+          involved: job,
+          type: 'Warning',
+          reason: 'TrainscalerStateNotRecorded',
+          message: eventMessage(
+            `decision applied, its state not recorded (cool-down kept from the job's last decision): ${detail}`,
+            FULL_REASON_IN_LOG,
+          ),
+        },
+        { dryRun: false },
+      );
+    } catch (eventError) {
+      const why = eventError instanceof TrainscalerError ? eventError.message : String(eventError);
+      deps.logger.error({ job: job.ref, error: why }, 'could not record the audit Event');
+    }
   }
 }
 

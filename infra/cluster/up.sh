@@ -263,6 +263,11 @@ kc -n kubeflow create secret generic training-operator-webhook-cert \
   --from-file=ca.crt="$WH/ca.crt" --from-file=ca.key="$WH/ca.key" \
   --from-file=tls.crt="$WH/tls.crt" --from-file=tls.key="$WH/tls.key" >&2
 kc wait --for condition=established --timeout 60s crd/pytorchjobs.kubeflow.org crd/tfjobs.kubeflow.org >&2
+# trainscaler's own CRD (per-job state, status written only by its ServiceAccount) and who may write it.
+log "applying the ScaledTrainingJob CRD and infra/k8s/scaledtrainingjobs-rbac.yaml"
+kc apply --server-side --force-conflicts -f "$REPO_ROOT/infra/k8s/crds/trainscaler.io_scaledtrainingjobs.yaml" >&2
+kc apply -f "$REPO_ROOT/infra/k8s/scaledtrainingjobs-rbac.yaml" >&2
+kc wait --for condition=established --timeout 60s crd/scaledtrainingjobs.trainscaler.io >&2
 
 # kwok manages the fake nodes (label type=kwok) and leaves the host node to the host node agent.
 start kwok \

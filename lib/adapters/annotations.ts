@@ -1,5 +1,7 @@
 // Every annotation trainscaler reads or writes, in one place. Job facts (signature, batch sizes, bounds)
-// are set by users; state/decision/history are trainscaler's own record on the job.
+// are set by users; decision/history are trainscaler's audit record on the job. `state` is where earlier
+// versions kept trainscaler's state: no longer written, and ignored when found (a job's owner can edit it; the
+// state lives in the job's ScaledTrainingJob status, lib/cluster/job-state.ts).
 export const ANNOTATION = {
   managed: 'trainscaler.io/managed',
   signature: 'trainscaler.io/signature',

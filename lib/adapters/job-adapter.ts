@@ -5,7 +5,6 @@ import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope, managementOf } from '..
 import { RECOMMENDED_LAUNCHER } from '../torchelastic/recommended-rendezvous.js';
 import type {
   Change,
-  JobAutoscalerState,
   JobKind,
   JobRef,
   JobView,
@@ -518,61 +517,6 @@ function findContainer(obj: KubeObject, loc: RoleLocation, preferred: string | u
   return { index, name, container, pointer: `${pointer}/${index}` };
 }
 
-export function parseState(obj: KubeObject): JobAutoscalerState {
-  const raw = obj.metadata.annotations?.[ANNOTATION.state];
-  const empty: JobAutoscalerState = { oomCount: 0, paused: false };
-  if (!raw) return empty;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new ValidationError(jsonPointer(['metadata', 'annotations', ANNOTATION.state]), 'not valid JSON');
-  }
-  if (!isObject(parsed)) return empty;
-  const state: JobAutoscalerState = {
-    oomCount: typeof parsed.oomCount === 'number' ? parsed.oomCount : 0,
-    paused: parsed.paused === true,
-  };
-  if (typeof parsed.lastActionAt === 'number') state.lastActionAt = parsed.lastActionAt;
-  if (typeof parsed.lastDecisionId === 'string') state.lastDecisionId = parsed.lastDecisionId;
-  if (typeof parsed.pauseReason === 'string') state.pauseReason = parsed.pauseReason;
-  if (typeof parsed.scaleDowns === 'number') state.scaleDowns = parsed.scaleDowns;
-  if (
-    typeof parsed.askedWorkers === 'number' &&
-    Number.isInteger(parsed.askedWorkers) &&
-    parsed.askedWorkers >= 0
-  )
-    state.askedWorkers = parsed.askedWorkers;
-  if (
-    typeof parsed.largestRunWorkers === 'number' &&
-    Number.isInteger(parsed.largestRunWorkers) &&
-    parsed.largestRunWorkers > 0
-  )
-    state.largestRunWorkers = parsed.largestRunWorkers;
-  const rescale = parsed.lastRescale;
-  if (
-    isObject(rescale) &&
-    [rescale.at, rescale.from, rescale.to].every((v) => typeof v === 'number' && Number.isFinite(v))
-  )
-    state.lastRescale = { at: rescale.at as number, from: rescale.from as number, to: rescale.to as number };
-  const cost = parsed.rescaleCost;
-  if (isObject(cost)) {
-    // A cost that is not a positive number is no measurement: the default stays in force.
-    const seconds = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined);
-    const measured: NonNullable<JobAutoscalerState['rescaleCost']> = {};
-    // An `up` of earlier versions was the same patch-to-first-step time, taken for a cost: not kept.
-    const up = seconds(cost.upToFirstStep);
-    const upPause = seconds(cost.upPause);
-    const down = seconds(cost.down);
-    if (up !== undefined) measured.upToFirstStep = up;
-    if (upPause !== undefined) measured.upPause = upPause;
-    if (down !== undefined) measured.down = down;
-    if (typeof cost.measuredFor === 'number') measured.measuredFor = cost.measuredFor;
-    state.rescaleCost = measured;
-  }
-  return state;
-}
-
 const MONITOR_ENV = 'PET_MONITOR_INTERVAL';
 /** The module of RECOMMENDED_LAUNCHER, however it is started (`python3 -m`, a shell line). */
 const LAUNCHER_MODULE = RECOMMENDED_LAUNCHER[2];
@@ -740,7 +684,9 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
     signature: annotations[ANNOTATION.signature] ?? `${shape.kind}:${image ?? obj.metadata.name}`,
     roles,
     managed: false,
-    state: parseState(obj),
+    // trainscaler's state is not the job's to hold (its owner can edit the job): loadSnapshot reads it from the
+    // job's ScaledTrainingJob (lib/cluster/job-state.ts). A view read from the job alone starts fresh.
+    state: { oomCount: 0, paused: false },
   };
   const refusals = refusalsOf(obj, shape, roles);
   if (Object.keys(refusals).length > 0) view.refusals = refusals;

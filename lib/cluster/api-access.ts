@@ -1,9 +1,15 @@
 // Every Kubernetes API request trainscaler makes, as RBAC sees it (API group, resource, verb, where). The
-// RBAC manifests (infra/k8s/rbac.yaml, lambda-access.yaml) grant exactly these and nothing else: a unit test
-// drives each caller against a recording HTTP server and checks its requests against this table, and the
-// table against the manifests, so neither a new call nor a spare grant goes unnoticed.
+// RBAC manifests (infra/k8s/rbac.yaml, lambda-access.yaml, forwarder/rbac.yaml) grant exactly these and
+// nothing else: a unit test drives each caller against a recording HTTP server and checks its requests
+// against this table, and the table against the manifests, so neither a new call nor a spare grant goes
+// unnoticed. The CLI's read-only commands (explain, history) run with the user's own credentials: their rows
+// say what a user needs, and no manifest grants them.
 
-/** Anywhere in the cluster (a ClusterRole), or only in trainscaler's own namespace, by name (a Role). */
+/**
+ * Anywhere in the cluster (a ClusterRole), or only in trainscaler's own namespace, by name (a Role). A name
+ * ending in '*' is a prefix: RBAC cannot express one, so the Role grants any name in trainscaler's namespace
+ * and infra/k8s/configmap-names-policy.yaml holds writes to the prefix.
+ */
 export type AccessScope = { where: 'cluster' } | { where: 'own-namespace'; resourceName: string };
 
 export interface ApiAccess {
@@ -16,10 +22,23 @@ export interface ApiAccess {
 /** The profile store and the leader Lease, in trainscaler's own namespace (defaults; see README, RBAC). */
 export const PROFILES_CONFIGMAP = 'trainscaler-profiles';
 export const LEADER_LEASE = 'trainscaler-leader';
+/**
+ * The outcome store (lib/decisions/outcome-store.ts): one ConfigMap per job namespace,
+ * `trainscaler-outcomes-<namespace>`, a name no Role can list in advance.
+ */
+export const OUTCOMES_CONFIGMAPS = 'trainscaler-outcomes-*';
+/** The event forwarder's ledger (lib/forwarder/ledger.ts), shipped by infra/k8s/forwarder/ledger.yaml. */
+export const FORWARDER_LEDGER = 'trainscaler-forwarder-ledger';
+
+/** Whether a resource name is one a scope's name (exact, or a prefix ending in '*') covers. */
+export function coversName(pattern: string, name: string): boolean {
+  return pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
+}
 
 const CLUSTER: AccessScope = { where: 'cluster' };
 const KUBEFLOW = 'kubeflow.org';
 const KUEUE = 'kueue.x-k8s.io';
+const STATE = 'trainscaler.io';
 
 /** The kinds trainscaler writes to: scale, right-size, and its audit annotations. */
 const PATCHED_JOBS: ReadonlyArray<Pick<ApiAccess, 'group' | 'resource'>> = [
@@ -81,6 +100,15 @@ export const CLUSTER_CLIENT_ACCESS = {
       scope: { where: 'own-namespace', resourceName: PROFILES_CONFIGMAP },
     },
   ],
+  // trainscaler's per-job state (lib/cluster/job-state.ts): the ScaledTrainingJobs it creates, owned by the
+  // jobs; it re-owns (patch) one left by an earlier job of the same name; only it writes their status.
+  getJobState: [{ group: STATE, resource: 'scaledtrainingjobs', verb: 'get', scope: CLUSTER }],
+  listJobStates: [{ group: STATE, resource: 'scaledtrainingjobs', verb: 'list', scope: CLUSTER }],
+  putJobState: [
+    { group: STATE, resource: 'scaledtrainingjobs', verb: 'create', scope: CLUSTER },
+    { group: STATE, resource: 'scaledtrainingjobs', verb: 'patch', scope: CLUSTER },
+    { group: STATE, resource: 'scaledtrainingjobs/status', verb: 'update', scope: CLUSTER },
+  ],
   putConfigMap: [
     {
       group: '',
@@ -122,13 +150,59 @@ export const LEADER_LABEL_ACCESS: readonly ApiAccess[] = [
   { group: '', resource: 'pods', verb: 'patch', scope: { where: 'own-namespace', resourceName: '*' } },
 ];
 
+function inOwnNamespace(resource: string, resourceName: string, verbs: readonly ApiAccess['verb'][]) {
+  return verbs.map(
+    (verb): ApiAccess => ({ group: '', resource, verb, scope: { where: 'own-namespace', resourceName } }),
+  );
+}
+
+/**
+ * `trainscaler run` only: the last outcome of every policy on every job (lib/decisions/outcome-store.ts), read
+ * back and created or updated under its resourceVersion, for `trainscaler explain`. The Lambda functions keep
+ * no outcome store.
+ */
+export const OUTCOME_STORE_ACCESS: readonly ApiAccess[] = inOwnNamespace('configmaps', OUTCOMES_CONFIGMAPS, [
+  'get',
+  'create',
+  'update',
+]);
+
+/**
+ * `trainscaler forward`: its ledger, read at start and patched whole (lib/forwarder/ledger.ts). A create
+ * follows a 404 only, and is refused: the ConfigMap is shipped (infra/k8s/forwarder/ledger.yaml) so that the
+ * forwarder needs no create.
+ */
+export const FORWARDER_LEDGER_ACCESS: readonly ApiAccess[] = inOwnNamespace('configmaps', FORWARDER_LEDGER, [
+  'get',
+  'patch',
+]);
+
+/** What the forwarder's ServiceAccount needs: the informers (list, watch) and its ledger. Nothing is written to a job. */
+export const FORWARDER_ACCESS: readonly ApiAccess[] = [...INFORMER_ACCESS, ...FORWARDER_LEDGER_ACCESS];
+
+/**
+ * What a user running `trainscaler explain` needs (their own credentials; no manifest grants it): the job,
+ * for its recorded history, and its namespace's outcome ConfigMap in trainscaler's namespace.
+ */
+export const EXPLAIN_ACCESS: readonly ApiAccess[] = [
+  ...CLUSTER_CLIENT_ACCESS.getJob,
+  ...inOwnNamespace('configmaps', OUTCOMES_CONFIGMAPS, ['get']),
+];
+
+/** What a user running `trainscaler history` needs: the job (its history annotation). */
+export const HISTORY_ACCESS: readonly ApiAccess[] = CLUSTER_CLIENT_ACCESS.getJob;
+
 /** What the functions need (the Lambda group): the cluster client's calls. */
 export const FUNCTIONS_ACCESS: readonly ApiAccess[] = Object.values(CLUSTER_CLIENT_ACCESS).flat();
 
-/** What the in-cluster runner needs: the functions' calls, its informers, its Lease and its pod's leader label. */
+/**
+ * What the in-cluster runner needs: the functions' calls, its informers, its Lease, its pod's leader label and
+ * the outcome store.
+ */
 export const RUNNER_ACCESS: readonly ApiAccess[] = [
   ...FUNCTIONS_ACCESS,
   ...INFORMER_ACCESS,
   ...LEASE_ACCESS,
   ...LEADER_LABEL_ACCESS,
+  ...OUTCOME_STORE_ACCESS,
 ];

@@ -56,6 +56,29 @@ export interface AuditEventInput {
   decisionId?: string;
 }
 
+/** The job a write is about: its ref, its uid (owner references) and its apiVersion. */
+export interface JobIdentity {
+  ref: JobRef;
+  uid: string;
+  apiVersion: string;
+}
+
+/**
+ * A ScaledTrainingJob (trainscaler.io/v1alpha1) as read: trainscaler's own record of one job, in the job's
+ * namespace. Only trainscaler's ServiceAccount may write its status; tenants may read it.
+ * `status` is as the API server returned it (validated by lib/cluster/job-state.ts before use).
+ */
+export interface JobStateObject {
+  namespace: string;
+  name: string;
+  resourceVersion: string;
+  /** spec.targetRef: the job it is about (immutable). */
+  target: { apiVersion: string; kind: string; name: string };
+  /** The uid of its controller owner reference: the job it was created for (a job recreated under the same name has another). */
+  ownerUid?: string;
+  status: unknown;
+}
+
 /**
  * Everything trainscaler reads from or writes to a cluster. Two implementations: the real API server
  * (KubernetesClusterClient) and the in-process SimulatedCluster used by the demo and simulations.
@@ -97,4 +120,19 @@ export interface ClusterClient {
     resourceVersion: string | undefined,
     options: WriteOptions,
   ): Promise<V1ConfigMap>;
+  /** The job's ScaledTrainingJob (named by jobStateName); undefined when absent. */
+  getJobState(ref: JobRef): Promise<JobStateObject | undefined>;
+  /** Every ScaledTrainingJob in the cluster, in one LIST (the schedule reads them once a tick). */
+  listJobStates(): Promise<JobStateObject[]>;
+  /**
+   * Writes the job's state: creates its ScaledTrainingJob (owned by the job) when `current` is undefined,
+   * else replaces its status guarded by `current.resourceVersion` (re-owning it first when it was created for
+   * an earlier job of the same name). ConflictError when the object changed, or exists when creating.
+   */
+  putJobState(
+    job: JobIdentity,
+    status: Record<string, unknown>,
+    current: JobStateObject | undefined,
+    options: WriteOptions,
+  ): Promise<JobStateObject>;
 }

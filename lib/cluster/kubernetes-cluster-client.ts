@@ -20,11 +20,15 @@ import type { JobKind, JobRef } from '../types.js';
 import type {
   AuditEventInput,
   ClusterClient,
+  JobIdentity,
+  JobStateObject,
   JsonPatchOp,
   KubeObject,
+  OwnerReference,
   WriteOptions,
 } from './cluster-client.js';
 import { EVENT_MESSAGE_LIMIT } from './event-message.js';
+import { JOB_STATE_API_VERSION, JOB_STATE_RESOURCE, jobStateName } from './job-state.js';
 
 const CUSTOM: Partial<Record<JobKind, { group: string; version: string; plural: string }>> = {
   PyTorchJob: { group: 'kubeflow.org', version: 'v1', plural: 'pytorchjobs' },
@@ -43,6 +47,42 @@ const FIELD_MANAGER = 'trainscaler';
 /** Kueue v0.18 stores and serves v1beta2 (v1beta1 only through its conversion webhook). */
 const KUEUE = { group: 'kueue.x-k8s.io', version: 'v1beta2' };
 const KUEUE_API_VERSION = `${KUEUE.group}/${KUEUE.version}`;
+
+const STATE = {
+  group: JOB_STATE_RESOURCE.group,
+  version: JOB_STATE_RESOURCE.version,
+  plural: JOB_STATE_RESOURCE.plural,
+};
+
+/** A ScaledTrainingJob as the API server returns it, read into what the store needs. */
+export function toJobStateObject(raw: unknown): JobStateObject {
+  const obj = (raw ?? {}) as Partial<KubeObject> & {
+    spec?: { targetRef?: Partial<JobStateObject['target']> };
+  };
+  const target = obj.spec?.targetRef ?? {};
+  const owner = obj.metadata?.ownerReferences?.find((o) => o.controller === true);
+  const out: JobStateObject = {
+    namespace: obj.metadata?.namespace ?? '',
+    name: obj.metadata?.name ?? '',
+    resourceVersion: obj.metadata?.resourceVersion ?? '',
+    target: { apiVersion: target.apiVersion ?? '', kind: target.kind ?? '', name: target.name ?? '' },
+    status: obj.status,
+  };
+  if (owner) out.ownerUid = owner.uid;
+  return out;
+}
+
+/** The job as the ScaledTrainingJob's controller owner: collected with it, never blocking its deletion. */
+export function jobStateOwner(job: JobIdentity): OwnerReference & { blockOwnerDeletion: boolean } {
+  return {
+    apiVersion: job.apiVersion,
+    kind: job.ref.kind,
+    name: job.ref.name,
+    uid: job.uid,
+    controller: true,
+    blockOwnerDeletion: false,
+  };
+}
 
 /** Loads credentials the way kubectl does: KUBECONFIG / ~/.kube/config, or the in-cluster ServiceAccount. */
 export function loadKubeConfig(options: { kubeconfig?: string; inCluster?: boolean } = {}): KubeConfig {
@@ -378,5 +418,98 @@ export class KubernetesClusterClient implements ClusterClient {
         writeRequestOptions(options),
       ),
     );
+  }
+
+  async getJobState(ref: JobRef): Promise<JobStateObject | undefined> {
+    const name = jobStateName(ref.kind, ref.name);
+    try {
+      const raw: unknown = await call(`get scaledtrainingjob ${ref.namespace}/${name}`, () =>
+        this.custom.getNamespacedCustomObject({ ...STATE, namespace: ref.namespace, name }),
+      );
+      return toJobStateObject(raw);
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  async listJobStates(): Promise<JobStateObject[]> {
+    const list: { items?: unknown[] } = await call('list scaledtrainingjobs', () =>
+      this.custom.listClusterCustomObject(STATE),
+    );
+    return (list.items ?? []).map(toJobStateObject);
+  }
+
+  /**
+   * The status subresource ignores everything but status, and creating ignores status: a new object is created
+   * first (with its owner and target), then its status written guarded by the version just created.
+   */
+  async putJobState(
+    job: JobIdentity,
+    status: Record<string, unknown>,
+    current: JobStateObject | undefined,
+    options: WriteOptions,
+  ): Promise<JobStateObject> {
+    const { namespace } = job.ref;
+    const name = jobStateName(job.ref.kind, job.ref.name);
+    const what = `scaledtrainingjob ${namespace}/${name}`;
+    const dryRun = options.dryRun ? 'All' : undefined;
+    const spec = { targetRef: { apiVersion: job.apiVersion, kind: job.ref.kind, name: job.ref.name } };
+    const owner = jobStateOwner(job);
+    let resourceVersion = current?.resourceVersion;
+    if (current === undefined) {
+      const created: unknown = await call(`create ${what}`, () =>
+        this.custom.createNamespacedCustomObject(
+          {
+            ...STATE,
+            namespace,
+            body: {
+              apiVersion: JOB_STATE_API_VERSION,
+              kind: JOB_STATE_RESOURCE.kind,
+              metadata: { name, namespace, ownerReferences: [owner] },
+              spec,
+            },
+            dryRun,
+            fieldManager: FIELD_MANAGER,
+          },
+          writeRequestOptions(options),
+        ),
+      );
+      resourceVersion = toJobStateObject(created).resourceVersion;
+    } else if (current.ownerUid !== job.uid) {
+      // Made for an earlier job of the same name (deleted with its dependents orphaned): this job takes it over.
+      const patch: JsonPatchOp[] = [
+        // Pinned as the job patches are: a stale resourceVersion makes the API server answer 409.
+        { op: 'replace', path: '/metadata/resourceVersion', value: current.resourceVersion },
+        { op: 'replace', path: '/metadata/ownerReferences', value: [owner] },
+      ];
+      const adopted: unknown = await call(`adopt ${what}`, () =>
+        this.custom.patchNamespacedCustomObject(
+          { ...STATE, namespace, name, body: patch, dryRun, fieldManager: FIELD_MANAGER },
+          writeRequestOptions(options, setHeaderOptions('Content-Type', PatchStrategy.JsonPatch)),
+        ),
+      );
+      resourceVersion = toJobStateObject(adopted).resourceVersion;
+    }
+    const written: unknown = await call(`write status of ${what}`, () =>
+      this.custom.replaceNamespacedCustomObjectStatus(
+        {
+          ...STATE,
+          namespace,
+          name,
+          body: {
+            apiVersion: JOB_STATE_API_VERSION,
+            kind: JOB_STATE_RESOURCE.kind,
+            metadata: { name, namespace, resourceVersion },
+            spec,
+            status,
+          },
+          dryRun,
+          fieldManager: FIELD_MANAGER,
+        },
+        writeRequestOptions(options),
+      ),
+    );
+    return toJobStateObject(written);
   }
 }

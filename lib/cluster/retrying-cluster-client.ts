@@ -6,6 +6,7 @@
 //    (trainscaler.io/last-decision) is looked for. Found: the write happened, report success. Not found and the
 //    job still at the pinned version: nothing happened, send it again. Otherwise someone else wrote: a conflict,
 //    and the actuator re-reads and recomputes.
+// A job's state (its ScaledTrainingJob) is retried like a guarded write: a repeat that finds it written is a 409.
 // Evictions and ConfigMap writes are passed through once: repeating them could double them. Events are
 // retried only when the API server said it did not process the request (429, 503).
 // Each write attempt is a separate call to the inner client, with its own AbortSignal and time limit: an attempt
@@ -18,6 +19,8 @@ import type { JobKind, JobRef } from '../types.js';
 import type {
   AuditEventInput,
   ClusterClient,
+  JobIdentity,
+  JobStateObject,
   JsonPatchOp,
   KubeObject,
   WriteOptions,
@@ -321,5 +324,37 @@ export class RetryingClusterClient implements ClusterClient {
     options: WriteOptions,
   ): Promise<V1ConfigMap> {
     return this.inner.putConfigMap(namespace, name, data, resourceVersion, options);
+  }
+
+  getJobState(ref: JobRef): Promise<JobStateObject | undefined> {
+    return this.read('get scaledtrainingjob', () => this.inner.getJobState(ref));
+  }
+
+  listJobStates(): Promise<JobStateObject[]> {
+    return this.read('list scaledtrainingjobs', () => this.inner.listJobStates());
+  }
+
+  /**
+   * Retried on transient failures like a read: every write it makes is guarded (a create fails once the
+   * object exists, a status write once its resourceVersion moved), so a repeat of one that did land answers
+   * 409, and the store re-reads and finds its decision recorded (lib/cluster/job-state.ts writeJobState).
+   */
+  async putJobState(
+    job: JobIdentity,
+    status: Record<string, unknown>,
+    current: JobStateObject | undefined,
+    options: WriteOptions,
+  ): Promise<JobStateObject> {
+    const what = `write state of ${job.ref.kind} ${job.ref.namespace}/${job.ref.name}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(what, (signal) =>
+          this.inner.putJobState(job, status, current, this.attemptOptions(options, signal)),
+        );
+      } catch (error) {
+        if (!isTransient(error) || attempt >= this.options.maxAttempts) throw error;
+        await this.pause(what, attempt, error);
+      }
+    }
   }
 }

@@ -93,18 +93,25 @@ export async function readProfileStore(
 /**
  * The store is one ConfigMap shared by every tenant, and a ConfigMap holds at most 1 MiB: without bounds one
  * tenant's signatures could crowd out everyone's profiles, or fill it so that every profile write fails.
- * maxProfiles x maxProfileBytes stays well under 1 MiB. A namespace at its own cap makes room among its own
- * profiles, so however many signatures one tenant writes, it never drops another tenant's.
+ * maxProfiles x maxProfileBytes stays well under 1 MiB. A namespace's writes make room only among its own
+ * profiles (at its share, or when the store is full), never among another namespace's live ones: however many
+ * signatures one tenant writes, it drops no other tenant's profile. A full store in which a namespace has no
+ * profile of its own to replace stores none for it (with a warning) until room frees.
  */
 export interface ProfileLimits {
   /** Longest signature accepted (a user-set annotation). */
   maxSignatureLength: number;
   /** Largest serialized profile accepted. */
   maxProfileBytes: number;
-  /** Profiles kept; the least recently updated are dropped to make room. */
+  /** Profiles kept in the store. */
   maxProfiles: number;
   /** Profiles kept for one namespace; its least recently updated are dropped to make room for its next. */
   maxProfilesPerNamespace: number;
+  /**
+   * A profile not updated for this long (seconds) is abandoned (its namespace or signature no longer runs):
+   * a full store drops it for any namespace's new profile. Until then only its own namespace replaces it.
+   */
+  abandonedAfterSeconds: number;
 }
 
 export const DEFAULT_PROFILE_LIMITS: ProfileLimits = {
@@ -112,55 +119,87 @@ export const DEFAULT_PROFILE_LIMITS: ProfileLimits = {
   maxProfileBytes: 8 * 1024,
   maxProfiles: 100,
   maxProfilesPerNamespace: 20,
+  abandonedAfterSeconds: 30 * 24 * 3600,
 };
 
 interface StoreLogger {
   warn(obj: object, msg?: string): void;
 }
 
-/** When each stored entry was last updated; unreadable or oversized entries count as the oldest. */
-function ageOf(raw: string, limits: ProfileLimits): number {
-  if (Buffer.byteLength(raw) > limits.maxProfileBytes) return Number.NEGATIVE_INFINITY;
+/** A stored entry as the store's bounds see it. */
+interface StoredEntry {
+  key: string;
+  /** When it was last updated (epoch seconds); -Infinity when unreadable or oversized. */
+  at: number;
+  /**
+   * Whose it is: the namespace its key names, when the key is the one profileKey gives its profile; undefined
+   * for an unreadable, oversized or hand-made entry, or one keyed before profiles were per namespace.
+   */
+  namespace: string | undefined;
+}
+
+function entryOf(key: string, raw: string, limits: ProfileLimits): StoredEntry {
+  if (Buffer.byteLength(raw) > limits.maxProfileBytes)
+    return { key, at: Number.NEGATIVE_INFINITY, namespace: undefined };
   try {
-    return parseProfile(raw).updatedAt;
+    const profile = parseProfile(raw);
+    const namespace = namespaceOfKey(key);
+    const owned = profileKey({ namespace, signature: profile.signature }) === key;
+    return { key, at: profile.updatedAt, namespace: owned ? namespace : undefined };
   } catch {
-    return Number.NEGATIVE_INFINITY;
+    return { key, at: Number.NEGATIVE_INFINITY, namespace: undefined };
   }
 }
 
+const oldestFirst = (a: StoredEntry, b: StoredEntry) => a.at - b.at || a.key.localeCompare(b.key);
+
 /**
- * The store's entries with room for `key`: first the oldest others of its namespace dropped until that namespace
- * holds at most maxProfilesPerNamespace, then the oldest of any namespace until at most maxProfiles remain.
+ * The store's entries with room for `key` (of `namespace`), or undefined when there is none a namespace may
+ * take. First the namespace's own oldest are dropped until it holds at most maxProfilesPerNamespace. Then, while
+ * the store is over maxProfiles: entries nobody owns, then abandoned profiles of any namespace, then the
+ * namespace's own oldest. Never another namespace's profile updated within abandonedAfterSeconds.
  */
 function makeRoom(
   data: Record<string, string>,
   key: string,
+  namespace: string,
   limits: ProfileLimits,
-): { data: Record<string, string>; dropped: string[] } {
+  now: number,
+): { data: Record<string, string>; dropped: string[] } | undefined {
   const kept = { ...data };
   const dropped: string[] = [];
-  const dropOldest = (among: string[], excess: number) => {
-    if (excess <= 0) return;
-    const oldestFirst = among
-      .map((k) => ({ k, at: ageOf(data[k] ?? '', limits) }))
-      .sort((a, b) => a.at - b.at || a.k.localeCompare(b.k));
-    for (const { k } of oldestFirst.slice(0, excess)) {
+  const drop = (entries: StoredEntry[], count: number) => {
+    for (const { key: k } of entries.slice(0, Math.max(0, count))) {
       delete kept[k];
       dropped.push(k);
     }
   };
-  const namespace = namespaceOfKey(key);
-  const neighbours = Object.keys(kept).filter((k) => k !== key && namespaceOfKey(k) === namespace);
-  dropOldest(neighbours, neighbours.length + 1 - limits.maxProfilesPerNamespace);
-  const others = Object.keys(kept).filter((k) => k !== key);
-  dropOldest(others, others.length + 1 - limits.maxProfiles);
-  return { data: kept, dropped };
+  const others = () =>
+    Object.keys(kept)
+      .filter((k) => k !== key)
+      .map((k) => entryOf(k, kept[k] ?? '', limits))
+      .sort(oldestFirst);
+  const own = (entries: StoredEntry[]) => entries.filter((e) => e.namespace === namespace);
+  drop(own(others()), own(others()).length + 1 - limits.maxProfilesPerNamespace);
+  const excess = () => others().length + 1 - limits.maxProfiles;
+  const abandoned = (e: StoredEntry) => now - e.at > limits.abandonedAfterSeconds;
+  drop(
+    others().filter((e) => e.namespace === undefined),
+    excess(),
+  );
+  drop(
+    others().filter((e) => e.namespace !== namespace && abandoned(e)),
+    excess(),
+  );
+  drop(own(others()), excess());
+  return excess() > 0 ? undefined : { data: kept, dropped };
 }
 
 /**
  * Merge a run into its namespace's profile of its signature; guarded by the ConfigMap's resourceVersion, retried on conflict.
- * A signature or a profile over the limits is refused (ValidationError, nothing written); when the store is
- * full the least recently updated profiles are dropped, with a warning.
+ * A signature or a profile over the limits is refused (ValidationError, nothing written). Room is made as
+ * makeRoom says, with a warning; when a full store has none this namespace may take, nothing is written (a
+ * warning; the merged profile is returned unstored).
  */
 export async function recordRun(
   cluster: ClusterClient,
@@ -193,7 +232,14 @@ export async function recordRun(
     const size = Buffer.byteLength(serialized);
     if (size > limits.maxProfileBytes)
       throw new ValidationError('/profile', `${size} bytes serialized; at most ${limits.maxProfileBytes}`);
-    const room = makeRoom(configMap?.data ?? {}, key, limits);
+    const room = makeRoom(configMap?.data ?? {}, key, run.namespace, limits, now);
+    if (!room) {
+      options.logger?.warn(
+        { store, namespace: run.namespace, signature: run.signature, maxProfiles: limits.maxProfiles },
+        "profile store full of other namespaces' profiles: this run's profile is not stored",
+      );
+      return merged;
+    }
     try {
       await cluster.putConfigMap(
         store.namespace,
@@ -205,7 +251,7 @@ export async function recordRun(
       if (room.dropped.length > 0)
         options.logger?.warn(
           { store, dropped: room.dropped, maxProfiles: limits.maxProfiles },
-          'profile store full (or the namespace at its share): dropped the least recently updated profiles',
+          "profile store full (or the namespace at its share): dropped the namespace's least recently updated profiles, or abandoned or unreadable ones",
         );
       return merged;
     } catch (error) {

@@ -10,6 +10,7 @@ import { controlledByItsOwner, isSupportedKind, successCondition } from '../adap
 import { jobOfPod } from '../adapters/pod-view.js';
 import { getArray, getString, isObject } from '../adapters/unstructured.js';
 import type { InformerEvent, WatchedObject } from '../runner/event-router.js';
+import { forwardedObject } from './forwarded-object.js';
 
 /** serverless.yml routes these detail-types: the first to clusterEvent, the second to submit. */
 export const EVENT_SOURCE = 'trainscaler.kubernetes';
@@ -36,7 +37,10 @@ export interface Forward {
   fingerprint: string;
   /** `Kind/namespace/name`, for logs. */
   subject: string;
-  /** The watch event as the handlers parse it (functions/cluster-event.ts, functions/submit.ts). */
+  /**
+   * The watch event as the handlers parse it (functions/cluster-event.ts, functions/submit.ts), its object
+   * cut down to what they read (lib/forwarder/forwarded-object.ts).
+   */
   detail: { type: 'ADDED' | 'MODIFIED'; object: WatchedObject };
 }
 
@@ -207,13 +211,7 @@ export function classify(event: InformerEvent, context: ClassifyContext): Forwar
     uid,
     fingerprint: facts.map((f) => f.fingerprint).join(FACT_SEPARATOR),
     subject: `${object.kind}/${namespace}/${object.metadata.name}`,
-    detail: { type: event.type, object: withoutManagedFields(object) },
+    // What the handlers read and nothing else: never env values, annotations or managedFields.
+    detail: { type: event.type, object: forwardedObject(object) },
   };
-}
-
-/** managedFields are often half an object's size and no handler reads them. */
-function withoutManagedFields(object: WatchedObject): WatchedObject {
-  const metadata = { ...object.metadata } as WatchedObject['metadata'] & { managedFields?: unknown };
-  delete metadata.managedFields;
-  return { ...object, metadata };
 }

@@ -11,6 +11,8 @@ import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client
 import type {
   AuditEventInput,
   ClusterClient,
+  JobIdentity,
+  JobStateObject,
   JsonPatchOp,
   KubeObject,
   WriteOptions,
@@ -119,6 +121,23 @@ export class LeaderFencedClusterClient implements ClusterClient {
   ): Promise<V1ConfigMap> {
     return this.fenced(`write configmap ${namespace}/${name}`, options, (o) =>
       this.inner.putConfigMap(namespace, name, data, resourceVersion, o),
+    );
+  }
+  getJobState(ref: JobRef): Promise<JobStateObject | undefined> {
+    return this.inner.getJobState(ref);
+  }
+  listJobStates(): Promise<JobStateObject[]> {
+    return this.inner.listJobStates();
+  }
+  putJobState(
+    job: JobIdentity,
+    status: Record<string, unknown>,
+    current: JobStateObject | undefined,
+    options: WriteOptions,
+  ): Promise<JobStateObject> {
+    const { ref } = job;
+    return this.fenced(`write state of ${ref.kind} ${ref.namespace}/${ref.name}`, options, (o) =>
+      this.inner.putJobState(job, status, current, o),
     );
   }
 }

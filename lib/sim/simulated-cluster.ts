@@ -10,10 +10,13 @@ import { podsFittingOnNode } from '../cluster/capacity.js';
 import type {
   AuditEventInput,
   ClusterClient,
+  JobIdentity,
+  JobStateObject,
   JsonPatchOp,
   KubeObject,
   WriteOptions,
 } from '../cluster/cluster-client.js';
+import { jobStateName } from '../cluster/job-state.js';
 import { ApiError, ConflictError, MissingMetricsError, NotFoundError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { MEASURED_RESCALE_PAUSE_SECONDS } from '../torchelastic/recommended-rendezvous.js';
@@ -289,6 +292,13 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   /** The same pods by job key: replays of hundreds of jobs would otherwise scan every pod per job per step. */
   readonly #podsByJob = new Map<string, Map<string, PodRecord>>();
   readonly #configMaps = new Map<string, V1ConfigMap>();
+  /** ScaledTrainingJobs by namespace/name. */
+  readonly #jobStates = new Map<string, JobStateObject>();
+  /**
+   * Their own revision counter, apart from #revision: the jobs' resourceVersions (and so the decision ids and
+   * Event names derived from them) stay what they were before trainscaler kept its state here.
+   */
+  #stateRevision = 0;
   readonly #events: CoreV1Event[] = [];
   readonly #writeLog: WriteLogEntry[] = [];
   #watch: SimulatedWatchEvent[] = [];
@@ -595,6 +605,43 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       resourceVersion: configMap.metadata?.resourceVersion,
     });
     return structuredClone(configMap);
+  }
+
+  async getJobState(ref: JobRef): Promise<JobStateObject | undefined> {
+    const stored = this.#jobStates.get(`${ref.namespace}/${jobStateName(ref.kind, ref.name)}`);
+    return stored ? structuredClone(stored) : undefined;
+  }
+
+  async listJobStates(): Promise<JobStateObject[]> {
+    return [...this.#jobStates.values()].map((s) => structuredClone(s));
+  }
+
+  /** Create when `current` is undefined (409 if it exists); else replace status guarded by its resourceVersion. */
+  async putJobState(
+    job: JobIdentity,
+    status: Record<string, unknown>,
+    current: JobStateObject | undefined,
+    options: WriteOptions,
+  ): Promise<JobStateObject> {
+    const name = jobStateName(job.ref.kind, job.ref.name);
+    const key = `${job.ref.namespace}/${name}`;
+    const what = `ScaledTrainingJob ${key}`;
+    const existing = this.#jobStates.get(key);
+    if (current === undefined && existing) throw new ConflictError(`${what} (already exists)`);
+    if (current !== undefined) {
+      if (!existing) throw new NotFoundError(what);
+      if (existing.resourceVersion !== current.resourceVersion) throw new ConflictError(what);
+    }
+    const next: JobStateObject = {
+      namespace: job.ref.namespace,
+      name,
+      resourceVersion: options.dryRun ? (existing?.resourceVersion ?? '') : `s${++this.#stateRevision}`,
+      target: { apiVersion: job.apiVersion, kind: job.ref.kind, name: job.ref.name },
+      ownerUid: job.uid,
+      status: structuredClone(status),
+    };
+    if (!options.dryRun) this.#jobStates.set(key, next);
+    return structuredClone(next);
   }
 
   // ---- MetricsSource ----------------------------------------------------------------------------------

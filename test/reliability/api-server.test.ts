@@ -14,6 +14,7 @@ import { pino } from 'pino';
 import { handleSubmit } from '../../functions/submit.js';
 import { type ActuatorDeps, actOnJob } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
+import { stateOfStatus } from '../../lib/cluster/job-state.js';
 import { KubernetesClusterClient } from '../../lib/cluster/kubernetes-cluster-client.js';
 import { RetryingClusterClient } from '../../lib/cluster/retrying-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
@@ -174,7 +175,12 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
     it('the write left an Event and annotations with the reason and the previous value', async () => {
       const job = await readJob(cluster, ns, 'dup');
       const last = JSON.parse(job.metadata.annotations?.[ANNOTATION.lastDecision] ?? '{}');
-      const state = JSON.parse(job.metadata.annotations?.[ANNOTATION.state] ?? '{}');
+      const stored = await new KubernetesClusterClient(cluster.admin.kc).getJobState({
+        kind: 'PyTorchJob',
+        namespace: ns,
+        name: 'dup',
+      });
+      const state = stateOfStatus(stored?.status);
       assert.match(last.reason, /1 -> 2 workers/);
       assert.deepEqual(last.changes, [{ kind: 'replicas', role: 'Worker', from: 1, to: 2 }]);
       assert.equal(state.lastDecisionId, last.id);

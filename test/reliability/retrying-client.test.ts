@@ -43,6 +43,9 @@ function scripted(
     getClusterQueue: (name) => inner.getClusterQueue(name),
     putConfigMap: (namespace, name, data, rv, options) =>
       inner.putConfigMap(namespace, name, data, rv, options),
+    getJobState: (ref) => inner.getJobState(ref),
+    listJobStates: () => inner.listJobStates(),
+    putJobState: (job, status, current, options) => inner.putJobState(job, status, current, options),
   };
   client.getJob = async (ref: JobRef) => {
     const e = script.getJob?.[calls.getJob++];

@@ -40,6 +40,7 @@ import type { HandlerDeps, HandlerResult, Outcome } from '../../functions/handle
 import { handleSchedule } from '../../functions/schedule.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { cpuToMillis } from '../../lib/adapters/quantity.js';
+import { stateOfStatus } from '../../lib/cluster/job-state.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
 import { observeJob } from '../../lib/decisions/runtime-review.js';
@@ -637,11 +638,7 @@ test('an elastic PyTorchJob grows 1 -> 2 on a real alert and shrinks 2 -> 1 for 
   assert.equal(worlds, 3, `worlds 1, 2, 1 and no other re-formation\n${diagnostics()}`);
   // The growth's own cost, measured at the shrink's review from the sidecars' exact timestamps: its pause
   // (what the policies charge a growth) and its patch-to-first-step time (reported), as the step logs show them.
-  const measured = (
-    JSON.parse(final.metadata.annotations[ANNOTATION.state] ?? '{}') as {
-      rescaleCost?: { upPause?: number; upToFirstStep?: number; down?: number };
-    }
-  ).rescaleCost;
+  const measured = stateOfStatus((await deps.cluster.getJobState(ref))?.status).rescaleCost;
   if (measured?.upPause !== undefined) {
     assert.ok(measured.upPause <= (measured.upToFirstStep ?? 0), JSON.stringify(measured));
     // The hook posts its totals once a second: the sidecar's pause is the logs' within that.
@@ -675,7 +672,7 @@ test('an elastic PyTorchJob grows 1 -> 2 on a real alert and shrinks 2 -> 1 for 
     `  rescale pauses (last step at the old size -> first at the new, from the step logs): ` +
       `scale-up 1->2 ${up.pause.toFixed(1)} s, scale-down 2->1 ${down.pause.toFixed(1)} s; decision -> first step ` +
       `at the new size: ${up.firstStep.toFixed(1)} s, ${down.firstStep.toFixed(1)} s; the job's measured rescale ` +
-      `cost (trainscaler.io/state): ${JSON.stringify(measured ?? {})}`,
+      `cost (its ScaledTrainingJob status): ${JSON.stringify(measured ?? {})}`,
   );
   console.log(
     `  ${committed.length} steps, ${worlds} worlds, ${redone} steps redone, ${EPOCHS} epochs of ${DATASET_SIZE} ` +

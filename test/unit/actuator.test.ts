@@ -17,10 +17,12 @@ import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { ClusterClient, KubeObject } from '../../lib/cluster/cluster-client.js';
 import { EVENT_MESSAGE_LIMIT } from '../../lib/cluster/event-message.js';
+import { STATUS_REASON_LIMIT, stateOfStatus } from '../../lib/cluster/job-state.js';
 import { ApiError, ConflictError, TrainscalerError } from '../../lib/errors.js';
 import { placedReplicasOf } from '../../lib/guardrails.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
 import type { Change, JobAutoscalerState, JobRef, Plan, PodView } from '../../lib/types.js';
+import { recordedState, seedJobState } from '../support/job-states.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
 import { FIXED_APP_MODEL } from './sim/fixed-app-model.js';
 
@@ -41,7 +43,7 @@ function recordingLogger() {
 /** The simulated API server, with calls counted and faults injected where a test asks. */
 function door(sim: SimulatedCluster) {
   const calls: string[] = [];
-  const faults = { patch: [] as Error[], event: [] as unknown[] };
+  const faults = { patch: [] as Error[], event: [] as unknown[], state: [] as Error[] };
   const client: ClusterClient = {
     getJob: (ref) => {
       calls.push('getJob');
@@ -73,6 +75,17 @@ function door(sim: SimulatedCluster) {
       return sim.createEvent(event, options);
     },
     putConfigMap: (ns, name, data, rv, options) => sim.putConfigMap(ns, name, data, rv, options),
+    getJobState: (ref) => {
+      calls.push('getJobState');
+      return sim.getJobState(ref);
+    },
+    listJobStates: () => sim.listJobStates(),
+    putJobState: async (job, status, current, options) => {
+      calls.push(`putJobState dryRun=${options.dryRun}`);
+      const fault = faults.state.shift();
+      if (fault) throw fault;
+      return sim.putJobState(job, status, current, options);
+    },
   };
   return { client, calls, faults };
 }
@@ -122,7 +135,8 @@ async function job(sim: SimulatedCluster) {
   return {
     obj,
     view: readJob(obj),
-    state: JSON.parse(a[ANNOTATION.state] ?? '{}') as JobAutoscalerState,
+    state: stateOfStatus(await recordedState(sim, TOY)) as Partial<JobAutoscalerState>,
+    status: await recordedState(sim, TOY),
     last: JSON.parse(a[ANNOTATION.lastDecision] ?? 'null') as DecisionRecord | null,
     history: JSON.parse(a[ANNOTATION.history] ?? '[]') as DecisionRecord[],
   };
@@ -218,6 +232,23 @@ describe('actOnJob: the write and its audit trail', () => {
       // The first write records the user's size, what sharing measures against.
       askedWorkers: 2,
     });
+    // The state is in the job's ScaledTrainingJob status, with what was observed and decided; never on the job.
+    assert.equal(after.status?.observedWorkers, 0);
+    assert.deepEqual(after.status?.lastDecision, {
+      id: outcome.decisionId,
+      at,
+      policy: 'tuning',
+      reason: 'because',
+      changes: expectedPlan.changes,
+    });
+    assert.equal(after.obj.metadata.annotations?.[ANNOTATION.state], undefined);
+    assert.ok(!lines.some((l) => l.msg === 'state re-read and written again'), 'no conflict, nothing to say');
+    // After the job's patch; before the Event.
+    assert.deepEqual(
+      calls.filter((c) => /^(patch|putJobState|event)/.test(c)),
+      ['patch dryRun=false', 'putJobState dryRun=false', 'event dryRun=false'],
+    );
+    assert.ok(!JSON.stringify(outcome.patch).includes(ANNOTATION.state));
     assert.ok(after.last);
     assert.match(after.last.write ?? '', /^[0-9a-f]{12}$/);
     assert.deepEqual(after.last, {
@@ -644,6 +675,195 @@ describe('loadSnapshot and decision ids', () => {
     assert.notEqual(decisionIdOf({ ...view, uid: 'v' }, p), id);
     assert.notEqual(decisionIdOf(view, { ...p, policy: 'rebalance' }), id);
     assert.notEqual(decisionIdOf(view, plan([{ kind: 'replicas', role: 'Worker', from: 1, to: 3 }])), id);
+  });
+});
+
+describe('actOnJob: the state it bounds itself with is only its own (a tenant edits the job, not the status)', () => {
+  /** What a tenant who owns the job writes on it: the annotation earlier versions read the state from. */
+  const crafted = (obj: KubeObject, state: object) => {
+    obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION.state]: JSON.stringify(state) };
+    return obj;
+  };
+  const running = () => {
+    const env = setup({ job: managed(toyJob({ workers: 2, minReplicas: 1, maxReplicas: 64 })) });
+    env.sim.step(300);
+    return env;
+  };
+
+  it('a crafted {"largestRunWorkers":64,"lastActionAt":0} does not let a 2 -> 64 plan through: 2 -> 6, the step bound', async () => {
+    const { sim, deps } = running();
+    const t0 = sim.clock.now();
+    await seedJobState(sim, TOY, { lastActionAt: t0 - 3600, largestRunWorkers: 2 });
+    const tampered = crafted(await sim.getJob(TOY), { largestRunWorkers: 64, lastActionAt: 0 });
+    await sim.patchJob(
+      TOY,
+      [{ op: 'replace', path: '/metadata/annotations', value: tampered.metadata.annotations }],
+      {
+        dryRun: false,
+      },
+    );
+    const outcome = await actOnJob(TOY, workersTo(64), deps);
+    assert.equal(outcome.applied, true);
+    assert.deepEqual(outcome.plan.changes, [{ kind: 'replicas', role: 'Worker', from: 2, to: 6 }]);
+    assert.equal((await job(sim)).view.roles[0]?.replicas, 6);
+  });
+
+  it('a crafted annotation resets neither the restart budget, the pause, the OOM count, the cool-down nor the measured costs', async () => {
+    const { sim, deps } = running();
+    const now = sim.clock.now();
+    const truth = {
+      oomCount: 3,
+      paused: true,
+      pauseReason: 'diverging loss',
+      scaleDowns: 2,
+      lastActionAt: now - 10,
+      rescaleCost: { upPause: 40, down: 30, measuredFor: now - 500 },
+      largestRunWorkers: 2,
+    };
+    await seedJobState(sim, TOY, truth);
+    const tampered = crafted(await sim.getJob(TOY), {
+      oomCount: 0,
+      paused: false,
+      scaleDowns: 0,
+      lastActionAt: 0,
+      rescaleCost: { upPause: 1, down: 1 },
+      largestRunWorkers: 64,
+    });
+    await sim.patchJob(
+      TOY,
+      [{ op: 'replace', path: '/metadata/annotations', value: tampered.metadata.annotations }],
+      {
+        dryRun: false,
+      },
+    );
+    const snapshot = await loadSnapshot(sim, TOY);
+    assert.deepEqual(snapshot.view.state, truth);
+    const outcome = await actOnJob(TOY, workersTo(3), deps);
+    assert.equal(outcome.applied, false, 'in the cool-down the true state started');
+    assert.match(outcome.plan.reason, /cool-down/);
+  });
+
+  it('a job acted on before the status existed (its last-decision record, no status) is in the cool-down from that record', async () => {
+    const { sim, deps } = running();
+    const t = sim.clock.now();
+    const record = {
+      id: 'before-upgrade',
+      at: t - 30,
+      policy: 'tuning',
+      reason: 'r',
+      changes: [{ kind: 'replicas' }],
+    };
+    await sim.patchJob(
+      TOY,
+      [
+        {
+          op: 'add',
+          path: '/metadata/annotations/trainscaler.io~1last-decision',
+          value: JSON.stringify(record),
+        },
+      ],
+      { dryRun: false },
+    );
+    const held = await actOnJob(TOY, workersTo(3), deps);
+    assert.equal(held.applied, false);
+    assert.match(held.plan.reason, /cool-down: last change 30 s ago/);
+    sim.step(120);
+    assert.equal(
+      (await actOnJob(TOY, workersTo(3), deps)).applied,
+      true,
+      'after it: acts, and records its state',
+    );
+    assert.equal((await job(sim)).state.lastDecisionId !== undefined, true);
+  });
+
+  it('a state write that fails after the job write: logged, told as a Warning Event, the decision stands', async () => {
+    const { sim, deps, faults, lines, calls } = running();
+    faults.state.push(new ApiError('write state', 403, 'forbidden'));
+    const outcome = await actOnJob(TOY, workersTo(3), deps);
+    assert.equal(outcome.applied, true);
+    assert.equal((await job(sim)).view.roles[0]?.replicas, 3);
+    assert.equal(await recordedState(sim, TOY), undefined);
+    const error = lines.find((l) => l.level === 'error' && l.msg === 'could not record the job state');
+    assert.match(String(error?.obj.error), /forbidden/);
+    assert.deepEqual(
+      calls.filter((c) => /^(putJobState|event)/.test(c)),
+      ['putJobState dryRun=false', 'event dryRun=false', 'event dryRun=false'],
+    );
+    const warning = sim.recordedEvents().find((e) => e.reason === 'TrainscalerStateNotRecorded');
+    assert.equal(warning?.type, 'Warning');
+    assert.match(warning?.message ?? '', /^decision applied, its state not recorded .*forbidden/);
+    // Its last-decision record still holds the cool-down.
+    const next = await actOnJob(TOY, workersTo(4), deps);
+    assert.equal(next.applied, false);
+    assert.match(next.plan.reason, /cool-down/);
+  });
+
+  it('a lost Warning Event after a failed state write is logged too, and nothing is undone', async () => {
+    const { sim, deps, faults, lines } = running();
+    faults.state.push(
+      new ConflictError('x'),
+      new ConflictError('x'),
+      new ConflictError('x'),
+      new ConflictError('x'),
+    );
+    faults.event.push(new ApiError('event', 500, 'down'));
+    const outcome = await actOnJob(TOY, workersTo(3), deps);
+    assert.equal(outcome.applied, true);
+    assert.equal((await job(sim)).view.roles[0]?.replicas, 3);
+    assert.deepEqual(
+      lines.filter((l) => l.level === 'error').map((l) => l.msg),
+      ['could not record the job state', 'could not record the audit Event'],
+    );
+    assert.match(String(lines.find((l) => l.level === 'error')?.obj.error), /conflict/i);
+  });
+
+  it('the status keeps a short reason (the full one is on the job) and what ran when it decided', async () => {
+    const { sim, deps } = running();
+    const long = 'r'.repeat(STATUS_REASON_LIMIT + 50);
+    const outcome = await actOnJob(TOY, (s) => ({ ...(workersTo(3)(s) as Plan), reason: long }), deps);
+    assert.equal(outcome.applied, true);
+    const { status, last } = await job(sim);
+    const decided = status?.lastDecision as { reason: string } | undefined;
+    assert.equal(decided?.reason, long.slice(0, STATUS_REASON_LIMIT));
+    assert.equal(last?.reason, long, 'the job keeps it whole');
+    assert.equal(status?.observedWorkers, 2);
+  });
+
+  it('a dry run writes no state', async () => {
+    const { sim, deps, calls } = running();
+    const outcome = await actOnJob(TOY, workersTo(3), { ...deps, dryRun: true });
+    assert.equal(outcome.skipped, 'dry-run');
+    assert.ok(!calls.some((c) => c.startsWith('putJobState')));
+    assert.equal(await recordedState(sim, TOY), undefined);
+  });
+
+  it('a state write that conflicts is re-read and written again (logged), onto what is there', async () => {
+    const { sim, deps, faults, lines } = running();
+    faults.state.push(new ConflictError('state'));
+    const outcome = await actOnJob(TOY, workersTo(3), deps);
+    assert.equal(outcome.applied, true);
+    assert.equal((await job(sim)).state.lastDecisionId, outcome.decisionId);
+    assert.deepEqual(
+      lines.filter((l) => l.msg === 'state re-read and written again').map((l) => l.obj.conflicts),
+      [1],
+    );
+  });
+
+  it('the schedule’s listed state stands in for the per-job read', async () => {
+    const { sim, deps, calls } = running();
+    await seedJobState(sim, TOY, { largestRunWorkers: 9 });
+    const listed = await sim.listJobStates();
+    const snapshot = await loadSnapshot(deps.cluster, TOY, undefined, undefined, (ref) =>
+      ref.name === TOY.name ? listed[0] : undefined,
+    );
+    assert.equal(snapshot.view.state.largestRunWorkers, 9);
+    assert.equal(snapshot.stateObject?.name, 'pytorchjob-toy');
+    assert.ok(calls.includes('getJob') && !calls.includes('getJobState'));
+    await loadSnapshot(deps.cluster, TOY);
+    assert.ok(calls.includes('getJobState'), 'without a listing: read per job');
+    const none = await loadSnapshot(sim, TOY, undefined, undefined, () => undefined);
+    assert.deepEqual(none.view.state, { oomCount: 0, paused: false });
+    assert.equal('stateObject' in none, false);
   });
 });
 

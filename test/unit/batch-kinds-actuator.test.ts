@@ -21,6 +21,7 @@ import { placedReplicasOf } from '../../lib/guardrails.js';
 import { decideOnFault } from '../../lib/policies/faults.js';
 import type { Change, JobRef, Plan } from '../../lib/types.js';
 import { childJob, indexedJob, jobSet, podOfJob, trainJob, trainJobSet } from '../fixtures/batch-jobs.js';
+import { MemoryJobStates } from '../support/job-states.js';
 
 class ObjectStore implements ClusterClient {
   readonly objects = new Map<string, KubeObject>();
@@ -82,6 +83,16 @@ class ObjectStore implements ClusterClient {
   }
   async getClusterQueue(): Promise<never> {
     throw new Error('not used');
+  }
+  readonly states = new MemoryJobStates();
+  getJobState(ref: JobRef) {
+    return this.states.getJobState(ref);
+  }
+  listJobStates() {
+    return this.states.listJobStates();
+  }
+  putJobState(...args: Parameters<ClusterClient['putJobState']>) {
+    return this.states.putJobState(...args);
   }
   async putConfigMap(): Promise<never> {
     throw new Error('not used');

@@ -9,12 +9,6 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/**
- * Targets written on another branch: allowed to be missing until it is merged, checked like any other file once
- * they exist. Remove an entry when its file lands.
- */
-const PENDING = new Set(['docs/security.md']);
-
 const documents = [
   'README.md',
   ...readdirSync(join(ROOT, 'docs'))
@@ -67,7 +61,7 @@ function relativeLinksOf(markdown: string): string[] {
 function brokenReason(from: string, target: string): string | undefined {
   const [path = '', fragment] = target.split('#', 2);
   const file = path === '' ? from : relative(ROOT, resolve(ROOT, dirname(from), path));
-  if (!existsSync(join(ROOT, file))) return PENDING.has(file) ? undefined : `${file} does not exist`;
+  if (!existsSync(join(ROOT, file))) return `${file} does not exist`;
   if (fragment === undefined || statSync(join(ROOT, file)).isDirectory() || !file.endsWith('.md')) return;
   const anchors = anchorsOf(readFileSync(join(ROOT, file), 'utf8'));
   return anchors.has(fragment) ? undefined : `${file} has no heading with the anchor #${fragment}`;

@@ -47,6 +47,9 @@ function setup(options: {
     getLocalQueue: (ns, name) => sim.getLocalQueue(ns, name),
     getClusterQueue: (name) => sim.getClusterQueue(name),
     putConfigMap: (ns, name, data, rv, o) => sim.putConfigMap(ns, name, data, rv, o),
+    getJobState: (ref) => sim.getJobState(ref),
+    listJobStates: () => sim.listJobStates(),
+    putJobState: (job, status, current, o) => sim.putJobState(job, status, current, o),
     patchJob: (ref, patch, o) => {
       calls.push(`patchJob dryRun=${o.dryRun}`);
       return sim.patchJob(ref, patch, o);

@@ -1,11 +1,12 @@
 // The rescale cost measured end to end on the simulated cluster: the actuator remembers each worker-count
 // change it writes, a later read of the job measures patch -> first step at the new size from the job's
-// metrics, the decision sees it and the next write keeps it on the job (trainscaler.io/state).
+// metrics, the decision sees it and the next write keeps it on the job's ScaledTrainingJob status.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type ActuatorDeps, actOnJob, type JobSnapshot } from '../../lib/actuator.js';
-import { ANNOTATION } from '../../lib/adapters/annotations.js';
+import { stateOfStatus } from '../../lib/cluster/job-state.js';
 import type { JobAutoscalerState, Plan } from '../../lib/types.js';
+import { recordedState } from '../support/job-states.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
 
 function resize(to: number, seen: JobAutoscalerState[]) {
@@ -34,10 +35,7 @@ describe('measured rescale cost, stored on the job', () => {
       guardrails: { cooldownSeconds: 0 },
       metrics: sim,
     };
-    const state = async () =>
-      JSON.parse(
-        (await sim.getJob(TOY)).metadata.annotations?.[ANNOTATION.state] ?? '{}',
-      ) as JobAutoscalerState;
+    const state = async () => stateOfStatus(await recordedState(sim, TOY));
     const seen: JobAutoscalerState[] = [];
     const grownAt = sim.now();
     assert.equal((await actOnJob(TOY, resize(2, seen), base)).applied, true);
@@ -76,8 +74,7 @@ describe('measured rescale cost, stored on the job', () => {
     const seen: JobAutoscalerState[] = [];
     // Not placed yet: a queued job's resize restarts nothing, so there is no pause to measure.
     assert.equal((await actOnJob(TOY, resize(2, seen), { ...base, metrics: sim })).applied, true);
-    const obj = await sim.getJob(TOY);
-    assert.equal(JSON.parse(obj.metadata.annotations?.[ANNOTATION.state] ?? '{}').lastRescale, undefined);
+    assert.equal(stateOfStatus(await recordedState(sim, TOY)).lastRescale, undefined);
     sim.step(300);
     assert.equal((await actOnJob(TOY, resize(1, seen), base)).applied, true);
     sim.step(600);

@@ -8,6 +8,7 @@ import { actOnJob } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { buildJobPatch, readJob, torchElasticOf } from '../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../lib/cluster/cluster-client.js';
+import { stateOfStatus } from '../../lib/cluster/job-state.js';
 import {
   applyGuardrails,
   type GuardrailConfig,
@@ -18,6 +19,7 @@ import {
 } from '../../lib/guardrails.js';
 import { rendezvousAdvice } from '../../lib/policies/initial-config.js';
 import type { Change, JobView, Plan, PodView, RoleName } from '../../lib/types.js';
+import { recordedState } from '../support/job-states.js';
 import { jobView, workerRole } from '../support/job-views.js';
 import { GiB, harness, TOY, toyJob } from './functions/handler-harness.js';
 
@@ -380,13 +382,7 @@ describe('rule 2: scale-downs stop while one of maxRestarts is left', () => {
         reason: `to ${n}`,
         changes: [{ kind: 'replicas', role: 'Worker', from: s.view.roles[0]?.replicas ?? 0, to: n }],
       });
-    const state = async () => {
-      const obj = await sim.getJob(TOY);
-      return JSON.parse(obj.metadata.annotations?.[ANNOTATION.state] ?? '{}') as {
-        scaleDowns?: number;
-        askedWorkers?: number;
-      };
-    };
+    const state = async () => stateOfStatus(await recordedState(sim, TOY));
     assert.equal((await actOnJob(TOY, to(3), deps0)).applied, true);
     assert.equal((await state()).scaleDowns, 1);
     assert.equal((await state()).askedWorkers, 4, "the first write records the user's size");

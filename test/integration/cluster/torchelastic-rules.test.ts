@@ -10,6 +10,7 @@ import { handleSubmit } from '../../../functions/submit.js';
 import { type ActuatorDeps, actOnJob } from '../../../lib/actuator.js';
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
 import { readJob } from '../../../lib/adapters/job-adapter.js';
+import { stateOfStatus } from '../../../lib/cluster/job-state.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { STRAGGLER_QUERY_STEP_SECONDS } from '../../../lib/policies/stragglers.js';
@@ -153,7 +154,7 @@ describe('torchelastic rules on the real cluster', () => {
     assert.equal(first.applied, true, first.plan.reason);
     const job = await sa.getJob(ref);
     assert.equal(readJob(job).roles[0]?.replicas, 2);
-    assert.equal(JSON.parse(job.metadata.annotations?.[ANNOTATION.state] ?? '{}').scaleDowns, 1);
+    assert.equal(stateOfStatus((await sa.getJobState(ref))?.status).scaleDowns, 1);
     // The operator removes the highest index; wait until the 2 left are the running ones.
     await waitFor('budget-worker-2 gone', async () => {
       const pods = await workerPods(cluster, ns, 'budget');

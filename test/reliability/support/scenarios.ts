@@ -92,6 +92,15 @@ export class CountingClusterClient implements ClusterClient {
   ) {
     return this.inner.putConfigMap(namespace, name, data, resourceVersion, options);
   }
+  getJobState(ref: JobRef) {
+    return this.inner.getJobState(ref);
+  }
+  listJobStates() {
+    return this.inner.listJobStates();
+  }
+  putJobState(...args: Parameters<ClusterClient['putJobState']>) {
+    return this.inner.putJobState(...args);
+  }
 }
 
 export type FaultKind = 'conflict' | 'unavailable' | 'lost-response' | 'drop-before' | 'timeout';
@@ -189,6 +198,15 @@ export class FaultyClusterClient implements ClusterClient {
     options: WriteOptions,
   ) {
     return this.inner.putConfigMap(namespace, name, data, resourceVersion, options);
+  }
+  getJobState(ref: JobRef) {
+    return this.faulty('get job state', false, () => this.inner.getJobState(ref));
+  }
+  listJobStates() {
+    return this.faulty('list job states', false, () => this.inner.listJobStates());
+  }
+  putJobState(...args: Parameters<ClusterClient['putJobState']>) {
+    return this.faulty('put job state', true, () => this.inner.putJobState(...args));
   }
 }
 

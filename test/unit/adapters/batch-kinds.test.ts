@@ -11,7 +11,7 @@ import type { Change } from '../../../lib/types.js';
 import { indexedJob, jobSet, trainJob } from '../../fixtures/batch-jobs.js';
 
 const GiB = 1024 ** 3;
-const ANN = { 'trainscaler.io/state': '{}' };
+const ANN = { 'trainscaler.io/last-decision': '{}' };
 
 function apply(obj: KubeObject, ops: ReturnType<typeof buildJobPatch>): KubeObject {
   return fastJsonPatch.applyPatch(structuredClone(obj), ops as Operation[], true, false).newDocument;
@@ -105,7 +105,7 @@ describe('indexed batch/v1 Job', () => {
     );
     assert.deepEqual(
       ops.map((o) => o.path),
-      ['/metadata/resourceVersion', '/metadata/annotations/trainscaler.io~1state'],
+      ['/metadata/resourceVersion', '/metadata/annotations/trainscaler.io~1last-decision'],
     );
   });
 

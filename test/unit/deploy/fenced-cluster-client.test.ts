@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { type ActuatorDeps, actOnJob } from '../../../lib/actuator.js';
 import type { ClusterClient, JsonPatchOp, WriteOptions } from '../../../lib/cluster/cluster-client.js';
 import { RetryingClusterClient } from '../../../lib/cluster/retrying-cluster-client.js';
-import { ApiError, ForbiddenError, NotFoundError } from '../../../lib/errors.js';
+import { ApiError, ConflictError, ForbiddenError, NotFoundError } from '../../../lib/errors.js';
 import {
   LeaderFencedClusterClient,
   type WriteFence,
@@ -15,6 +15,7 @@ import {
 } from '../../../lib/runner/fenced-cluster-client.js';
 import { LeaderElector } from '../../../lib/runner/leader-election.js';
 import type { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
+import type { JobRef } from '../../../lib/types.js';
 import { harness, TOY, toyJob } from '../functions/handler-harness.js';
 import { MemoryLease } from './memory-lease.js';
 
@@ -68,6 +69,10 @@ function countingDoor(sim: SimulatedCluster, beforeWrite: Hook = () => {}) {
     createEvent: (event, options) => write(() => sim.createEvent(event, options))(options),
     putConfigMap: (ns, name, data, rv, options) =>
       write(() => sim.putConfigMap(ns, name, data, rv, options))(options),
+    getJobState: (ref) => sim.getJobState(ref),
+    listJobStates: () => sim.listJobStates(),
+    putJobState: (job, status, current, options) =>
+      write(() => sim.putJobState(job, status, current, options))(options),
   };
   return { client, counts };
 }
@@ -121,6 +126,7 @@ describe('LeaderFencedClusterClient', () => {
       ['evict', () => fenced.evictPod('team-a', 'toy-worker-0', off)],
       ['event', () => fenced.createEvent({ involved, type: 'Normal', reason: 'R', message: 'm' }, off)],
       ['configmap', () => fenced.putConfigMap('trainscaler-system', 'p', {}, undefined, off)],
+      ['state', () => fenced.putJobState(involved, {}, undefined, off)],
     ];
     const messages: string[] = [];
     for (const [what, write] of writes) {
@@ -136,9 +142,12 @@ describe('LeaderFencedClusterClient', () => {
       `not allowed to evict pod team-a/toy-worker-0${refused}`,
       `not allowed to create event for team-a/toy${refused}`,
       `not allowed to write configmap trainscaler-system/p${refused}`,
+      `not allowed to write state of PyTorchJob team-a/toy${refused}`,
     ]);
     assert.equal(counts.sent, 0);
     assert.equal((await fenced.getJob(TOY)).metadata.name, 'toy');
+    assert.equal(await fenced.getJobState(TOY), undefined);
+    assert.deepEqual(await fenced.listJobStates(), []);
   });
 
   it('reads pass through whatever the lease; a ConfigMap write passes with it', async () => {
@@ -178,8 +187,12 @@ describe('LeaderFencedClusterClient', () => {
     fence.remainingMs = 700;
     const outcome = await actOnJob(TOY, addTwoWorkers, actuatorDeps(stack(client, fence), sim));
     assert.equal(outcome.applied, true);
-    assert.equal(counts.sent, 2, 'the patch and its audit Event');
-    assert.deepEqual(counts.timeouts, [700, 700], 'the lease (700 ms) is shorter than the attempt (1000 ms)');
+    assert.equal(counts.sent, 3, 'the patch, the job state and its audit Event');
+    assert.deepEqual(
+      counts.timeouts,
+      [700, 700, 700],
+      'the lease (700 ms) is shorter than the attempt (1000 ms)',
+    );
     fence.remainingMs = 5_000;
     // No such pod: the request is still sent, with its limits.
     const caller = new AbortController();
@@ -309,5 +322,44 @@ describe('LeaderElector as the write fence', () => {
     assert.ok(lease && !lease.signal.aborted);
     await e.stop();
     assert.equal(lease.signal.aborted, true);
+  });
+});
+
+describe('RetryingClusterClient: the job state', () => {
+  it('reads retried on transient failures; a state write retried on transient failures, never on a conflict', async () => {
+    const { sim } = harness();
+    sim.submitJob(toyJob({ workers: 1 }));
+    const failures: Error[] = [new ApiError('get', 503, 'busy'), new ApiError('list', undefined, 'reset')];
+    const writeFailures: Error[] = [new ApiError('put', 500, 'lost'), new ConflictError('state')];
+    let puts = 0;
+    const flaky: ClusterClient = Object.assign(Object.create(null) as ClusterClient, {
+      getJobState: async (ref: JobRef) => {
+        const f = failures.shift();
+        if (f) throw f;
+        return sim.getJobState(ref);
+      },
+      listJobStates: async () => {
+        const f = failures.shift();
+        if (f) throw f;
+        return sim.listJobStates();
+      },
+      putJobState: async (...args: Parameters<ClusterClient['putJobState']>) => {
+        puts++;
+        const f = writeFailures.shift();
+        if (f) throw f;
+        return sim.putJobState(...args);
+      },
+    });
+    const retrying = new RetryingClusterClient(flaky, { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 3 });
+    assert.equal(await retrying.getJobState(TOY), undefined);
+    assert.deepEqual(await retrying.listJobStates(), []);
+    const job = await sim.getJob(TOY);
+    const identity = { ref: TOY, uid: job.metadata.uid ?? '', apiVersion: job.apiVersion };
+    await assert.rejects(retrying.putJobState(identity, {}, undefined, { dryRun: false }), ConflictError);
+    assert.equal(puts, 2, 'the 500 retried once; the 409 handed back');
+    const written = await retrying.putJobState(identity, { oomCount: 1 }, undefined, { dryRun: false });
+    assert.deepEqual(written.status, { oomCount: 1 });
+    failures.push(new ApiError('get', 403, 'no'));
+    await assert.rejects(retrying.getJobState(TOY), ApiError);
   });
 });

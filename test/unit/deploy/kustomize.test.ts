@@ -47,6 +47,7 @@ describe('infra/k8s kustomization', { skip }, () => {
         'ClusterRoleBinding',
         'ValidatingAdmissionPolicy',
         'ValidatingAdmissionPolicyBinding',
+        'CustomResourceDefinition',
       ];
       if (clusterScoped.includes(String(kind))) continue;
       assert.equal(

@@ -1,7 +1,10 @@
-// RBAC grants exactly what the code requests. Two checks: (1) each caller (KubernetesClusterClient method by
-// method, the runner's informers, the leader Lease) is driven against a recording HTTP server on 127.0.0.1
-// and its requests, as RBAC names them, must equal its row in lib/cluster/api-access.ts; (2) the rules that
-// infra/k8s/rbac.yaml and lambda-access.yaml grant the ServiceAccount and the Lambda group must equal those
+// RBAC grants exactly what the code requests. Three checks: (1) each caller (KubernetesClusterClient method by
+// method, the runner's informers, the leader Lease, the outcome store, the forwarder's ledger, the CLI's
+// explain and history) is driven against a recording HTTP server on 127.0.0.1 and its requests, as RBAC
+// names them, must equal its row in lib/cluster/api-access.ts; (2) `trainscaler run` as a whole (its Lease,
+// informers, leader label and outcome store wired as run-command wires them) asks for nothing RUNNER_ACCESS
+// does not list, so a caller the per-caller checks miss is caught; (3) the rules that infra/k8s/rbac.yaml,
+// lambda-access.yaml and forwarder/rbac.yaml grant the ServiceAccounts and the Lambda group must equal those
 // rows, neither more nor less.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -10,20 +13,34 @@ import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { loadAll } from 'js-yaml';
+import { explainJob } from '../../../cli/explain.js';
+import { readJobHistory } from '../../../cli/history.js';
+import type { HandlerResult } from '../../../functions/handler-deps.js';
 import { getArray, getString, isObject } from '../../../lib/adapters/unstructured.js';
 import {
   type ApiAccess,
   CLUSTER_CLIENT_ACCESS,
+  coversName,
+  EXPLAIN_ACCESS,
+  FORWARDER_ACCESS,
+  FORWARDER_LEDGER_ACCESS,
   FUNCTIONS_ACCESS,
+  HISTORY_ACCESS,
   INFORMER_ACCESS,
   LEADER_LABEL_ACCESS,
   LEASE_ACCESS,
+  OUTCOME_STORE_ACCESS,
   RUNNER_ACCESS,
 } from '../../../lib/cluster/api-access.js';
 import { KubernetesClusterClient } from '../../../lib/cluster/kubernetes-cluster-client.js';
+import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
+import { OutcomeStore, readJobOutcomes } from '../../../lib/decisions/outcome-store.js';
+import { ConfigMapLedgerStore } from '../../../lib/forwarder/ledger.js';
+import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
 import { startInformers } from '../../../lib/runner/informers.js';
 import { kubernetesLeaderLabelPatch } from '../../../lib/runner/leader-pod-label.js';
 import { KubernetesLeaseLock } from '../../../lib/runner/lease-lock.js';
+import { startRunner } from '../../../lib/runner/runner.js';
 import type { JobKind } from '../../../lib/types.js';
 
 const OWN = 'trainscaler-system';
@@ -69,8 +86,11 @@ interface Recorder {
   close(): Promise<void>;
 }
 
-/** An HTTP server on 127.0.0.1 that answers like an API server would, recording each request. One per caller. */
-async function recorder(): Promise<Recorder> {
+/**
+ * An HTTP server on 127.0.0.1 that answers like an API server would, recording each request. One per caller.
+ * `missing` says which objects do not exist (404 on get and patch), so that a caller's create path runs.
+ */
+async function recorder(missing: (access: ApiAccess) => boolean = () => false): Promise<Recorder> {
   const recorded: ApiAccess[] = [];
   const discovery: string[] = [];
   const server: Server = createServer(async (request, response) => {
@@ -100,7 +120,10 @@ async function recorder(): Promise<Recorder> {
     if (access.verb === 'watch') return response.end();
     if (access.verb === 'list')
       return response.end(JSON.stringify({ metadata: { resourceVersion: '1' }, items: [] }));
-    if (access.verb === 'get' && access.resource === 'leases') {
+    if (
+      (access.verb === 'get' && access.resource === 'leases') ||
+      ((access.verb === 'get' || access.verb === 'patch') && missing(access))
+    ) {
       response.statusCode = 404;
       return response.end(JSON.stringify({ kind: 'Status', code: 404, message: 'not found' }));
     }
@@ -137,15 +160,37 @@ const key = (a: ApiAccess) =>
 const keys = (list: readonly ApiAccess[]) => [...new Set(list.map(key))].sort();
 
 /** The requests `run` makes, against a recorder of its own. */
-async function requestsOf(run: (kubeConfig: KubeConfig) => Promise<unknown>): Promise<string[]> {
-  const r = await recorder();
+async function requestsOf(
+  run: (kubeConfig: KubeConfig) => Promise<unknown>,
+  missing?: (access: ApiAccess) => boolean,
+): Promise<ApiAccess[]> {
+  const r = await recorder(missing);
   try {
     await run(r.kubeConfig);
-    return keys(r.recorded);
+    return r.recorded;
   } finally {
     await r.close();
   }
 }
+
+/** A request in trainscaler's namespace named as the row of `table` that covers it (a prefix row: `x-*`). */
+function asListed(access: ApiAccess, table: readonly ApiAccess[]): ApiAccess {
+  const { scope } = access;
+  if (scope.where !== 'own-namespace') return access;
+  const row = table.find(
+    (a) =>
+      a.group === access.group &&
+      a.resource === access.resource &&
+      a.verb === access.verb &&
+      a.scope.where === 'own-namespace' &&
+      coversName(a.scope.resourceName, scope.resourceName),
+  );
+  return row ?? access;
+}
+
+/** The keys of `requests` as `table` names them: equal to keys(table) when the table lists exactly them. */
+const keysAsListed = (requests: readonly ApiAccess[], table: readonly ApiAccess[]) =>
+  keys(requests.map((a) => asListed(a, table)));
 
 const KINDS: JobKind[] = ['PyTorchJob', 'TFJob', 'StatefulSet', 'Job', 'JobSet', 'TrainJob'];
 const refs = KINDS.map((kind) => ({ kind, namespace: 'team-a', name: 'train' }));
@@ -190,6 +235,25 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       getLocalQueue: (c) => c.getLocalQueue('team-a', 'lq'),
       getClusterQueue: (c) => c.getClusterQueue('cq'),
       getConfigMap: (c) => c.getConfigMap(OWN, 'trainscaler-profiles'),
+      getJobState: (c) => c.getJobState(refs[0] ?? { kind: 'PyTorchJob', namespace: 'team-a', name: 'x' }),
+      listJobStates: (c) => c.listJobStates(),
+      putJobState: async (c) => {
+        const job = {
+          ref: { kind: 'PyTorchJob' as const, namespace: 'team-a', name: 'train' },
+          uid: 'u',
+          apiVersion: 'kubeflow.org/v1',
+        };
+        const current = {
+          namespace: 'team-a',
+          name: 'pytorchjob-train',
+          resourceVersion: '1',
+          target: { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob', name: 'train' },
+          status: {},
+        };
+        await c.putJobState(job, {}, undefined, { dryRun: false });
+        await c.putJobState(job, {}, { ...current, ownerUid: 'u' }, { dryRun: false });
+        await c.putJobState(job, {}, { ...current, ownerUid: 'earlier-job' }, { dryRun: false });
+      },
       putConfigMap: (c) =>
         Promise.all([
           c.putConfigMap(OWN, 'trainscaler-profiles', {}, undefined, { dryRun: false }),
@@ -200,7 +264,7 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
     it(`KubernetesClusterClient.${method}`, async () => {
       const expected = keys(CLUSTER_CLIENT_ACCESS[method as keyof typeof CLUSTER_CLIENT_ACCESS]);
       const requests = await requestsOf((kc) => call(new KubernetesClusterClient(kc)));
-      assert.deepEqual(requests, expected);
+      assert.deepEqual(keys(requests), expected);
     });
   }
 
@@ -257,7 +321,7 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       await lock.create(record);
       await lock.update({ ...record, resourceVersion: '2' });
     });
-    assert.deepEqual(requests, keys(LEASE_ACCESS));
+    assert.deepEqual(keys(requests), keys(LEASE_ACCESS));
   });
 
   it("the runner's leader label on its own pod (any pod name in its namespace: names are generated)", async () => {
@@ -267,17 +331,126 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       await patch(false);
     });
     assert.deepEqual(
-      [...new Set(requests.map((r) => r.replace(`${OWN}/trainscaler-7d9c-x2`, `${OWN}/*`)))],
+      [...new Set(keys(requests).map((r) => r.replace(`${OWN}/trainscaler-7d9c-x2`, `${OWN}/*`)))],
       keys(LEADER_LABEL_ACCESS),
     );
   });
+
+  it("the runner's outcome store: a namespace's ConfigMap read, created when missing, else updated", async () => {
+    const record = (kc: KubeConfig) => {
+      const store = new OutcomeStore({
+        cluster: new KubernetesClusterClient(kc),
+        namespace: OWN,
+        dryRun: false,
+        clock: () => 1_800_000_000,
+      });
+      return store.record('schedule', keptResult('team-a'));
+    };
+    const configMaps = (a: ApiAccess) => a.resource === 'configmaps';
+    const requests = [
+      ...(await requestsOf(record, configMaps)),
+      ...(await requestsOf(record)),
+      ...(await requestsOf((kc) =>
+        readJobOutcomes(new KubernetesClusterClient(kc), OWN, {
+          kind: 'PyTorchJob',
+          namespace: 'team-b',
+          name: 'x',
+        }),
+      )),
+    ];
+    assert.deepEqual(keysAsListed(requests, OUTCOME_STORE_ACCESS), keys(OUTCOME_STORE_ACCESS));
+  });
+
+  it("the forwarder's ledger: read, then patched", async () => {
+    const requests = await requestsOf(async (kc) => {
+      const ledger = new ConfigMapLedgerStore(kc, OWN, 'trainscaler-forwarder-ledger');
+      await ledger.load();
+      await ledger.save({ uid: 'OOMKilled/pytorch/1' });
+    });
+    assert.deepEqual(keys(requests), keys(FORWARDER_LEDGER_ACCESS));
+  });
+
+  it("trainscaler explain and history (a user's own credentials): the job, and its outcome ConfigMap", async () => {
+    const explained = await requestsOf((kc) =>
+      Promise.all(refs.map((ref) => explainJob(new KubernetesClusterClient(kc), OWN, ref))),
+    );
+    assert.deepEqual(keysAsListed(explained, EXPLAIN_ACCESS), keys(EXPLAIN_ACCESS));
+    const history = await requestsOf((kc) =>
+      Promise.all(refs.map((ref) => readJobHistory(new KubernetesClusterClient(kc), ref))),
+    );
+    assert.deepEqual(keys(history), keys(HISTORY_ACCESS));
+  });
+
+  it('trainscaler run as a whole (Lease, informers, leader label, outcome store) asks for nothing RUNNER_ACCESS does not list', async () => {
+    const r = await recorder((a) => a.resource === 'configmaps');
+    const clock = () => 1_800_000_000;
+    const runner = await startRunner({
+      kubeConfig: r.kubeConfig,
+      deps: {
+        cluster: new KubernetesClusterClient(r.kubeConfig),
+        metrics: new PrometheusMetricsSource('http://127.0.0.1:9', clock),
+        clock,
+        config: DEFAULT_POLICY_CONFIG,
+        dryRun: false,
+        logger: { info() {}, warn() {}, error() {} },
+        profiles: { namespace: OWN, configMapName: 'trainscaler-profiles' },
+      },
+      identity: 'trainscaler-7d9c-x2',
+      namespace: OWN,
+      podName: 'trainscaler-7d9c-x2',
+      host: '127.0.0.1',
+      port: 0,
+      schedule: '* * * * * *',
+      timing: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 },
+      webhookToken: async () => 'token',
+      outcomeStoreNamespace: OWN,
+      handlers: { schedule: async () => keptResult('team-a') },
+    });
+    const stored = () => r.recorded.some((a) => a.resource === 'configmaps' && a.verb === 'create');
+    const deadline = Date.now() + 10_000;
+    while (!stored() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    await runner.stop();
+    await r.close();
+    assert.ok(stored(), 'the outcome of a schedule tick was stored');
+    const listed = new Set(keys(RUNNER_ACCESS));
+    const unlisted = keysAsListed(
+      r.recorded.map((a) =>
+        a.scope.where === 'own-namespace' && a.resource === 'pods'
+          ? { ...a, scope: { ...a.scope, resourceName: '*' } }
+          : a,
+      ),
+      RUNNER_ACCESS,
+    ).filter((k) => !listed.has(k));
+    assert.deepEqual(unlisted, []);
+  });
 });
+
+/** A schedule tick that kept one job of `namespace` as it is: the outcome store records it. */
+function keptResult(namespace: string): HandlerResult {
+  const ref = { kind: 'PyTorchJob' as const, namespace, name: 'bert' };
+  return {
+    trigger: 'schedule',
+    outcomes: [
+      {
+        ref,
+        plan: { ref, policy: 'rebalance', changes: [], reason: 'keep 4 workers' },
+        applied: false,
+        skipped: 'no-change',
+      },
+    ],
+    errors: [],
+  };
+}
 
 // ---- what the manifests grant ----
 
-const docs = ['infra/k8s/rbac.yaml', 'infra/k8s/lambda-access.yaml'].flatMap((file) =>
-  loadAll(readFileSync(file, 'utf8')).filter(isObject),
-);
+const docs = [
+  'infra/k8s/rbac.yaml',
+  'infra/k8s/lambda-access.yaml',
+  'infra/k8s/forwarder/rbac.yaml',
+  'infra/k8s/scaledtrainingjobs-rbac.yaml',
+  'infra/k8s/lambda-access-scaledtrainingjobs.yaml',
+].flatMap((file) => loadAll(readFileSync(file, 'utf8')).filter(isObject));
 
 interface Subject {
   kind: 'ServiceAccount' | 'Group';
@@ -310,8 +483,9 @@ function grantsOf(subject: Subject): string[] {
         !namespaced ||
           names.length > 0 ||
           (getArray(rule, ['verbs']) ?? []).every((v) => v === 'create') ||
-          isLeaderLabelRule(rule),
-        'a Role rule without resourceNames grants only create (which Kubernetes cannot restrict by name), or the leader label patch',
+          isLeaderLabelRule(rule) ||
+          isOutcomeStoreRule(rule),
+        'a Role rule without resourceNames grants only create (which Kubernetes cannot restrict by name), the leader label patch or the outcome store',
       );
       assert.ok(namespaced || names.length === 0, 'ClusterRole rules are not restricted by name');
       for (const group of (getArray(rule, ['apiGroups']) ?? []).map(String))
@@ -336,11 +510,27 @@ function isLeaderLabelRule(rule: unknown): boolean {
   return list('apiGroups') === '[""]' && list('resources') === '["pods"]' && list('verbs') === '["patch"]';
 }
 
-/** A create in trainscaler's namespace cannot be pinned to a name: the manifests grant it for any name there. */
+/**
+ * ConfigMaps get and update, for the outcome store (OUTCOME_STORE_ACCESS): its names (one per job namespace)
+ * cannot be listed in advance; infra/k8s/configmap-names-policy.yaml holds the writes to them.
+ */
+function isOutcomeStoreRule(rule: unknown): boolean {
+  const list = (path: string) => JSON.stringify(getArray(rule, [path]) ?? []);
+  return (
+    list('apiGroups') === '[""]' &&
+    list('resources') === '["configmaps"]' &&
+    list('verbs') === '["get","update"]'
+  );
+}
+
+/**
+ * A create in trainscaler's namespace cannot be pinned to a name, nor can a prefix (`trainscaler-outcomes-*`):
+ * the manifests grant those for any name there.
+ */
 function needed(list: readonly ApiAccess[]): string[] {
   return keys(
     list.map((a) =>
-      a.verb === 'create' && a.scope.where === 'own-namespace'
+      a.scope.where === 'own-namespace' && (a.verb === 'create' || a.scope.resourceName.endsWith('*'))
         ? { ...a, scope: { ...a.scope, resourceName: '*' } }
         : a,
     ),
@@ -350,6 +540,13 @@ function needed(list: readonly ApiAccess[]): string[] {
 describe('the RBAC manifests grant exactly what the code requests', () => {
   it('the ServiceAccount (trainscaler run): the functions, the informers and the leader Lease', () => {
     assert.deepEqual(grantsOf({ kind: 'ServiceAccount', name: 'trainscaler' }), needed(RUNNER_ACCESS));
+  });
+
+  it('the forwarder (trainscaler forward): its informers and its ledger, nothing written anywhere else', () => {
+    assert.deepEqual(
+      grantsOf({ kind: 'ServiceAccount', name: 'trainscaler-forwarder' }),
+      needed(FORWARDER_ACCESS),
+    );
   });
 
   it('the Lambda group: the functions only (no watch, no Lease)', () => {
@@ -365,7 +562,10 @@ describe('the RBAC manifests grant exactly what the code requests', () => {
     );
     assert.deepEqual(stateful, [
       '/configmaps create trainscaler-system/*',
+      // The outcome store's ConfigMaps, one per job namespace (configmap-names-policy.yaml holds the writes).
+      '/configmaps get trainscaler-system/*',
       '/configmaps get trainscaler-system/trainscaler-profiles',
+      '/configmaps update trainscaler-system/*',
       '/configmaps update trainscaler-system/trainscaler-profiles',
       'coordination.k8s.io/leases create trainscaler-system/*',
       'coordination.k8s.io/leases get trainscaler-system/trainscaler-leader',

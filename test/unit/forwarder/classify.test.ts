@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { hasSucceeded } from '../../../lib/adapters/job-adapter.js';
 import {
   type ClassifyContext,
   classify,
+  DEFAULT_GRACE_MS,
   DETAIL_TYPE,
   EVENT_SOURCE,
   type Forward,
@@ -342,5 +344,319 @@ describe('forwarder classifier: jobs', () => {
       ],
     });
     assert.equal(classify(ev('ADDED', child), ctx()), undefined);
+  });
+});
+
+describe('forwarder classifier: what leaves the cluster', () => {
+  const SECRET = 'sk-live-4f9a1c0ffee';
+  /** A pod as a tenant writes it: a key in env, envFrom, a Secret volume, annotations, the command line. */
+  const leaky = (status: Record<string, unknown>): WatchedObject => {
+    const p = pod(status, {
+      annotations: {
+        'example.com/api-key': SECRET,
+        'kubectl.kubernetes.io/last-applied-configuration': SECRET,
+      },
+      labels: {
+        'training.kubeflow.org/job-name': 'bert',
+        'training.kubeflow.org/replica-type': 'worker',
+        'team.example.com/token': SECRET,
+      },
+    }) as WatchedObject & Record<string, unknown>;
+    p.spec = {
+      nodeName: 'gpu-1',
+      containers: [
+        {
+          name: 'pytorch',
+          image: 'registry.example.com/train:1',
+          command: ['torchrun', 'train.py', `--api-key=${SECRET}`],
+          env: [{ name: 'OPENAI_API_KEY', value: SECRET }],
+          envFrom: [{ secretRef: { name: 'keys' } }],
+          resources: { requests: { memory: '2Gi' }, limits: { memory: '2Gi' } },
+        },
+      ],
+      volumes: [{ name: 'keys', secret: { secretName: 'keys' } }],
+    };
+    return p;
+  };
+  const killed = {
+    ...oomNever,
+    message: `pod failed: ${SECRET}`,
+    conditions: [
+      { type: 'Ready', status: 'False', reason: 'PodFailed', message: SECRET, lastTransitionTime: RECENT },
+    ],
+    containerStatuses: [
+      {
+        name: 'pytorch',
+        restartCount: 0,
+        image: 'registry.example.com/train:1',
+        state: {
+          terminated: {
+            reason: 'OOMKilled',
+            exitCode: 137,
+            finishedAt: RECENT,
+            message: `last log: ${SECRET}`,
+          },
+        },
+      },
+    ],
+  };
+
+  it('an OOM-killed pod with an API key in its env: the key is nowhere in the forwarded event', () => {
+    const forward = classify(ev('MODIFIED', leaky(killed)), ctx());
+    assert.equal(forward?.reason, 'OOMKilled');
+    const sent = JSON.stringify(delivered(forward as Forward));
+    assert.equal(sent.includes(SECRET), false, sent);
+    for (const field of ['env', 'envFrom', 'volumes', 'command', 'annotations', 'managedFields', 'image'])
+      assert.equal(sent.includes(`"${field}"`), false, `${field} is not forwarded`);
+  });
+
+  it('keeps what the handlers read: owner, job labels, container states and resources', () => {
+    const forward = classify(ev('MODIFIED', leaky(killed)), ctx()) as Forward;
+    const object = JSON.parse(JSON.stringify(forward.detail.object));
+    assert.deepEqual(object.metadata, {
+      name: 'bert-worker-0',
+      namespace: 'ml',
+      uid: 'pod-uid',
+      labels: { 'training.kubeflow.org/job-name': 'bert', 'training.kubeflow.org/replica-type': 'worker' },
+      ownerReferences: [
+        { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob', name: 'bert', uid: 'j', controller: true },
+      ],
+    });
+    assert.deepEqual(object.spec, {
+      nodeName: 'gpu-1',
+      containers: [
+        { name: 'pytorch', resources: { requests: { memory: '2Gi' }, limits: { memory: '2Gi' } } },
+      ],
+    });
+    assert.deepEqual(object.status, {
+      phase: 'Failed',
+      conditions: [{ type: 'Ready', status: 'False', reason: 'PodFailed', lastTransitionTime: RECENT }],
+      containerStatuses: [
+        {
+          name: 'pytorch',
+          restartCount: 0,
+          state: { terminated: { reason: 'OOMKilled', exitCode: 137, finishedAt: RECENT } },
+        },
+      ],
+    });
+    // Classified again as the bus delivers it, the same fault; parsed by the handler, the same job.
+    const again = classify(ev('MODIFIED', object), ctx());
+    assert.equal(again?.fingerprint, forward.fingerprint);
+    const trigger = parseClusterEvent(delivered(forward));
+    assert.deepEqual(trigger.subject === 'pod' && trigger.ref, {
+      kind: 'PyTorchJob',
+      namespace: 'ml',
+      name: 'bert',
+    });
+  });
+
+  it('a restarted container keeps its last state, running start and waiting reason; init containers too', () => {
+    const status = {
+      phase: 'Running',
+      initContainerStatuses: [
+        { name: 'init', restartCount: 0, state: { waiting: { reason: 'PodInitializing', message: SECRET } } },
+      ],
+      containerStatuses: [
+        {
+          name: 'pytorch',
+          restartCount: 1,
+          ready: true,
+          state: { running: { startedAt: RECENT } },
+          lastState: {
+            terminated: { reason: 'OOMKilled', exitCode: 137, signal: 9, startedAt: OLD, finishedAt: RECENT },
+          },
+        },
+      ],
+    };
+    const forward = classify(ev('MODIFIED', leaky(status)), ctx()) as Forward;
+    const object = JSON.parse(JSON.stringify(forward.detail.object));
+    assert.deepEqual(object.status.containerStatuses, status.containerStatuses);
+    assert.deepEqual(object.status.initContainerStatuses, [
+      { name: 'init', restartCount: 0, state: { waiting: { reason: 'PodInitializing' } } },
+    ]);
+    assert.equal(JSON.stringify(forward).includes(SECRET), false);
+  });
+
+  it('an evicted pod keeps its reason and deletion time; a job is sent without its spec (its pod templates)', () => {
+    const evicted = leaky({ phase: 'Failed', reason: 'Evicted', message: SECRET });
+    (evicted.metadata as Record<string, unknown>).deletionTimestamp = RECENT;
+    const forward = classify(ev('MODIFIED', evicted), ctx()) as Forward;
+    const object = JSON.parse(JSON.stringify(forward.detail.object));
+    assert.equal(object.status.reason, 'Evicted');
+    assert.equal(object.metadata.deletionTimestamp, RECENT);
+    assert.equal(JSON.stringify(forward).includes(SECRET), false);
+
+    const submitted = {
+      ...job({ annotations: { note: SECRET }, labels: { owner: SECRET } }),
+      spec: {
+        pytorchReplicaSpecs: {
+          Worker: { template: { spec: { containers: [{ env: [{ value: SECRET }] }] } } },
+        },
+      },
+    } as WatchedObject;
+    const sent = classify(ev('ADDED', submitted), ctx()) as Forward;
+    assert.equal(sent.reason, 'JobSubmitted');
+    assert.deepEqual(JSON.parse(JSON.stringify(sent.detail.object)), {
+      apiVersion: 'kubeflow.org/v1',
+      kind: 'PyTorchJob',
+      metadata: { name: 'bert', namespace: 'ml', uid: 'job-uid', creationTimestamp: RECENT },
+    });
+    const done = classify(
+      ev('MODIFIED', {
+        ...submitted,
+        status: {
+          conditions: [{ type: 'Succeeded', status: 'True', message: SECRET, lastTransitionTime: RECENT }],
+        },
+      } as WatchedObject),
+      ctx('Submitted'),
+    ) as Forward;
+    assert.equal(JSON.stringify(done).includes(SECRET), false);
+    const trigger = parseClusterEvent(delivered(done));
+    assert.ok(trigger.subject === 'job' && hasSucceeded(trigger.job), 'the handler still sees the success');
+  });
+});
+
+describe('forwarder classifier: each fact, its fingerprint and its time', () => {
+  const disruption = (reason: string, at: unknown = RECENT) => ({
+    phase: 'Running',
+    conditions: [{ type: 'DisruptionTarget', status: 'True', reason, lastTransitionTime: at }],
+  });
+
+  it('names every disruption reason the API server and kubelet give; an unknown one is an eviction', () => {
+    for (const [reason, expected] of [
+      ['EvictionByEvictionAPI', 'Evicted'],
+      ['TerminationByKubelet', 'Evicted'],
+      ['DeletionByTaintManager', 'Evicted'],
+      ['PreemptionByScheduler', 'Preempted'],
+      ['PreemptionByKubeScheduler', 'Preempted'],
+      ['SomethingNewInKubernetes', 'Evicted'],
+    ] as const) {
+      const forward = classify(ev('MODIFIED', pod(disruption(reason))), ctx());
+      assert.deepEqual([forward?.reason, forward?.fingerprint], [expected, expected], reason);
+    }
+  });
+
+  it('fingerprints a failed and an unschedulable pod by their fact, and names the subject Kind/namespace/name', () => {
+    const failed = classify(ev('MODIFIED', pod({ phase: 'Failed' })), ctx());
+    assert.equal(failed?.fingerprint, 'Failed');
+    assert.equal(failed?.subject, 'Pod/ml/bert-worker-0');
+    const unschedulable = {
+      phase: 'Pending',
+      conditions: [
+        { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', lastTransitionTime: RECENT },
+      ],
+    };
+    assert.equal(classify(ev('MODIFIED', pod(unschedulable)), ctx())?.fingerprint, 'Unschedulable');
+    // An object without a namespace is in `default`, as the API server has it.
+    const bare = job({ namespace: undefined });
+    assert.equal(classify(ev('ADDED', bare), ctx())?.subject, 'PyTorchJob/default/bert');
+  });
+
+  it('an OOM kill without a restart count is the container first kill; an init container counts too', () => {
+    const noCount = {
+      phase: 'Failed',
+      containerStatuses: [
+        {
+          name: 'pytorch',
+          state: { terminated: { reason: 'OOMKilled', exitCode: 137, finishedAt: RECENT } },
+        },
+      ],
+    };
+    assert.equal(classify(ev('MODIFIED', pod(noCount)), ctx())?.fingerprint, 'OOMKilled/pytorch/0+Failed');
+    const init = {
+      phase: 'Pending',
+      initContainerStatuses: [
+        {
+          name: 'fetch-data',
+          restartCount: 2,
+          state: { waiting: { reason: 'CrashLoopBackOff' } },
+          lastState: { terminated: { reason: 'OOMKilled', exitCode: 137, finishedAt: RECENT } },
+        },
+      ],
+    };
+    assert.equal(classify(ev('MODIFIED', pod(init)), ctx())?.fingerprint, 'OOMKilled/fetch-data/2');
+  });
+
+  it('skips entries of a status that are not objects', () => {
+    const odd = {
+      phase: 'Failed',
+      conditions: [null, 'x', { type: 'PodScheduled', status: 'True' }],
+      initContainerStatuses: [null],
+      containerStatuses: [
+        null,
+        7,
+        { name: 'pytorch', restartCount: 0, state: { terminated: { reason: 'Error', finishedAt: RECENT } } },
+      ],
+    };
+    assert.equal(classify(ev('MODIFIED', pod(odd)), ctx())?.fingerprint, 'Failed');
+  });
+
+  it("dates each fact by the object's own time: old ones are history to a fresh ledger", () => {
+    // No phase: a Failed phase is a fact of its own (undated here).
+    const evicted = (at: string) => pod({ reason: 'Evicted' }, { deletionTimestamp: at }) as WatchedObject;
+    assert.equal(classify(ev('MODIFIED', evicted(RECENT)), ctx())?.reason, 'Evicted');
+    assert.equal(classify(ev('MODIFIED', evicted(OLD)), ctx()), undefined);
+    assert.equal(classify(ev('MODIFIED', pod(disruption('TerminationByKubelet', OLD))), ctx()), undefined);
+    const unschedulableSince = (at: string) => ({
+      phase: 'Pending',
+      conditions: [
+        { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', lastTransitionTime: at },
+      ],
+    });
+    assert.equal(classify(ev('MODIFIED', pod(unschedulableSince(OLD))), ctx()), undefined);
+    // The informer's objects carry Date objects, not strings.
+    assert.equal(
+      classify(ev('MODIFIED', pod(oomRestarted(1, new Date(OLD) as unknown as string))), ctx()),
+      undefined,
+    );
+    assert.ok(classify(ev('MODIFIED', pod(oomRestarted(1, new Date(RECENT) as unknown as string))), ctx()));
+    // A time that is neither (garbage) is no time: the fact counts as undated, new when seen live.
+    assert.ok(classify(ev('MODIFIED', pod(oomRestarted(1, 12345 as unknown as string))), ctx()));
+  });
+
+  it('dates a failed pod by its last container to finish, whatever its other containers do', () => {
+    const failed = (...finished: Array<string | undefined>) => ({
+      phase: 'Failed',
+      containerStatuses: finished.map((at, i) => ({
+        name: `c${i}`,
+        restartCount: 0,
+        state: at ? { terminated: { reason: 'Error', exitCode: 1, finishedAt: at } } : { waiting: {} },
+      })),
+    });
+    assert.equal(classify(ev('MODIFIED', pod(failed(OLD))), ctx()), undefined);
+    // A container that never finished does not make an old failure undated (new).
+    assert.equal(classify(ev('MODIFIED', pod(failed(OLD, undefined))), ctx()), undefined);
+    assert.equal(classify(ev('MODIFIED', pod(failed(OLD, RECENT, undefined))), ctx())?.reason, 'Failed');
+    assert.equal(classify(ev('MODIFIED', pod(failed(RECENT, OLD))), ctx())?.reason, 'Failed');
+    assert.equal(classify(ev('MODIFIED', pod(failed(undefined))), ctx())?.reason, 'Failed', 'undated, live');
+  });
+
+  it('is recent within DEFAULT_GRACE_MS either way (a clock a little ahead), not at or beyond it', () => {
+    const at = (offsetMs: number) => new Date(NOW - offsetMs).toISOString();
+    const context = { lastForwarded: undefined, now: NOW, graceMs: DEFAULT_GRACE_MS };
+    const oom = (offsetMs: number) => classify(ev('MODIFIED', pod(oomRestarted(1, at(offsetMs)))), context);
+    assert.equal(DEFAULT_GRACE_MS, 5 * 60_000);
+    assert.ok(oom(DEFAULT_GRACE_MS - 1000));
+    assert.equal(oom(DEFAULT_GRACE_MS), undefined);
+    assert.ok(oom(-(DEFAULT_GRACE_MS - 1000)));
+    assert.equal(oom(-DEFAULT_GRACE_MS), undefined);
+    assert.equal(oom(-3600_000), undefined, 'an hour in the future is a wrong clock, not news');
+  });
+
+  it('a submission is news only while recent, whatever the ledger holds; any recent fresh fact makes news', () => {
+    assert.equal(classify(ev('ADDED', job({ creationTimestamp: OLD })), ctx('Something-else')), undefined);
+    const oomThenEvicted = {
+      ...oomRestarted(1, OLD),
+      conditions: [
+        {
+          type: 'DisruptionTarget',
+          status: 'True',
+          reason: 'EvictionByEvictionAPI',
+          lastTransitionTime: RECENT,
+        },
+      ],
+    };
+    const forward = classify(ev('MODIFIED', pod(oomThenEvicted)), ctx());
+    assert.equal(forward?.fingerprint, 'OOMKilled/pytorch/1+Evicted');
   });
 });

@@ -9,6 +9,7 @@ import { ANNOTATION } from '../../../lib/adapters/annotations.js';
 import { recordRun } from '../../../lib/decisions/profile-store.js';
 import { ApiError, ConflictError, UnsupportedJobKindError, ValidationError } from '../../../lib/errors.js';
 import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
+import { seedJobState } from '../../support/job-states.js';
 import { fixedStepTime } from '../sim/fixed-app-model.js';
 import { deliverEvents, GiB, harness, TOY, toyJob, writesSince } from './handler-harness.js';
 
@@ -359,6 +360,47 @@ describe('schedule handler', () => {
     assert.equal(applied.length, 1, JSON.stringify(result.outcomes.map((o) => o.plan.reason)));
     assert.equal(applied[0]?.plan.policy, 'rebalance');
     assert.ok((workers(await sim.getJob(TOY)) ?? 0) > 1);
+  });
+
+  it('a tenant’s crafted state annotation does not lift the cool-down or the pause; states are listed once a tick', async () => {
+    for (const truth of [{ lastActionAt: -10 }, { paused: true, pauseReason: 'diverging loss' }]) {
+      const { sim, deps } = harness();
+      sim.submitJob(toyJob({ workers: 1 }));
+      sim.step(1200);
+      const at =
+        truth.lastActionAt === undefined ? {} : { lastActionAt: sim.clock.now() + truth.lastActionAt };
+      await seedJobState(sim, TOY, { ...truth, ...at });
+      const crafted = JSON.stringify({ lastActionAt: 0, paused: false, largestRunWorkers: 64 });
+      await sim.patchJob(
+        TOY,
+        [{ op: 'add', path: '/metadata/annotations/trainscaler.io~1state', value: crafted }],
+        {
+          dryRun: false,
+        },
+      );
+      const reads = { list: 0, get: 0 };
+      const { listJobStates, getJobState } = {
+        listJobStates: sim.listJobStates.bind(sim),
+        getJobState: sim.getJobState.bind(sim),
+      };
+      sim.listJobStates = () => {
+        reads.list++;
+        return listJobStates();
+      };
+      sim.getJobState = (ref) => {
+        reads.get++;
+        return getJobState(ref);
+      };
+      const result = await handleSchedule(scheduledEvent(), deps);
+      assert.deepEqual(result.errors, []);
+      assert.equal(result.outcomes.filter((o) => o.applied).length, 0, JSON.stringify(truth));
+      assert.match(
+        result.outcomes[0]?.plan.reason ?? '',
+        truth.paused ? /paused \(diverging loss\)/ : /cool-down/,
+      );
+      assert.equal(workers(await sim.getJob(TOY)), 1);
+      assert.deepEqual(reads, { list: 1, get: 0 }, 'one LIST, no read per job');
+    }
   });
 
   it("grows a job seen at one size past a probe worker when its signature's profile measured larger sizes", async () => {

@@ -62,6 +62,9 @@ const CLUSTER_METHODS: (keyof ClusterClient)[] = [
   'listWorkloads',
   'getLocalQueue',
   'getClusterQueue',
+  'getJobState',
+  'listJobStates',
+  'putJobState',
 ];
 const METRICS_METHODS: (keyof MetricsSource)[] = [
   'stepSamples',

@@ -159,12 +159,48 @@ describe('profile store bounds', () => {
       Object.keys(await profiles(sim)).sort(),
       [key('a1', 'team-a'), key('a2', 'team-a'), key('b4', 'team-b'), key('b5', 'team-b')].sort(),
     );
-    // Under its share, a namespace still makes room by age across the store when the store is full.
-    await recordRun(sim, STORE, run('c1', 'team-c'), 9000, false, { limits });
+    // Under its share with the store full of others' profiles, a namespace takes none of them.
+    const warnings: object[] = [];
+    const logger = { warn: (obj: object) => warnings.push(obj) };
+    await recordRun(sim, STORE, run('c1', 'team-c'), 9000, false, { limits, logger });
+    assert.deepEqual(
+      Object.keys(await profiles(sim)).sort(),
+      [key('a1', 'team-a'), key('a2', 'team-a'), key('b4', 'team-b'), key('b5', 'team-b')].sort(),
+    );
+    assert.equal(warnings.length, 1, 'not stored, with a warning');
+    // A profile abandoned for abandonedAfterSeconds (its namespace or signature no longer runs) makes room.
+    const later = 1000 + DEFAULT_PROFILE_LIMITS.abandonedAfterSeconds + 1;
+    await recordRun(sim, STORE, run('c1', 'team-c'), later, false, { limits });
     assert.deepEqual(
       Object.keys(await profiles(sim)).sort(),
       [key('a2', 'team-a'), key('b4', 'team-b'), key('b5', 'team-b'), key('c1', 'team-c')].sort(),
     );
+  });
+
+  it("a tenant flooding signatures into a full store drops none of the other tenants' profiles", async () => {
+    const { sim } = harness();
+    const limits = { ...DEFAULT_PROFILE_LIMITS, maxProfiles: 6, maxProfilesPerNamespace: 3 };
+    const victims = [
+      ...['a1', 'a2', 'a3'].map((sig) => key(sig, 'team-a')),
+      ...['b1', 'b2'].map((sig) => key(sig, 'team-b')),
+    ];
+    for (const [i, k] of victims.entries()) {
+      const [ns, sig] = [k.split('.')[0] ?? '', k.split('.')[1] ?? ''];
+      await recordRun(sim, STORE, run(sig, ns), 1000 + i, false, { limits });
+    }
+    // The attacker's first profile takes the store's last free slot; every further signature replaces its own.
+    for (let i = 0; i < 200; i++)
+      await recordRun(sim, STORE, run(`flood-${i}`, 'team-x'), 5000 + i, false, { limits });
+    const stored = Object.keys(await profiles(sim));
+    assert.deepEqual(stored.filter((k) => !k.startsWith('team-x.')).sort(), victims.sort());
+    assert.deepEqual(
+      stored.filter((k) => k.startsWith('team-x.')),
+      [key('flood-199', 'team-x')],
+    );
+    // And a victim still updates its own profiles and adds within its share by replacing its oldest.
+    await recordRun(sim, STORE, run('b3', 'team-b'), 9000, false, { limits });
+    assert.ok(Object.keys(await profiles(sim)).includes(key('b3', 'team-b')));
+    assert.equal(Object.keys(await profiles(sim)).length, 6);
   });
 
   it('keys a profile by namespace and signature: the same signature in two namespaces is two profiles', () => {

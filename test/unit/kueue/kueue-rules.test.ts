@@ -19,6 +19,7 @@ import type { Change, JobRef, Plan } from '../../../lib/types.js';
 import { indexedJob, jobSet, podOfJob, trainJob } from '../../fixtures/batch-jobs.js';
 import { pytorchJob, statefulSet } from '../../fixtures/jobs.js';
 import { clusterQueue, kueueJob, localQueue, workloadOf } from '../../fixtures/kueue.js';
+import { MemoryJobStates } from '../../support/job-states.js';
 
 const GiB = 2 ** 30;
 
@@ -79,6 +80,16 @@ class KueueStore implements ClusterClient {
   }
   async getConfigMap(): Promise<V1ConfigMap | undefined> {
     return undefined;
+  }
+  readonly states = new MemoryJobStates();
+  getJobState(ref: JobRef) {
+    return this.states.getJobState(ref);
+  }
+  listJobStates() {
+    return this.states.listJobStates();
+  }
+  putJobState(...args: Parameters<ClusterClient['putJobState']>) {
+    return this.states.putJobState(...args);
   }
   async putConfigMap(): Promise<never> {
     throw new Error('not used');
