@@ -5,7 +5,7 @@
 // test/unit/bench/scale-counting.test.ts drives the production clients against local HTTP servers and checks
 // that the proxies count exactly the requests the servers receive.
 import { type ApiAccess, CLUSTER_CLIENT_ACCESS } from '../../lib/cluster/api-access.js';
-import type { ClusterClient } from '../../lib/cluster/cluster-client.js';
+import type { ClusterClient, JobStateObject } from '../../lib/cluster/cluster-client.js';
 import { MissingMetricsError } from '../../lib/errors.js';
 import type { MetricsSource } from '../../lib/metrics/metrics-source.js';
 import type { JobKind } from '../../lib/types.js';
@@ -122,6 +122,17 @@ export const PRODUCTION_API_REQUESTS = {
   getLocalQueue: () => [request('getLocalQueue')],
   getClusterQueue: () => [request('getClusterQueue')],
   getConfigMap: () => [request('getConfigMap')],
+  getJobState: () => [request('getJobState')],
+  listJobStates: () => [request('listJobStates')],
+  // Created then its status written; re-owned (an earlier job's) then written; or only written.
+  putJobState: (current: JobStateObject | undefined, jobUid: string) => [
+    ...(current === undefined
+      ? [request('putJobState', { verb: 'create' })]
+      : current.ownerUid !== jobUid
+        ? [request('putJobState', { verb: 'patch' })]
+        : []),
+    request('putJobState', { verb: 'update' }),
+  ],
   putConfigMap: (resourceVersion: string | undefined) => [
     request('putConfigMap', { verb: resourceVersion === undefined ? 'create' : 'update' }),
   ],
@@ -156,6 +167,10 @@ export function countingClusterClient(target: ClusterClient, counter: () => Requ
       counted(R.getLocalQueue(), () => target.getLocalQueue(namespace, name)),
     getClusterQueue: (name) => counted(R.getClusterQueue(), () => target.getClusterQueue(name)),
     getConfigMap: (namespace, name) => counted(R.getConfigMap(), () => target.getConfigMap(namespace, name)),
+    getJobState: (ref) => counted(R.getJobState(), () => target.getJobState(ref)),
+    listJobStates: () => listing(R.listJobStates(), () => target.listJobStates()),
+    putJobState: (job, status, current, options) =>
+      counted(R.putJobState(current, job.uid), () => target.putJobState(job, status, current, options)),
     putConfigMap: (namespace, name, data, resourceVersion, options) =>
       counted(R.putConfigMap(resourceVersion), () =>
         target.putConfigMap(namespace, name, data, resourceVersion, options),

@@ -10,6 +10,7 @@ import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
 import type {
   AuditEventInput,
   ClusterClient,
+  JobStateObject,
   JsonPatchOp,
   KubeObject,
   WriteOptions,
@@ -167,6 +168,8 @@ export function buildScaleWorld(
     return found;
   };
   const everyShard = [...byNamespace.values()];
+  const stateOut = <T extends JobStateObject | undefined>(state: T, namespace: string): T =>
+    state && { ...state, ownerUid: uidOut(state.ownerUid, shardOf(namespace).prefix) ?? state.ownerUid };
   const all = async <T extends Owned>(read: (sim: SimulatedCluster) => Promise<T[]>) => {
     const lists = await Promise.all(
       everyShard.map(async (s) => {
@@ -207,6 +210,25 @@ export function buildScaleWorld(
     getLocalQueue: (namespace, name) => shardOf(namespace).sim.getLocalQueue(namespace, name),
     getClusterQueue: (name) => home.sim.getClusterQueue(name),
     getConfigMap: (namespace, name) => shardOf(namespace).sim.getConfigMap(namespace, name),
+    getJobState: async (ref) => stateOut(await shardOf(ref.namespace).sim.getJobState(ref), ref.namespace),
+    listJobStates: async () =>
+      (await Promise.all(everyShard.map((s) => s.sim.listJobStates())))
+        .flat()
+        .map((o) => stateOut(o, o.namespace)),
+    putJobState: async (job, status, current, options) => {
+      const s = shardOf(job.ref.namespace);
+      const inShard = current && {
+        ...current,
+        ownerUid: current.ownerUid && uidIn(current.ownerUid, s.prefix),
+      };
+      const written = await s.sim.putJobState(
+        { ...job, uid: uidIn(job.uid, s.prefix) },
+        status,
+        inShard,
+        options,
+      );
+      return stateOut(written, job.ref.namespace);
+    },
     putConfigMap: (namespace, name, data, resourceVersion, options) =>
       shardOf(namespace).sim.putConfigMap(namespace, name, data, resourceVersion, options),
   };

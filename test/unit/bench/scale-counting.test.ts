@@ -134,6 +134,23 @@ describe('countingClusterClient counts the requests KubernetesClusterClient send
     getLocalQueue: (c) => c.getLocalQueue('team-a', 'lq'),
     getClusterQueue: (c) => c.getClusterQueue('cq'),
     getConfigMap: (c) => c.getConfigMap('trainscaler-system', 'trainscaler-profiles'),
+    getJobState: (c) => c.getJobState(ref('PyTorchJob')),
+    listJobStates: (c) => c.listJobStates(),
+    'putJobState: create, re-own, write': (c) => {
+      const job = { ref: ref('PyTorchJob'), uid: 'u1', apiVersion: 'kubeflow.org/v1' };
+      const current = {
+        namespace: 'team-a',
+        name: 'x',
+        resourceVersion: '2',
+        target: { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob', name: 'train' },
+        status: {},
+      };
+      return Promise.all([
+        c.putJobState(job, {}, undefined, write).catch(() => undefined),
+        c.putJobState(job, {}, { ...current, ownerUid: 'u0' }, write).catch(() => undefined),
+        c.putJobState(job, {}, { ...current, ownerUid: 'u1' }, write).catch(() => undefined),
+      ]);
+    },
     putConfigMap: (c) =>
       Promise.all([
         c.putConfigMap('trainscaler-system', 'p', {}, undefined, write),
