@@ -1,0 +1,467 @@
+// npm run bench:scale [-- --json] [-- --jobs 100,1000] [-- --smoke] [-- --time-limit 600]
+//
+// The cost of one schedule tick as the number of managed jobs grows (issue 41): for each N, N managed elastic
+// PyTorchJobs on the simulated cluster (scale-world.ts), one handleSchedule tick with every step sample new to
+// trainscaler, a second right after with none new, and one alert (handleAlarm) naming one job. Requests are
+// counted as the production clients would send them (scale-counting.ts), not as the simulator is called.
+// Each N runs in a child process of its own, so that its peak RSS is its own and a tick that outlasts the time
+// limit can be stopped with the counts it had reached. Logs go to stderr; --json prints one JSON object.
+import { fork } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { handleAlarm } from '../../functions/alarm.js';
+import type { HandlerDeps } from '../../functions/handler-deps.js';
+import { handleSchedule } from '../../functions/schedule.js';
+import { refOf } from '../../lib/adapters/job-adapter.js';
+import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
+import {
+  type CountSnapshot,
+  countingClusterClient,
+  countingMetricsSource,
+  RequestCounter,
+} from './scale-counting.js';
+import {
+  buildScaleWorld,
+  DEFAULT_TRAINED_SECONDS,
+  PROFILES_NAMESPACE,
+  type ScaleWorld,
+} from './scale-world.js';
+
+const DEFAULT_JOBS = [100, 1000, 10_000];
+const DEFAULT_TIME_LIMIT_SECONDS = 600;
+/** Less than the simulator's sample interval (60 s): no new step sample between the two ticks. */
+const SECOND_TICK_AFTER_SECONDS = 30;
+
+interface TickCounts {
+  apiReadsPerTick: number;
+  apiWritesPerTick: number;
+  apiRequestsByVerbAndResource: Record<string, number>;
+  /** Objects the tick's lists returned (the size of its reads, where the request count is not). */
+  apiObjectsListedPerTick: number;
+  promqlQueriesPerTick: number;
+  promqlQueriesByMethod: CountSnapshot['promqlQueriesByMethod'];
+}
+
+interface AlertCost {
+  apiReads: number;
+  apiWrites: number;
+  apiRequestsByVerbAndResource: Record<string, number>;
+  apiObjectsListed: number;
+  promqlQueries: number;
+  seconds: number;
+}
+
+/** One N. The counts at the top level are the first tick's (every sample new). */
+interface Run extends TickCounts {
+  jobs: number;
+  pods: number;
+  nodes: number;
+  queuedJobs: number;
+  tickSecondsNoNewSamples: number | null;
+  tickSecondsAllNewSamples: number | null;
+  tickCpuSecondsAllNewSamples: number | null;
+  /** The child process's peak RSS: the simulated world's objects included. */
+  peakRssBytes: number;
+  rssAfterBuildBytes: number;
+  buildSeconds: number;
+  /** The second tick's counts (no new sample). */
+  noNewSamples: TickCounts | null;
+  /** Jobs whose newest step sample changed between the ticks: 0, or the second tick is not "no new sample". */
+  jobsWithNewSamplesBeforeSecondTick?: number;
+  alertRequests: AlertCost | null;
+  /** Set when a tick was stopped at the time limit: its counts so far (at least these) are in the run. */
+  exceeded?: { phase: Phase; afterSeconds: number; note: string };
+}
+
+type Phase = 'building the world' | 'alert' | 'tick, all samples new' | 'tick, no new sample' | 'done';
+
+interface Progress {
+  phase: Phase;
+  /** Epoch ms the phase began. */
+  since: number;
+  counts?: CountSnapshot;
+  partial: Partial<Run>;
+}
+
+function tickCounts(s: CountSnapshot): TickCounts {
+  return {
+    apiReadsPerTick: s.apiReads,
+    apiWritesPerTick: s.apiWrites,
+    apiRequestsByVerbAndResource: s.apiRequestsByVerbAndResource,
+    apiObjectsListedPerTick: s.apiObjectsListed,
+    promqlQueriesPerTick: s.promqlQueries,
+    promqlQueriesByMethod: s.promqlQueriesByMethod,
+  };
+}
+
+const log = (message: string) => process.stderr.write(`[bench:scale] ${message}\n`);
+const rssPeak = () => process.resourceUsage().maxRSS * 1024;
+
+// ---- child: one N -----------------------------------------------------------------------------------------
+
+async function runOne(jobs: number, progressFile: string, trainedSeconds: number): Promise<void> {
+  let progress: Progress = { phase: 'building the world', since: Date.now(), partial: { jobs } };
+  let lastWrite = 0;
+  const save = (force = false) => {
+    const now = performance.now();
+    if (!force && now - lastWrite < 50) return;
+    lastWrite = now;
+    progress.partial.peakRssBytes = rssPeak();
+    writeFileSync(progressFile, JSON.stringify(progress));
+  };
+  const enter = (phase: Phase, counter?: RequestCounter) => {
+    progress = { ...progress, phase, since: Date.now(), counts: counter?.snapshot() };
+    save(true);
+  };
+  save(true);
+  const built = performance.now();
+  const world = buildScaleWorld(jobs, trainedSeconds);
+  const buildSeconds = (performance.now() - built) / 1000;
+  log(
+    `N=${jobs}: ${world.pods} pods on ${world.nodes} nodes, ${world.queuedJobs} jobs queued, built in ${buildSeconds.toFixed(1)} s`,
+  );
+  progress.partial = {
+    ...progress.partial,
+    pods: world.pods,
+    nodes: world.nodes,
+    queuedJobs: world.queuedJobs,
+    buildSeconds,
+    rssAfterBuildBytes: process.memoryUsage().rss,
+  };
+  let counter = new RequestCounter((c) => {
+    progress.counts = c.snapshot();
+    save();
+  });
+  const fresh = () => {
+    counter = new RequestCounter((c) => {
+      progress.counts = c.snapshot();
+      save();
+    });
+    return counter;
+  };
+  // One client for the run, as the runner keeps one (the Lambda one per cold start): only the counter changes.
+  const deps: HandlerDeps = {
+    cluster: countingClusterClient(world.cluster, () => counter),
+    metrics: countingMetricsSource(world.metrics, () => counter, world.clock),
+    clock: world.clock,
+    config: DEFAULT_POLICY_CONFIG,
+    dryRun: false,
+    logger: {
+      info: () => {},
+      warn: () => {},
+      error: (obj, msg) => log(`handler error: ${msg ?? ''} ${JSON.stringify(obj).slice(0, 300)}`),
+    },
+    profiles: { namespace: PROFILES_NAMESPACE, configMapName: 'trainscaler-profiles' },
+  };
+
+  // The alert first: a tick stopped at the time limit ends the process, and the alert is cheap. It reviews one
+  // job of N (a per-job cache would hold that one warm for the first tick).
+  enter('alert', fresh());
+  const alertStart = performance.now();
+  const { kind, namespace, name } = world.runningJob;
+  const alert = await handleAlarm(
+    {
+      version: '4',
+      status: 'firing',
+      alerts: [
+        {
+          status: 'firing',
+          labels: { alertname: 'TrainscalerSlowStep', namespace, job_kind: kind, job_name: name },
+        },
+      ],
+    },
+    deps,
+  );
+  const alertSeconds = (performance.now() - alertStart) / 1000;
+  if (alert.errors.length > 0) log(`alert errors: ${JSON.stringify(alert.errors)}`);
+  const a = counter.snapshot();
+  progress.partial.alertRequests = {
+    apiReads: a.apiReads,
+    apiWrites: a.apiWrites,
+    apiRequestsByVerbAndResource: a.apiRequestsByVerbAndResource,
+    apiObjectsListed: a.apiObjectsListed,
+    promqlQueries: a.promqlQueries,
+    seconds: alertSeconds,
+  };
+
+  enter('tick, all samples new', fresh());
+  const cpu = process.cpuUsage();
+  const first = performance.now();
+  const result = await handleSchedule({}, deps);
+  const firstSeconds = (performance.now() - first) / 1000;
+  const used = process.cpuUsage(cpu);
+  log(
+    `N=${jobs}: first tick ${firstSeconds.toFixed(1)} s, ${result.outcomes.filter((o) => o.applied).length} plans applied, ${result.errors.length} job errors`,
+  );
+  progress.partial = {
+    ...progress.partial,
+    ...tickCounts(counter.snapshot()),
+    tickSecondsAllNewSamples: firstSeconds,
+    tickCpuSecondsAllNewSamples: (used.user + used.system) / 1e6,
+  };
+
+  // Right after, with the cluster 30 s on: the scheduler has placed the pods the first tick's writes asked for
+  // (what a real cluster does between two ticks), and no job has a step sample the first tick did not see
+  // (one a minute at most); the world is checked for that, outside the count.
+  const newest = await newestSamples(world);
+  world.step(SECOND_TICK_AFTER_SECONDS);
+  const after = await newestSamples(world);
+  const newSamples = [...after].filter(([job, at]) => at !== newest.get(job)).length;
+  if (newSamples > 0) log(`N=${jobs}: ${newSamples} jobs have a new step sample before the second tick`);
+  progress.partial.jobsWithNewSamplesBeforeSecondTick = newSamples;
+  enter('tick, no new sample', fresh());
+  const second = performance.now();
+  await handleSchedule({}, deps);
+  const secondSeconds = (performance.now() - second) / 1000;
+  progress.partial = {
+    ...progress.partial,
+    tickSecondsNoNewSamples: secondSeconds,
+    noNewSamples: tickCounts(counter.snapshot()),
+    peakRssBytes: rssPeak(),
+  };
+  enter('done');
+}
+
+/** Each job's newest step sample time, read from the world directly (not counted). */
+async function newestSamples(world: ScaleWorld): Promise<Map<string, number>> {
+  const newest = new Map<string, number>();
+  for (const job of await world.cluster.listJobs('PyTorchJob')) {
+    const ref = refOf(job);
+    const samples = await world.metrics.stepSamples(ref, 6 * 3600).catch(() => []);
+    newest.set(`${ref.namespace}/${ref.name}`, samples.at(-1)?.at ?? 0);
+  }
+  return newest;
+}
+
+// ---- parent -----------------------------------------------------------------------------------------------
+
+interface Options {
+  jobs: number[];
+  json: boolean;
+  timeLimitSeconds: number;
+  trainedSeconds: number;
+}
+
+function parseOptions(argv: string[]): Options {
+  const options: Options = {
+    jobs: DEFAULT_JOBS,
+    json: false,
+    timeLimitSeconds: DEFAULT_TIME_LIMIT_SECONDS,
+    trainedSeconds: DEFAULT_TRAINED_SECONDS,
+  };
+  const positive = (flag: string, raw: string | undefined) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n <= 0)
+      throw new Error(`${flag} takes a positive whole number, got '${raw}'`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--json') options.json = true;
+    else if (arg === '--smoke') options.jobs = [100];
+    else if (arg === '--jobs') options.jobs = (argv[++i] ?? '').split(',').map((n) => positive('--jobs', n));
+    else if (arg === '--time-limit') options.timeLimitSeconds = positive('--time-limit', argv[++i]);
+    else if (arg === '--trained-minutes')
+      options.trainedSeconds = 60 * positive('--trained-minutes', argv[++i]);
+    else
+      throw new Error(
+        `unknown argument '${arg}' (--json, --smoke, --jobs N,M, --time-limit S, --trained-minutes M)`,
+      );
+  }
+  return options;
+}
+
+function readProgress(file: string): Progress | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as Progress;
+  } catch {
+    return undefined; // not written yet, or caught mid-write: the next poll reads it
+  }
+}
+
+const EMPTY_COUNTS: TickCounts = {
+  apiReadsPerTick: 0,
+  apiWritesPerTick: 0,
+  apiRequestsByVerbAndResource: {},
+  apiObjectsListedPerTick: 0,
+  promqlQueriesPerTick: 0,
+  promqlQueriesByMethod: {},
+};
+
+function runOf(progress: Progress, exceeded?: Run['exceeded']): Run {
+  const p = progress.partial;
+  // A first tick stopped at the limit: its partial counts are the run's.
+  const stoppedFirst = exceeded?.phase === 'tick, all samples new' && progress.counts;
+  const counts = stoppedFirst && progress.counts ? tickCounts(progress.counts) : undefined;
+  const stoppedSecond = exceeded?.phase === 'tick, no new sample' && progress.counts;
+  return {
+    jobs: p.jobs ?? 0,
+    pods: p.pods ?? 0,
+    nodes: p.nodes ?? 0,
+    queuedJobs: p.queuedJobs ?? 0,
+    ...EMPTY_COUNTS,
+    ...pickCounts(p),
+    ...counts,
+    tickSecondsNoNewSamples: p.tickSecondsNoNewSamples ?? null,
+    tickSecondsAllNewSamples: p.tickSecondsAllNewSamples ?? null,
+    tickCpuSecondsAllNewSamples: p.tickCpuSecondsAllNewSamples ?? null,
+    peakRssBytes: p.peakRssBytes ?? 0,
+    rssAfterBuildBytes: p.rssAfterBuildBytes ?? 0,
+    buildSeconds: p.buildSeconds ?? 0,
+    noNewSamples: p.noNewSamples ?? (stoppedSecond && progress.counts ? tickCounts(progress.counts) : null),
+    alertRequests: p.alertRequests ?? null,
+    ...(p.jobsWithNewSamplesBeforeSecondTick === undefined
+      ? {}
+      : { jobsWithNewSamplesBeforeSecondTick: p.jobsWithNewSamplesBeforeSecondTick }),
+    ...(exceeded ? { exceeded } : {}),
+  };
+}
+
+function pickCounts(p: Partial<Run>): Partial<TickCounts> {
+  const out: Partial<TickCounts> = {};
+  if (p.apiReadsPerTick !== undefined) out.apiReadsPerTick = p.apiReadsPerTick;
+  if (p.apiWritesPerTick !== undefined) out.apiWritesPerTick = p.apiWritesPerTick;
+  if (p.apiRequestsByVerbAndResource) out.apiRequestsByVerbAndResource = p.apiRequestsByVerbAndResource;
+  if (p.apiObjectsListedPerTick !== undefined) out.apiObjectsListedPerTick = p.apiObjectsListedPerTick;
+  if (p.promqlQueriesPerTick !== undefined) out.promqlQueriesPerTick = p.promqlQueriesPerTick;
+  if (p.promqlQueriesByMethod) out.promqlQueriesByMethod = p.promqlQueriesByMethod;
+  return out;
+}
+
+/** A process's peak RSS so far (Linux VmHWM), for a child stopped before it could report its own. */
+function peakRssOf(pid: number | undefined): number {
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Runs one N in a child process; stops it when a tick outlasts the limit. */
+function runChild(jobs: number, options: Options, dir: string): Promise<Run> {
+  const file = join(dir, `progress-${jobs}.json`);
+  const child = fork(
+    fileURLToPath(import.meta.url),
+    ['--child', String(jobs), file, String(options.trainedSeconds)],
+    { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+  );
+  return new Promise((resolve, reject) => {
+    let exceeded: Run['exceeded'];
+    let peakAtStop = 0;
+    const poll = setInterval(() => {
+      const progress = readProgress(file);
+      if (!progress || progress.phase === 'building the world' || progress.phase === 'done') return;
+      const seconds = (Date.now() - progress.since) / 1000;
+      if (exceeded || seconds <= options.timeLimitSeconds) return;
+      exceeded = {
+        phase: progress.phase,
+        afterSeconds: Math.round(seconds),
+        note: `stopped at the ${options.timeLimitSeconds} s limit; the counts of this phase are those reached (at least)`,
+      };
+      log(`N=${jobs}: ${progress.phase} exceeded ${options.timeLimitSeconds} s: stopped`);
+      peakAtStop = peakRssOf(child.pid);
+      child.kill('SIGKILL');
+    }, 1000);
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearInterval(poll);
+      const progress = readProgress(file);
+      if (!progress)
+        return reject(new Error(`N=${jobs}: the child wrote no progress (exit ${code ?? signal})`));
+      if (progress.phase !== 'done' && !exceeded)
+        return reject(
+          new Error(`N=${jobs}: the child failed in '${progress.phase}' (exit ${code ?? signal})`),
+        );
+      const run = runOf(progress, exceeded);
+      run.peakRssBytes = Math.max(run.peakRssBytes, peakAtStop);
+      resolve(run);
+    });
+  });
+}
+
+const MiB = 2 ** 20;
+const fmt = (n: number | null, digits = 1) => (n === null ? '-' : n.toFixed(digits));
+
+/** A phase's seconds, or `>N` where the phase was stopped at the limit after N s. */
+function seconds(run: Run, phase: Phase, value: number | null): string {
+  if (run.exceeded?.phase === phase) return `>${run.exceeded.afterSeconds}`;
+  return fmt(value);
+}
+
+function table(runs: Run[]): string {
+  const header = [
+    'jobs',
+    'pods',
+    'API reads',
+    'API writes',
+    'objects listed',
+    'PromQL',
+    'tick s (all new)',
+    'CPU s (all new)',
+    'tick s (none new)',
+    'reads/PromQL (none new)',
+    'peak RSS MiB',
+    'alert API/PromQL/listed',
+  ];
+  const rows = runs.map((r) => [
+    String(r.jobs),
+    String(r.pods),
+    String(r.apiReadsPerTick),
+    String(r.apiWritesPerTick),
+    String(r.apiObjectsListedPerTick),
+    String(r.promqlQueriesPerTick),
+    seconds(r, 'tick, all samples new', r.tickSecondsAllNewSamples),
+    fmt(r.tickCpuSecondsAllNewSamples),
+    seconds(r, 'tick, no new sample', r.tickSecondsNoNewSamples),
+    r.noNewSamples ? `${r.noNewSamples.apiReadsPerTick}/${r.noNewSamples.promqlQueriesPerTick}` : '-',
+    fmt(r.peakRssBytes / MiB, 0),
+    r.alertRequests
+      ? `${r.alertRequests.apiReads + r.alertRequests.apiWrites}/${r.alertRequests.promqlQueries}/${r.alertRequests.apiObjectsListed}`
+      : '-',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padStart(widths[i] ?? 0)).join(' | ')} |`;
+  const out = [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line), ''];
+  for (const r of runs) {
+    out.push(`N=${r.jobs} first tick, requests: ${JSON.stringify(r.apiRequestsByVerbAndResource)}`);
+    out.push(`N=${r.jobs} first tick, PromQL by method: ${JSON.stringify(r.promqlQueriesByMethod)}`);
+    if (r.alertRequests)
+      out.push(
+        `N=${r.jobs} alert, requests: ${JSON.stringify(r.alertRequests.apiRequestsByVerbAndResource)}`,
+      );
+    if (r.exceeded)
+      out.push(
+        `N=${r.jobs} EXCEEDED: ${r.exceeded.phase} after ${r.exceeded.afterSeconds} s (${r.exceeded.note})`,
+      );
+  }
+  return out.join('\n');
+}
+
+async function main(argv: string[]): Promise<void> {
+  if (argv[0] === '--child') {
+    await runOne(Number(argv[1]), argv[2] ?? '', Number(argv[3]));
+    return;
+  }
+  const options = parseOptions(argv);
+  const dir = mkdtempSync(join(tmpdir(), 'bench-scale-'));
+  try {
+    const runs: Run[] = [];
+    for (const jobs of options.jobs) {
+      log(`N=${jobs}: building the world (${options.trainedSeconds / 60} simulated minutes of training)`);
+      const started = Date.now();
+      runs.push(await runChild(jobs, options, dir));
+      log(`N=${jobs}: done in ${((Date.now() - started) / 1000).toFixed(0)} s wall`);
+    }
+    process.stdout.write(options.json ? `${JSON.stringify({ runs })}\n` : `${table(runs)}\n`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`bench:scale: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});
