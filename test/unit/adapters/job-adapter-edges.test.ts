@@ -4,13 +4,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  buildJobPatch,
   controlledByItsOwner,
   guardrailPodIndex,
   hasSucceeded,
+  kueueFactsOf,
+  podSelectorFor,
   readJob,
   successCondition,
 } from '../../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
+import { UnsupportedChangeError, ValidationError } from '../../../lib/errors.js';
+import type { Change } from '../../../lib/types.js';
 import { indexedJob, jobSet, trainJob } from '../../fixtures/batch-jobs.js';
 import { pytorchJob, statefulSet, tfJob } from '../../fixtures/jobs.js';
 
@@ -153,5 +158,276 @@ describe('guardrailPodIndex: the index a JobSet pod is protected by, across its 
     const obj = jobSet();
     delete spec(obj).replicatedJobs[1].replicas;
     assert.equal(guardrailPodIndex(obj, labels(2)), undefined);
+  });
+});
+
+const grow = (to: number): Change => ({ kind: 'replicas', role: 'Worker', from: 1, to });
+const refused = (field: string, words: RegExp) => (e: unknown) => {
+  assert.ok(e instanceof UnsupportedChangeError, String(e));
+  assert.equal(e.field, field);
+  assert.match(e.message, words);
+  return true;
+};
+const invalid = (field: string, words: RegExp) => (e: unknown) => {
+  assert.ok(e instanceof ValidationError, String(e));
+  assert.equal(e.field, field);
+  assert.match(e.message, words);
+  return true;
+};
+
+describe('replica specs of the training-operator kinds', () => {
+  it('refuses a job without its replica specs, naming the kind’s own field', () => {
+    const pt = pytorchJob();
+    delete spec(pt).pytorchReplicaSpecs;
+    assert.throws(() => readJob(pt), invalid('/spec/pytorchReplicaSpecs', /missing replica specs/));
+    const tf = tfJob();
+    delete spec(tf).tfReplicaSpecs;
+    assert.throws(() => readJob(tf), invalid('/spec/tfReplicaSpecs', /missing replica specs/));
+  });
+
+  it('reads only the roles it knows (a Launcher is no role of these kinds)', () => {
+    const pt = pytorchJob();
+    spec(pt).pytorchReplicaSpecs.Launcher = structuredClone(spec(pt).pytorchReplicaSpecs.Worker);
+    assert.deepEqual(
+      readJob(pt).roles.map((r) => r.role),
+      ['Worker'],
+    );
+  });
+
+  it('a TFJob Chief or Evaluator keeps its size: the worker bound annotations are for workers only', () => {
+    const tf = tfJob();
+    for (const role of ['Chief', 'Evaluator']) {
+      spec(tf).tfReplicaSpecs[role] = structuredClone(spec(tf).tfReplicaSpecs.PS);
+      spec(tf).tfReplicaSpecs[role].replicas = 1;
+    }
+    assert.deepEqual(
+      readJob(tf).roles.map((r) => [r.role, r.minReplicas, r.maxReplicas]),
+      [
+        ['Chief', 1, 1],
+        ['PS', 2, 2],
+        ['Worker', 2, 10],
+        ['Evaluator', 1, 1],
+      ],
+    );
+  });
+});
+
+describe('indexed resize rules (batch/v1 Job, JobSet)', () => {
+  it('allows the smallest size the API allows: one pod per child Job', () => {
+    assert.ok(buildJobPatch(indexedJob(), [grow(1)], {}).some((o) => o.path === '/spec/parallelism'));
+    const js = jobSet({ replicas: 2, parallelism: 2 });
+    const ops = buildJobPatch(js, [grow(2)], {});
+    assert.ok(
+      ops.some((o) => o.path === '/spec/replicatedJobs/1/template/spec/parallelism' && o.value === 1),
+    );
+  });
+
+  it('refuses a fractional count, and tells the per-Job parallelism asked', () => {
+    assert.throws(
+      () => buildJobPatch(indexedJob(), [grow(2.5)], {}),
+      refused('/spec/parallelism', /parallelism must be >= 1 \(asked 2\.5\)/),
+    );
+    assert.throws(
+      () => buildJobPatch(jobSet({ replicas: 2 }), [grow(1)], {}),
+      refused('/spec/replicatedJobs/1/template/spec/parallelism', /parallelism must be >= 1 \(asked 0\.5\)/),
+    );
+  });
+
+  it('a Job without completionMode is NonIndexed (the API default) and is not resized', () => {
+    const job = indexedJob();
+    delete spec(job).completionMode;
+    assert.throws(
+      () => buildJobPatch(job, [grow(6)], {}),
+      refused('/spec/completionMode', /completionMode is NonIndexed: only Indexed jobs change/),
+    );
+    const view = readJob(job);
+    assert.equal(view.elastic, false, 'a count its API will not change is fixed');
+    assert.match(view.refusals?.replicas ?? '', /NonIndexed/);
+  });
+
+  it('a finished Job names its end: Failed as well as Complete', () => {
+    const failed = indexedJob();
+    failed.status = { conditions: [{ type: 'Failed', status: 'True' }] };
+    assert.throws(
+      () => buildJobPatch(failed, [grow(6)], {}),
+      refused('/spec/parallelism', /the job is Failed; a finished job is not resized/),
+    );
+  });
+
+  it('an indexed Job at zero is not refused for what it is: its view keeps it elastic', () => {
+    const idle = indexedJob({ parallelism: 0 });
+    const view = readJob(idle);
+    assert.equal(view.refusals?.replicas, undefined);
+    assert.equal(view.elastic, true);
+    assert.equal(readJob(indexedJob()).refusals?.replicas, undefined);
+  });
+
+  it('refuses every template change of a running Job or JobSet, naming the kind and why', () => {
+    const preferNode: Change = { kind: 'prefer-node', role: 'Worker', node: 'n1' };
+    const avoidNode: Change = { kind: 'avoid-node', role: 'Worker', node: 'n1' };
+    const memory: Change = {
+      kind: 'resources',
+      role: 'Worker',
+      resource: 'memory',
+      field: 'limits',
+      from: 1,
+      to: 2,
+    };
+    for (const [kind, obj] of [
+      ['Job', indexedJob()],
+      ['JobSet', jobSet()],
+    ] as const) {
+      for (const change of [preferNode, avoidNode])
+        assert.throws(
+          () => buildJobPatch(obj, [change], {}),
+          refused('/spec', new RegExp(`a running ${kind}'s pod template is immutable \\(node affinity`)),
+        );
+      assert.throws(
+        () => buildJobPatch(obj, [memory], {}),
+        refused('/spec', new RegExp(`a running ${kind}'s pod template is immutable \\(resources`)),
+      );
+      assert.deepEqual(Object.keys(readJob(obj).refusals ?? {}).sort(), [
+        'avoid-node',
+        'prefer-node',
+        'resources',
+      ]);
+    }
+  });
+});
+
+describe('JobSet: the replicated job that trains', () => {
+  const named = (...names: string[]) => {
+    const js = jobSet();
+    const [driver, workers] = spec(js).replicatedJobs;
+    spec(js).replicatedJobs = names.map((name, i) => ({
+      ...structuredClone(i === 0 ? driver : workers),
+      name,
+    }));
+    return js;
+  };
+
+  it('takes each conventional name (Kubeflow Trainer names it node) beside a driver', () => {
+    for (const name of ['node', 'worker', 'workers', 'trainer']) {
+      const js = named('driver', name);
+      assert.equal(
+        podSelectorFor(js),
+        `jobset.sigs.k8s.io/jobset-name=llm,jobset.sigs.k8s.io/replicatedjob-name=${name}`,
+      );
+      assert.equal(readJob(js).roles[0]?.containerName, 'trainer');
+    }
+  });
+
+  it('refuses a JobSet without replicated jobs, and a lone replicated job without a name', () => {
+    for (const replicatedJobs of [undefined, []]) {
+      const js = jobSet();
+      spec(js).replicatedJobs = replicatedJobs;
+      assert.throws(() => readJob(js), invalid('/spec/replicatedJobs', /missing replicated jobs/));
+    }
+    const anonymous = named('driver');
+    delete spec(anonymous).replicatedJobs[0].name;
+    assert.throws(() => readJob(anonymous), invalid('/spec/replicatedJobs', /ambiguous/));
+  });
+
+  it('the annotation names the replicated job; an unknown name lists those there are', () => {
+    const js = named('driver', 'trainer');
+    js.metadata.annotations = { ...js.metadata.annotations, 'trainscaler.io/replicated-job': 'gone' };
+    assert.throws(
+      () => readJob(js),
+      invalid(
+        '/metadata/annotations/trainscaler.io~1replicated-job',
+        /no replicated job named 'gone' \(have: driver, trainer\)/,
+      ),
+    );
+  });
+
+  it('refuses a child-Job count that is not a positive whole number', () => {
+    for (const replicas of [0, 1.5, -1]) {
+      const js = jobSet();
+      spec(js).replicatedJobs[1].replicas = replicas;
+      assert.throws(
+        () => readJob(js),
+        invalid('/spec/replicatedJobs/1/replicas', /expected a positive integer/),
+      );
+    }
+  });
+
+  it("its priority class is the training replicated job's pod template's", () => {
+    const js = jobSet();
+    assert.equal(readJob(js).priorityClassName, undefined);
+    spec(js).replicatedJobs[0].template.spec.template.spec.priorityClassName = 'driver-class';
+    assert.equal(readJob(js).priorityClassName, undefined, "not the driver's");
+    spec(js).replicatedJobs[1].template.spec.template.spec.priorityClassName = 'train-class';
+    assert.equal(readJob(js).priorityClassName, 'train-class');
+  });
+});
+
+describe('what each kind tells Kueue (beyond kueue-rules.test.ts)', () => {
+  it('suspended: the run policy of a TFJob, spec.suspend of a JobSet and a TrainJob', () => {
+    const tf = tfJob();
+    assert.equal(kueueFactsOf(tf).suspended, false);
+    spec(tf).runPolicy = { suspend: true };
+    assert.equal(kueueFactsOf(tf).suspended, true);
+    for (const obj of [jobSet(), trainJob()]) {
+      spec(obj).suspend = false;
+      assert.equal(kueueFactsOf(obj).suspended, false, obj.kind);
+      spec(obj).suspend = true;
+      assert.equal(kueueFactsOf(obj).suspended, true, obj.kind);
+    }
+    const job = indexedJob();
+    spec(job).suspend = true;
+    assert.equal(kueueFactsOf(job).suspended, true);
+  });
+
+  it("each role's pod set, and the queue its label names", () => {
+    assert.deepEqual(kueueFactsOf(tfJob()).podSetOf, { PS: 'ps', Worker: 'worker' });
+    assert.deepEqual(kueueFactsOf(indexedJob()).podSetOf, { Worker: 'main' });
+    assert.equal(kueueFactsOf(pytorchJob()).queueName, undefined);
+    const queued = pytorchJob();
+    queued.metadata.labels = { 'kueue.x-k8s.io/queue-name': 'team-a-queue' };
+    assert.equal(kueueFactsOf(queued).queueName, 'team-a-queue');
+    assert.equal(readJob(queued).kueue, 'label kueue.x-k8s.io/queue-name=team-a-queue');
+    assert.equal(readJob(pytorchJob()).kueue, undefined);
+  });
+});
+
+describe('buildJobPatch: changes the kind or the job cannot take', () => {
+  it('avoid-node and prefer-node on a role the job does not have are refused, naming it', () => {
+    for (const change of [
+      { kind: 'avoid-node', role: 'PS', node: 'n' },
+      { kind: 'prefer-node', role: 'Master', node: 'n' },
+    ] as const)
+      assert.throws(
+        () => buildJobPatch(pytorchJob(), [change], {}),
+        invalid('/spec', new RegExp(`job has no ${change.role} role`)),
+      );
+  });
+
+  it('rendezvous settings only on an elastic PyTorchJob with a Worker', () => {
+    const setting: Change = { kind: 'rendezvous', setting: 'last_call_timeout', value: '2' };
+    const fixed = pytorchJob();
+    delete spec(fixed).elasticPolicy;
+    for (const obj of [fixed, statefulSet()])
+      assert.throws(
+        () => buildJobPatch(obj, [setting], {}),
+        invalid('/spec/elasticPolicy', /rendezvous settings need an elastic PyTorchJob/),
+      );
+    const masterOnly = pytorchJob();
+    spec(masterOnly).pytorchReplicaSpecs = { Master: spec(masterOnly).pytorchReplicaSpecs.Worker };
+    assert.throws(
+      () =>
+        buildJobPatch(masterOnly, [{ kind: 'rendezvous', setting: 'PET_MONITOR_INTERVAL', value: '1' }], {}),
+      invalid('/spec', /job has no Worker role/),
+    );
+  });
+
+  it('a TrainJob is refused every change before any op is built', () => {
+    assert.throws(
+      () => buildJobPatch(trainJob(), [grow(4)], {}),
+      refused('/spec/trainer/numNodes', /Kubeflow Trainer v2\.3 makes spec\.trainer immutable/),
+    );
+    assert.throws(
+      () => buildJobPatch(trainJob(), [{ kind: 'prefer-node', role: 'Worker', node: 'n' }], {}),
+      refused('/spec/trainer', /trainscaler reads TrainJobs and changes none/),
+    );
   });
 });
