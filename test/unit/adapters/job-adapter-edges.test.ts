@@ -3,6 +3,7 @@
 // protect in a JobSet of several child Jobs.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import {
   buildJobPatch,
   controlledByItsOwner,
@@ -12,6 +13,7 @@ import {
   podSelectorFor,
   readJob,
   successCondition,
+  torchElasticOf,
 } from '../../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { UnsupportedChangeError, ValidationError } from '../../../lib/errors.js';
@@ -22,6 +24,10 @@ import { pytorchJob, statefulSet, tfJob } from '../../fixtures/jobs.js';
 // biome-ignore lint/suspicious/noExplicitAny: fixtures are edited in place below, at any depth
 type Loose = Record<string, any>;
 const spec = (obj: KubeObject) => obj.spec as Loose;
+
+function apply(obj: KubeObject, ops: ReturnType<typeof buildJobPatch>): KubeObject {
+  return fastJsonPatch.applyPatch(structuredClone(obj), ops as Operation[], true, false).newDocument;
+}
 
 const withConditions = (obj: KubeObject, conditions: unknown[]): KubeObject => ({
   ...obj,
@@ -428,6 +434,222 @@ describe('buildJobPatch: changes the kind or the job cannot take', () => {
     assert.throws(
       () => buildJobPatch(trainJob(), [{ kind: 'prefer-node', role: 'Worker', node: 'n' }], {}),
       refused('/spec/trainer', /trainscaler reads TrainJobs and changes none/),
+    );
+  });
+});
+
+describe('torchelastic facts: the restart budget torchrun really gets', () => {
+  const withWorker = (
+    container: Record<string, unknown>,
+    policy: Record<string, unknown> = { minReplicas: 1 },
+  ) => {
+    const pt = pytorchJob();
+    spec(pt).elasticPolicy = policy;
+    Object.assign(spec(pt).pytorchReplicaSpecs.Worker.template.spec.containers[0], container);
+    return pt;
+  };
+  const budget = (pt: KubeObject) => {
+    const te = torchElasticOf(pt);
+    return [te?.maxRestarts, te?.maxRestartsFrom];
+  };
+
+  it('an env value that is no count falls through to the command, then to the default', () => {
+    for (const value of ['-1', 'many', '1.5'])
+      assert.deepEqual(
+        budget(
+          withWorker({
+            env: [{ name: 'PET_MAX_RESTARTS', value }],
+            command: ['torchrun', '--max_restarts=3'],
+          }),
+        ),
+        [3, 'command'],
+        value,
+      );
+    assert.deepEqual(budget(withWorker({ env: [{ name: 'PET_MAX_RESTARTS', value: '0' }] })), [0, 'env']);
+    assert.deepEqual(budget(withWorker({ env: [{ name: 'OTHER', value: '5' }] })), [0, 'torchrun default']);
+  });
+
+  it('reads the flag in either spelling, joined or as the next argument, from command and args', () => {
+    const cases: [Record<string, unknown>, number][] = [
+      [{ command: ['torchrun', '--max_restarts=5', 'train.py'] }, 5],
+      [{ command: ['torchrun', '--max-restarts', '6', 'train.py'] }, 6],
+      [{ command: ['torchrun'], args: ['--max_restarts', '7', 'train.py'] }, 7],
+      [{ command: ['torchrun', '--max-restarts=bad', '--max_restarts=2'] }, 2],
+    ];
+    for (const [container, expected] of cases)
+      assert.deepEqual(budget(withWorker(container)), [expected, 'command'], JSON.stringify(container));
+  });
+
+  it('ignores look-alike flags and a flag with no count after it', () => {
+    for (const command of [
+      ['torchrun', '--max_restarts'],
+      ['torchrun', '--max_restarts', 'train.py'],
+      ['torchrun', 'x--max_restarts=5'],
+      ['torchrun', '--max_restarts=5x'],
+      ['torchrun', '--max_restarts_total=5'],
+      ['torchrun', '--maxrestarts=5'],
+      ['torchrun', '--max_restarts', '-1'],
+    ])
+      assert.deepEqual(budget(withWorker({ command })), [0, 'torchrun default'], command.join(' '));
+  });
+
+  it('finds the launcher in args as in the command, and only in string arguments', () => {
+    const launcher = (container: Record<string, unknown>) =>
+      torchElasticOf(withWorker(container))?.trainscalerLauncher;
+    assert.equal(
+      launcher({ command: ['python3'], args: ['-m', 'trainscaler_hook.launch', 'train.py'] }),
+      true,
+    );
+    assert.equal(launcher({ command: ['sh', '-c', 'python3 -m trainscaler_hook.launch train.py'] }), true);
+    assert.equal(launcher({ command: ['torchrun', 'train.py'] }), false);
+    assert.equal(launcher({ command: [7, { m: 'trainscaler_hook.launch' }], args: undefined }), false);
+  });
+
+  it('reads the monitor interval from the training container only', () => {
+    const pt = withWorker({ env: [{ name: 'PET_MONITOR_INTERVAL', value: '3' }] });
+    assert.equal(torchElasticOf(pt)?.monitorInterval, '3');
+    const sidecarOnly = withWorker({ env: [] });
+    spec(sidecarOnly).pytorchReplicaSpecs.Worker.template.spec.containers[1].env = [
+      { name: 'PET_MONITOR_INTERVAL', value: '3' },
+    ];
+    assert.equal(torchElasticOf(sidecarOnly)?.monitorInterval, undefined);
+    assert.equal('monitorInterval' in (torchElasticOf(sidecarOnly) ?? {}), false);
+  });
+
+  it('an elastic job with a Master and no Worker: the policy alone, no container facts', () => {
+    const pt = withWorker({ env: [{ name: 'PET_MAX_RESTARTS', value: '4' }] });
+    spec(pt).pytorchReplicaSpecs = { Master: spec(pt).pytorchReplicaSpecs.Worker };
+    assert.deepEqual(budget(pt), [0, 'torchrun default']);
+    assert.equal(torchElasticOf(pt)?.trainscalerLauncher, false);
+  });
+
+  it('the tune-rendezvous opt-in is the string "true" only', () => {
+    const tune = (value: string) =>
+      torchElasticOf(pytorchJob({ annotations: { 'trainscaler.io/tune-rendezvous': value } }))
+        ?.tuneRendezvous;
+    assert.equal(tune('true'), true);
+    assert.equal(tune('yes'), false);
+    assert.equal(torchElasticOf(pytorchJob())?.tuneRendezvous, false);
+  });
+});
+
+describe("buildJobPatch: trainscaler's node terms told apart from the user's", () => {
+  const TERMS =
+    '/spec/pytorchReplicaSpecs/Worker/template/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution';
+  const withTerms = (terms: unknown[]) => {
+    const pt = pytorchJob();
+    spec(pt).pytorchReplicaSpecs.Worker.template.spec.affinity = {
+      nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: terms },
+    };
+    return pt;
+  };
+  const field = (key: string, operator: string, values: unknown[]) => ({ key, operator, values });
+  // Each is one way a user's term can resemble an avoidance (weight 100, NotIn one node name) and not be one.
+  const lookalikes = [
+    { weight: 90, preference: { matchFields: [field('metadata.name', 'NotIn', ['n0'])] } },
+    { weight: 100, preference: { matchFields: [field('metadata.name', 'In', ['n0'])] } },
+    { weight: 100, preference: { matchFields: [field('metadata.labels', 'NotIn', ['n0'])] } },
+    { weight: 100, preference: { matchFields: [field('metadata.name', 'NotIn', ['n0', 'n1'])] } },
+    { weight: 100, preference: { matchFields: [field('metadata.name', 'NotIn', [7])] } },
+    {
+      weight: 100,
+      preference: {
+        matchFields: [field('metadata.name', 'NotIn', ['n0']), field('metadata.name', 'NotIn', ['n1'])],
+      },
+    },
+    { weight: 100, preference: { matchExpressions: [field('kubernetes.io/hostname', 'NotIn', ['n0'])] } },
+  ];
+
+  it("avoiding nodes never counts or replaces a user's term that only looks like an avoidance", () => {
+    let obj = withTerms(structuredClone(lookalikes));
+    for (const node of ['n0', 'a', 'b']) {
+      const ops = buildJobPatch(obj, [{ kind: 'avoid-node', role: 'Worker', node }], {});
+      assert.deepEqual(
+        ops.slice(1).map((o) => [o.op, o.path]),
+        [['add', `${TERMS}/-`]],
+        `avoiding ${node} appends`,
+      );
+      obj = apply(obj, ops);
+    }
+    // A fourth replaces the oldest of trainscaler's three, the first after the user's terms.
+    const fourth = buildJobPatch(obj, [{ kind: 'avoid-node', role: 'Worker', node: 'c' }], {});
+    assert.deepEqual(
+      fourth.slice(1).map((o) => [o.op, o.path]),
+      [['replace', `${TERMS}/${lookalikes.length}`]],
+    );
+    const terms = spec(apply(obj, fourth)).pytorchReplicaSpecs.Worker.template.spec.affinity.nodeAffinity
+      .preferredDuringSchedulingIgnoredDuringExecution;
+    assert.deepEqual(terms.slice(0, lookalikes.length), lookalikes);
+  });
+
+  it("a preference replaces only trainscaler's own earlier one (weight 50, In one node)", () => {
+    const userIn = { weight: 60, preference: { matchFields: [field('metadata.name', 'In', ['n0'])] } };
+    const ops = buildJobPatch(withTerms([userIn]), [{ kind: 'prefer-node', role: 'Worker', node: 'n0' }], {});
+    assert.deepEqual(
+      ops.slice(1).map((o) => [o.op, o.path]),
+      [['add', `${TERMS}/-`]],
+    );
+  });
+
+  it('adds the node affinity beside an affinity the template already has, keeping it', () => {
+    const pt = pytorchJob();
+    const podAntiAffinity = { preferredDuringSchedulingIgnoredDuringExecution: [] };
+    spec(pt).pytorchReplicaSpecs.Worker.template.spec.affinity = { podAntiAffinity };
+    const after = apply(pt, buildJobPatch(pt, [{ kind: 'avoid-node', role: 'Worker', node: 'n0' }], {}));
+    const affinity = spec(after).pytorchReplicaSpecs.Worker.template.spec.affinity;
+    assert.deepEqual(affinity.podAntiAffinity, podAntiAffinity);
+    assert.equal(affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution.length, 1);
+  });
+});
+
+describe('buildJobPatch: what it writes and does not', () => {
+  it('nothing to write for a job without annotations writes no annotations map', () => {
+    const pt = pytorchJob();
+    delete pt.metadata.annotations;
+    delete pt.metadata.resourceVersion;
+    assert.deepEqual(buildJobPatch(pt, [], {}), []);
+  });
+
+  it('a rendezvous env var already set is replaced in place, in the training container', () => {
+    const pt = pytorchJob();
+    spec(pt).pytorchReplicaSpecs.Worker.template.spec.containers[0].env = [
+      { name: 'A', value: 'b' },
+      { name: 'PET_MONITOR_INTERVAL', value: '5' },
+    ];
+    const ops = buildJobPatch(pt, [{ kind: 'rendezvous', setting: 'PET_MONITOR_INTERVAL', value: '1' }], {});
+    assert.deepEqual(ops.slice(1), [
+      {
+        op: 'replace',
+        path: '/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/env/1/value',
+        value: '1',
+      },
+    ]);
+  });
+
+  it('an absent completions is added with the parallelism it tracks', () => {
+    const job = indexedJob();
+    delete spec(job).completions;
+    const ops = buildJobPatch(job, [grow(6)], {});
+    assert.deepEqual(ops.slice(1), [
+      { op: 'replace', path: '/spec/parallelism', value: 6 },
+      { op: 'add', path: '/spec/completions', value: 6 },
+    ]);
+  });
+});
+
+describe('readJob: a bad quantity is refused at the field that holds it', () => {
+  it("a TrainJob's resourcesPerNode (it has no container), as a container's resources", () => {
+    const tj = trainJob();
+    spec(tj).trainer.resourcesPerNode.requests.cpu = 'lots';
+    assert.throws(
+      () => readJob(tj),
+      invalid('/spec/trainer/resourcesPerNode/requests/cpu', /invalid quantity 'lots'/),
+    );
+    const sts = statefulSet();
+    spec(sts).template.spec.containers[0].resources = { limits: { 'nvidia.com/gpu': 'two' } };
+    assert.throws(
+      () => readJob(sts),
+      invalid('/spec/template/spec/containers/0/resources/limits/nvidia.com/gpu', /invalid quantity 'two'/),
     );
   });
 });
