@@ -5,7 +5,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../../lib/cluster/cluster-client.js';
-import { capacityOf, loadCapacity, loadNodesAndPods, podsOf } from '../../../lib/cluster/load-capacity.js';
+import {
+  capacityOf,
+  exceptPodsOf,
+  exceptWaitingPodsOf,
+  loadCapacity,
+  loadNodesAndPods,
+  podsOf,
+} from '../../../lib/cluster/load-capacity.js';
 import type { ClusterCapacity, JobRef, Resources } from '../../../lib/types.js';
 
 const GiB = 1024 ** 3;
@@ -120,6 +127,34 @@ describe('capacityOf: which pods hold room (the cases beyond GPUs)', () => {
     assert.equal(viewOf(capacity, '').allocatable.cpuMillis, 1000, 'a node without a name is still counted');
     const noSpecNode: V1Node = { metadata: { name: 'no-spec' }, status: { allocatable: { cpu: '1' } } };
     assert.equal(viewOf(capacityOf([noSpecNode], []), 'no-spec').schedulable, true, 'not cordoned');
+  });
+
+  it('a bound pod, a waiting pod or a node with parts missing is read, not thrown on, whatever the options', () => {
+    const anonymousBound: V1Pod = {
+      spec: { nodeName: 'cpu-0', containers: [] },
+      status: { phase: 'Running' },
+    };
+    const noSpec: V1Pod = { metadata: { name: 'no-spec' }, status: { phase: 'Pending' } };
+    for (const options of [
+      { now: 1 },
+      { preemptibleBelow: 1 },
+      { holdRoomFor: exceptWaitingPodsOf([ref]) },
+    ]) {
+      const capacity = capacityOf([cpuNode('cpu-0')], [anonymousBound, noSpec], options);
+      assert.deepEqual(viewOf(capacity, 'cpu-0').allocated, { cpuMillis: 0, memoryBytes: 0, gpus: 0 });
+    }
+  });
+
+  it('a node that reports conditions but no Ready one yet is taken at its word', () => {
+    const node = cpuNode('new');
+    node.status = { ...node.status, conditions: [{ type: 'MemoryPressure', status: 'False' }] };
+    assert.equal(viewOf(capacityOf([node], []), 'new').schedulable, true);
+  });
+
+  it("exceptPodsOf holds the room of every other job's waiting pods, and none of the decided job's", () => {
+    const pods = [pod('own-0'), pod('other-0', { job: 'other' }), pod('other-1', { job: 'other' })];
+    const capacity = capacityOf([cpuNode('cpu-0')], pods, { holdRoomFor: exceptPodsOf(ref) });
+    assert.equal(viewOf(capacity, 'cpu-0').allocated.cpuMillis, 2000, "the two pods of 'other'");
   });
 
   it("asks the caller's holdRoomFor only about pods that wait unbound", () => {
