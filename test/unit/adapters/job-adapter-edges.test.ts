@@ -653,3 +653,33 @@ describe('readJob: a bad quantity is refused at the field that holds it', () => 
     );
   });
 });
+
+describe('readJob: elastic only when the kind or its user says so', () => {
+  it('a Job, a JobSet and a StatefulSet are elastic by the annotation "true" alone', () => {
+    for (const make of [indexedJob, () => jobSet(), statefulSet]) {
+      const obj = make();
+      obj.metadata.annotations = { ...obj.metadata.annotations };
+      delete obj.metadata.annotations['trainscaler.io/elastic'];
+      assert.equal(readJob(obj).elastic, false, `${obj.kind} without the annotation`);
+      obj.metadata.annotations['trainscaler.io/elastic'] = 'yes';
+      assert.equal(readJob(obj).elastic, false, `${obj.kind} annotated yes`);
+      obj.metadata.annotations['trainscaler.io/elastic'] = 'true';
+      assert.equal(readJob(obj).elastic, true, `${obj.kind} annotated true`);
+    }
+  });
+
+  it('a TFJob by enableDynamicWorker true (not a truthy string), or the annotation', () => {
+    const tf = tfJob();
+    tf.metadata.annotations = { 'trainscaler.io/managed': 'true' };
+    spec(tf).enableDynamicWorker = 'true';
+    assert.equal(readJob(tf).elastic, false);
+    spec(tf).enableDynamicWorker = true;
+    assert.equal(readJob(tf).elastic, true);
+  });
+
+  it('a TrainJob never, whatever it is annotated', () => {
+    const tj = trainJob();
+    tj.metadata.annotations = { ...tj.metadata.annotations, 'trainscaler.io/elastic': 'true' };
+    assert.equal(readJob(tj).elastic, false);
+  });
+});
