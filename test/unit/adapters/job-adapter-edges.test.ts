@@ -683,3 +683,100 @@ describe('readJob: elastic only when the kind or its user says so', () => {
     assert.equal(readJob(tj).elastic, false);
   });
 });
+
+describe('readJob and buildJobPatch: the details each kind keeps', () => {
+  it('reads every kind opted in by label, with no annotations at all', () => {
+    const bare = (obj: KubeObject) => {
+      delete obj.metadata.annotations;
+      obj.metadata.labels = { ...obj.metadata.labels, 'trainscaler.io/managed': 'true' };
+      return obj;
+    };
+    const tf = bare(tfJob());
+    delete spec(tf).enableDynamicWorker;
+    for (const obj of [bare(pytorchJob()), tf, bare(statefulSet()), bare(indexedJob()), bare(jobSet())]) {
+      const view = readJob(obj);
+      assert.equal(view.managed, true, obj.kind);
+      assert.equal(view.elastic, obj.kind === 'PyTorchJob', `${obj.kind}: elastic only by its policy`);
+    }
+    const suspended = bare(indexedJob());
+    spec(suspended).suspend = true;
+    assert.equal(kueueFactsOf(suspended).suspended, true);
+  });
+
+  it('a Job with suspend false is not suspended, whatever Kueue annotates', () => {
+    const job = indexedJob();
+    job.metadata.annotations = { ...job.metadata.annotations, 'kueue.x-k8s.io/stopping': 'false' };
+    assert.equal(kueueFactsOf(job).suspended, false);
+    assert.deepEqual(kueueFactsOf(statefulSet()).podSetOf, { Worker: 'main' });
+  });
+
+  it("finds each framework's training container by its conventional name, even listed after a sidecar", () => {
+    for (const [make, name] of [
+      [pytorchJob, 'pytorch'],
+      [tfJob, 'tensorflow'],
+    ] as const) {
+      const obj = make();
+      const specs = spec(obj).pytorchReplicaSpecs ?? spec(obj).tfReplicaSpecs;
+      specs.Worker.template.spec.containers.unshift({ name: 'istio-proxy', image: 'istio:1' });
+      const worker = readJob(obj).roles.find((r) => r.role === 'Worker');
+      assert.deepEqual([worker?.containerName, worker?.containerIndex], [name, 1], obj.kind);
+    }
+  });
+
+  it('an elastic PyTorchJob scales its workers only: a Master keeps its size within the policy', () => {
+    const pt = pytorchJob();
+    spec(pt).pytorchReplicaSpecs.Master = structuredClone(spec(pt).pytorchReplicaSpecs.Worker);
+    spec(pt).pytorchReplicaSpecs.Master.replicas = 1;
+    assert.deepEqual(
+      readJob(pt).roles.map((r) => [r.role, r.minReplicas, r.maxReplicas]),
+      [
+        ['Master', 1, 1],
+        ['Worker', 1, 8],
+      ],
+    );
+  });
+
+  it('a True condition that is not the end (Suspended) does not finish a Job', () => {
+    const job = indexedJob();
+    job.status = { conditions: [{ type: 'Suspended', status: 'True' }] };
+    assert.ok(buildJobPatch(job, [grow(6)], {}).some((o) => o.path === '/spec/parallelism'));
+    assert.equal(readJob(job).refusals?.replicas, undefined);
+  });
+
+  it('an ambiguous JobSet lists its replicated jobs in the error; a missing numNodes says why', () => {
+    const js = jobSet();
+    for (const [i, name] of ['a', 'b'].entries()) spec(js).replicatedJobs[i].name = name;
+    assert.throws(
+      () => readJob(js),
+      invalid(
+        '/spec/replicatedJobs',
+        /ambiguous \(a, b\): set the annotation trainscaler\.io\/replicated-job/,
+      ),
+    );
+    const tj = trainJob();
+    delete spec(tj).trainer.numNodes;
+    assert.throws(
+      () => readJob(tj),
+      invalid(
+        '/spec/trainer/numNodes',
+        /the size then comes from the training runtime, which trainscaler does not read/,
+      ),
+    );
+  });
+
+  it('a JobSet is read and refused as a JobSet, and a role it does not have is named', () => {
+    assert.equal(readJob(jobSet()).ref.kind, 'JobSet');
+    const js = jobSet();
+    const image = spec(js).replicatedJobs[1].template.spec.template.spec.containers[0].image;
+    assert.equal(
+      readJob(js).signature,
+      `JobSet:${image}`,
+      "the kind and the training replicated job's image",
+    );
+    assert.throws(
+      () =>
+        buildJobPatch(jobSet({ replicas: 2 }), [{ kind: 'replicas', role: 'Master', from: 1, to: 2 }], {}),
+      invalid('/spec', /job has no Master role/),
+    );
+  });
+});
