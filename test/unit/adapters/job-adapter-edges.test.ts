@@ -17,6 +17,7 @@ import {
 } from '../../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { UnsupportedChangeError, ValidationError } from '../../../lib/errors.js';
+import { DEFAULT_MANAGEMENT_SCOPE, managementOf } from '../../../lib/management.js';
 import type { Change } from '../../../lib/types.js';
 import { indexedJob, jobSet, trainJob } from '../../fixtures/batch-jobs.js';
 import { pytorchJob, statefulSet, tfJob } from '../../fixtures/jobs.js';
@@ -778,5 +779,25 @@ describe('readJob and buildJobPatch: the details each kind keeps', () => {
         buildJobPatch(jobSet({ replicas: 2 }), [{ kind: 'replicas', role: 'Master', from: 1, to: 2 }], {}),
       invalid('/spec', /job has no Master role/),
     );
+  });
+});
+
+describe('readJob: whether the job is managed, and why not', () => {
+  it('carries the opt-in rule’s own reason, and none when managed', () => {
+    const optedOut = pytorchJob({ annotations: { 'trainscaler.io/managed': 'false' } });
+    const view = readJob(optedOut);
+    assert.equal(view.managed, false);
+    assert.equal(view.unmanagedReason, managementOf(optedOut.metadata, DEFAULT_MANAGEMENT_SCOPE).why);
+    assert.equal('unmanagedReason' in readJob(pytorchJob()), false);
+  });
+
+  it('decides by the scope it is given: a listed namespace without opt-in, an unlisted one with', () => {
+    const job = pytorchJob();
+    delete job.metadata.annotations?.['trainscaler.io/managed'];
+    const scope = { ...DEFAULT_MANAGEMENT_SCOPE, namespaceAllowlist: [job.metadata.namespace ?? ''] };
+    assert.equal(readJob(job, scope).managed, true);
+    assert.equal(readJob(job).managed, false);
+    const elsewhere = { ...DEFAULT_MANAGEMENT_SCOPE, namespaceAllowlist: ['other'] };
+    assert.equal(readJob(pytorchJob(), elsewhere).managed, false);
   });
 });
