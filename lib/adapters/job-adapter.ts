@@ -482,18 +482,19 @@ export function controlledByItsOwner(obj: {
   return (obj.metadata?.ownerReferences ?? []).some((o) => o.controller === true);
 }
 
+/** `pointer`: where the resources block (its `requests` and `limits`) lives, for the field an error names. */
 function readResources(container: unknown, field: 'requests' | 'limits', pointer: string): Resources {
   const block = getObject(container, ['resources', field]) ?? {};
   const read = (key: string, parse: (v: string | number) => number) => {
     const raw = block[key];
     if (raw === undefined || raw === null) return 0;
     if (typeof raw !== 'string' && typeof raw !== 'number') {
-      throw new ValidationError(`${pointer}/resources/${field}/${key}`, 'expected a quantity');
+      throw new ValidationError(`${pointer}/${field}/${key}`, 'expected a quantity');
     }
     try {
       return parse(raw);
     } catch (error) {
-      throw new ValidationError(`${pointer}/resources/${field}/${key}`, (error as Error).message);
+      throw new ValidationError(`${pointer}/${field}/${key}`, (error as Error).message);
     }
   };
   return {
@@ -654,9 +655,10 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
           index: 0,
           name: shape.defaultContainer ?? 'node',
           container: { resources: getPath(obj, loc.resourcesPath) },
-          pointer: jsonPointer(loc.resourcesPath.slice(0, -1)),
+          pointer: jsonPointer(loc.resourcesPath),
         }
       : findContainer(obj, loc, shape.defaultContainer);
+    const resourcesPointer = loc.resourcesPath ? pointer : `${pointer}/resources`;
     const bounds = shape.bounds(obj, loc.role, replicas);
     return {
       role: loc.role,
@@ -665,8 +667,8 @@ export function readJob(obj: KubeObject, scope: ManagementScope = DEFAULT_MANAGE
       maxReplicas: bounds.max,
       containerName: name,
       containerIndex: index,
-      requests: readResources(container, 'requests', pointer),
-      limits: readResources(container, 'limits', pointer),
+      requests: readResources(container, 'requests', resourcesPointer),
+      limits: readResources(container, 'limits', resourcesPointer),
       ...((loc.groups ?? 1) > 1 ? { replicaMultiple: loc.groups } : {}),
     };
   });
