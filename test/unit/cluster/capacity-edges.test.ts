@@ -198,6 +198,9 @@ function readOnlyCluster(nodes: V1Node[], pods: V1Pod[]) {
     getClusterQueue: refuse,
     getConfigMap: refuse,
     putConfigMap: refuse,
+    getJobState: refuse,
+    listJobStates: refuse,
+    putJobState: refuse,
   };
   return { cluster, podQueries };
 }
