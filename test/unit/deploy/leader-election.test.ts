@@ -132,4 +132,63 @@ describe('LeaderElector', () => {
     }
     assert.ok(lease.record?.holderIdentity);
   });
+
+  it('dates a held GET by its answer: a follower never takes over while the old leader may still write', async () => {
+    // The fault: the follower's GET is sent at 2 s and held on the way for 10 s; meanwhile the leader renews
+    // at 10 s (it may write until 20 s) and then dies. Dated by the GET's sending (2 s), that renewal would
+    // look expired at 17 s.
+    const { lease, clock, elector } = harness();
+    const a = elector('a');
+    const b = elector('b');
+    await a.tick();
+    await b.tick();
+    let answer: (() => void) | undefined;
+    const heldGet = lease.get.bind(lease);
+    lease.get = () => new Promise((resolve) => (answer = () => resolve(heldGet())));
+    clock.now = 2_000;
+    const held = b.tick();
+    lease.get = heldGet;
+    clock.now = 10_000;
+    await a.tick(); // the renewal the held GET will show; a dies after it
+    assert.equal(a.admit()?.remainingMs, 10_000, 'a may write until 20 s');
+    clock.now = 12_000;
+    answer?.();
+    await held;
+    for (const t of [17_000, 20_000, 26_999]) {
+      clock.now = t;
+      await b.tick();
+      assert.equal(b.isLeader(), false, `b waits at ${t} ms`);
+    }
+    assert.equal(a.isLeader(), false, 'a stopped writing at 20 s');
+    clock.now = 27_000;
+    await b.tick();
+    assert.equal(b.isLeader(), true, 'leaseDuration after the answer arrived');
+  });
+
+  it("dates the leader's renewal by when its update was sent, not by its GET nor by the answer", async () => {
+    const { lease, clock, elector } = harness();
+    const a = elector('a');
+    await a.tick();
+    const get = lease.get.bind(lease);
+    const update = lease.update.bind(lease);
+    // The GET takes 3 s, the update 2 s more: sent at 8 s, answered at 10 s.
+    lease.get = async () => {
+      const record = await get();
+      clock.now += 3_000;
+      return record;
+    };
+    lease.update = async (record) => {
+      const written = await update(record);
+      clock.now += 2_000;
+      return written;
+    };
+    clock.now = 5_000;
+    await a.tick();
+    assert.equal(clock.now, 10_000);
+    assert.equal(a.admit()?.remainingMs, 8_000, 'the deadline is 10 s after the update was sent at 8 s');
+    clock.now = 17_999;
+    assert.equal(a.isLeader(), true);
+    clock.now = 18_000;
+    assert.equal(a.isLeader(), false);
+  });
 });
