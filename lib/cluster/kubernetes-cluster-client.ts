@@ -16,6 +16,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { ApiError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import { redactUrls } from '../redact-url.js';
 import type { JobKind, JobRef } from '../types.js';
 import type {
   AuditEventInput,
@@ -76,9 +77,9 @@ export function translateError(what: string, error: unknown): Error {
     if (error.code === 403 || error.code === 401) return new ForbiddenError(what, detail);
     return new ApiError(what, error.code, detail, { cause: error });
   }
-  return new ApiError(what, undefined, error instanceof Error ? error.message : String(error), {
-    cause: error,
-  });
+  // A connection failure quotes the request's URL: its query values are not for the logs.
+  const detail = redactUrls(error instanceof Error ? error.message : String(error));
+  return new ApiError(what, undefined, detail, { cause: error });
 }
 
 /**

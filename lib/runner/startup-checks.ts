@@ -5,6 +5,7 @@
 import { type KubeConfig, VersionApi } from '@kubernetes/client-node';
 import axios from 'axios';
 import type { Logger } from '../../functions/handler-deps.js';
+import { redactUrls } from '../redact-url.js';
 
 const TIMEOUT_MS = 5_000;
 
@@ -13,10 +14,11 @@ export interface CheckResult {
   detail: string;
 }
 
+/** What failed, in words that hold no credential (a URL's userinfo or query values are hidden). */
 function failure(error: unknown): string {
   if (axios.isAxiosError(error))
-    return error.response ? `HTTP ${error.response.status}` : (error.code ?? error.message);
-  return error instanceof Error ? error.message : String(error);
+    return error.response ? `HTTP ${error.response.status}` : redactUrls(error.code ?? error.message);
+  return redactUrls(error instanceof Error ? error.message : String(error));
 }
 
 /** Prometheus's readiness endpoint, then a trivial query (the API the metrics source uses). */
@@ -55,11 +57,14 @@ export async function runStartupChecks(
     checkPrometheus(target.prometheusUrl),
     checkApiServer(target.kubeConfig),
   ]);
-  const server = target.kubeConfig.getCurrentCluster()?.server;
-  if (prometheus.ok) logger.info({ prometheus: target.prometheusUrl }, 'prometheus reachable');
+  // Logged without their credentials: PROMETHEUS_URL may be https://user:password@host.
+  const cluster = target.kubeConfig.getCurrentCluster()?.server;
+  const server = cluster === undefined ? undefined : redactUrls(cluster);
+  const shownPrometheus = redactUrls(target.prometheusUrl);
+  if (prometheus.ok) logger.info({ prometheus: shownPrometheus }, 'prometheus reachable');
   else
     logger.warn(
-      { prometheus: target.prometheusUrl, error: prometheus.detail },
+      { prometheus: shownPrometheus, error: prometheus.detail },
       'prometheus unreachable: no runtime decision (alarm, rebalance) can be made until it answers',
     );
   if (apiServer.ok) logger.info({ apiServer: server, version: apiServer.detail }, 'API server reachable');
