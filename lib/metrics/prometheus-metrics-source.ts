@@ -145,7 +145,7 @@ export class PrometheusMetricsSource implements MetricsSource {
   private readonly shownURL: string;
 
   constructor(
-    private readonly baseURL: string,
+    baseURL: string,
     private readonly clock: () => number,
     options: PrometheusSourceOptions = {},
   ) {
