@@ -55,16 +55,34 @@ export function loadKubeConfig(options: { kubeconfig?: string; inCluster?: boole
   return kc;
 }
 
+/**
+ * A Status's message, with the messages of its causes: the API server names the PodDisruptionBudget that
+ * refused an eviction only there ("The disruption budget train-pdb needs 2 healthy pods and has 2 currently").
+ */
+function statusMessage(status: object): string | undefined {
+  if (!('message' in status)) return undefined;
+  const details = 'details' in status ? status.details : undefined;
+  const causes =
+    typeof details === 'object' && details !== null && 'causes' in details && Array.isArray(details.causes)
+      ? (details.causes as unknown[]).flatMap((c) =>
+          typeof c === 'object' && c !== null && 'message' in c && typeof c.message === 'string'
+            ? [c.message]
+            : [],
+        )
+      : [];
+  return [String(status.message), ...causes].join(': ');
+}
+
 function messageOf(body: unknown, fallback: string): string {
   if (typeof body === 'string') {
     try {
       const parsed: unknown = JSON.parse(body);
-      if (typeof parsed === 'object' && parsed !== null && 'message' in parsed) return String(parsed.message);
+      if (typeof parsed === 'object' && parsed !== null) return statusMessage(parsed) ?? fallback;
     } catch {
       return body.slice(0, 500);
     }
   }
-  if (typeof body === 'object' && body !== null && 'message' in body) return String(body.message);
+  if (typeof body === 'object' && body !== null) return statusMessage(body) ?? fallback;
   return fallback;
 }
 
