@@ -292,7 +292,7 @@ export class KubernetesClusterClient implements ClusterClient {
    */
   servesPodResize(options?: ReadOptions): Promise<boolean> {
     this.podResizeServed ??= call('discover the core API resources', () =>
-      this.core.getAPIResources(readRequestOptions(options)),
+      this.core.getAPIResources({}, readRequestOptions(options)),
     )
       .then((list) => list.resources.some((r) => r.name === 'pods/resize'))
       .catch((error: unknown) => {

@@ -5,6 +5,7 @@
 import { type KubeConfig, VersionApi } from '@kubernetes/client-node';
 import axios from 'axios';
 import type { Logger } from '../../functions/handler-deps.js';
+import { readRequestOptions } from '../cluster/kubernetes-cluster-client.js';
 import { redactUrls } from '../redact-url.js';
 
 const TIMEOUT_MS = 5_000;
@@ -34,18 +35,31 @@ export async function checkPrometheus(url: string): Promise<CheckResult> {
   }
 }
 
-/** The API server's /version, with the credentials the runner will use. */
-export async function checkApiServer(kubeConfig: KubeConfig): Promise<CheckResult> {
+/**
+ * The API server's /version, with the credentials the runner will use. A server that does not answer in time
+ * has its request cancelled (the connection closed), not left open for the life of the process.
+ */
+export async function checkApiServer(kubeConfig: KubeConfig, timeoutMs = TIMEOUT_MS): Promise<CheckResult> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
   try {
     const version = await Promise.race([
-      kubeConfig.makeApiClient(VersionApi).getCode(),
-      new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error(`no answer in ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS).unref(),
-      ),
+      kubeConfig
+        .makeApiClient(VersionApi)
+        .getCode({}, readRequestOptions({ signal: controller.signal, timeoutMs })),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const error = new Error(`no answer in ${timeoutMs / 1000} s`);
+          controller.abort(error);
+          reject(error);
+        }, timeoutMs);
+      }),
     ]);
     return { ok: true, detail: version.gitVersion };
   } catch (error) {
     return { ok: false, detail: failure(error) };
+  } finally {
+    clearTimeout(timer);
   }
 }
 

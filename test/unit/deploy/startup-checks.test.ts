@@ -5,7 +5,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import { runStartupChecks } from '../../../lib/runner/startup-checks.js';
+import { checkApiServer, runStartupChecks } from '../../../lib/runner/startup-checks.js';
 
 function closedPort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -92,5 +92,40 @@ describe('start-up checks', () => {
     assert.equal(lines.length, 4);
     assert.match(lines[0] ?? '', /prometheus reachable .*http:\/\/\*\*\*@127\.0\.0\.1:\d+\/\?token=\*\*\*/);
     for (const line of lines) assert.ok(!line.includes(secret), `a credential is logged: ${line}`);
+  });
+
+  it('gives up on an API server that does not answer, and closes the connection', async () => {
+    const sockets = new Set<import('node:net').Socket>();
+    const silent = createHttpServer(() => undefined);
+    silent.on('connection', (socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [
+        {
+          name: 'c',
+          server: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+          skipTLSVerify: true,
+        },
+      ],
+      users: [{ name: 'u', token: 't' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    try {
+      const started = Date.now();
+      const result = await checkApiServer(kubeConfig, 200);
+      assert.deepEqual(result, { ok: false, detail: 'no answer in 0.2 s' });
+      assert.ok(Date.now() - started < 2_000);
+      const until = Date.now() + 2_000;
+      while (sockets.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(sockets.size, 0, 'the request was cancelled');
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
