@@ -162,6 +162,14 @@ describe('patchIdentity', () => {
     assert.deepEqual(patchIdentity([{ op: 'add', path: '/metadata/annotations', value: 'x' }]), {});
     assert.deepEqual(patchIdentity([{ op: 'add', path: '/metadata/labels', value: record('d') }]), {});
     assert.deepEqual(
+      patchIdentity([
+        { op: 'add', path: '/metadata/labels', value: { [ANNOTATION.lastDecision]: record('d') } },
+      ]),
+      {},
+      'only the annotations object is read whole',
+    );
+    assert.deepEqual(patchIdentity([{ op: 'add', path: last, value: [record('d')] }]), {}, 'not a string');
+    assert.deepEqual(
       patchIdentity([{ op: 'add', path: last, value: JSON.stringify({ id: 'd', write: 5 }) }]),
       { decisionId: 'd' },
       'a nonce that is not a string is no nonce',
@@ -191,6 +199,12 @@ describe('findDecision', () => {
     assert.equal(findDecision({ ...jobWith('1'), metadata: { name: 'toy' } }, 'd', 'w'), undefined);
     for (const raw of ['{', '[1, null, "d", {"noid": 1}]', '""'])
       assert.equal(findDecision(jobWith('1', { [ANNOTATION.history]: raw }), 'd', 'w'), undefined, raw);
+    for (const stray of ['1', 'null', '"d"'])
+      assert.equal(
+        findDecision(jobWith('1', { [ANNOTATION.history]: `[${stray},${record('d', 'w')}]` }), 'd', 'w'),
+        'ours',
+        `a stray ${stray} entry does not hide the records after it`,
+      );
     const corruptThenGood = jobWith('1', {
       [ANNOTATION.lastDecision]: '{',
       [ANNOTATION.history]: `[${record('d', 'w')}]`,
@@ -288,6 +302,8 @@ describe('RetryingClusterClient: reads', () => {
       getClusterQueue: ['hang'],
       getConfigMap: ['hang'],
       servesPodResize: ['hang'],
+      resizePod: ['hang'],
+      createEvent: ['hang'],
     });
     const c = new RetryingClusterClient(hung.client, { ...fast, maxAttempts: 1, attemptTimeoutMs: 5 });
     const cases: [Promise<unknown>, string][] = [
@@ -300,6 +316,8 @@ describe('RetryingClusterClient: reads', () => {
       [c.getClusterQueue('q'), 'get clusterqueue'],
       [c.getConfigMap('n', 'cm'), 'get configmap'],
       [c.servesPodResize(), 'discover pods/resize'],
+      [c.resizePod('n', 'p', [], OFF), 'resize pod n/p'],
+      [c.createEvent(event(), OFF), 'create event'],
     ];
     for (const [call, what] of cases)
       await assert.rejects(
