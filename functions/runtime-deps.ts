@@ -14,6 +14,7 @@ import { DEFAULT_PROFILE_LIMITS, type ProfileStoreRef } from '../lib/decisions/p
 import { ConfigError } from '../lib/errors.js';
 import { DEFAULT_OWN_NAMESPACE, isSystemNamespace } from '../lib/management.js';
 import { PrometheusMetricsSource } from '../lib/metrics/prometheus-metrics-source.js';
+import { redactUrls } from '../lib/redact-url.js';
 import { LeaderFencedClusterClient, type WriteFence } from '../lib/runner/fenced-cluster-client.js';
 import type { HandlerDeps } from './handler-deps.js';
 
@@ -147,10 +148,10 @@ export function readRuntimeConfig(env: Env): RuntimeConfig {
   try {
     parsed = new URL(prometheusUrl);
   } catch {
-    throw new ConfigError(`PROMETHEUS_URL is not a URL: '${prometheusUrl}'`);
+    throw new ConfigError(`PROMETHEUS_URL is not a URL: '${redactUrls(prometheusUrl)}'`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    throw new ConfigError(`PROMETHEUS_URL must be http(s), got '${prometheusUrl}'`);
+    throw new ConfigError(`PROMETHEUS_URL must be http(s), got '${redactUrls(prometheusUrl)}'`);
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LOG_LEVELS.includes(logLevel))
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);

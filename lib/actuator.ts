@@ -23,7 +23,7 @@ import { clusterQueueQuotaOf, kueueJobOf } from './cluster/kueue-state.js';
 import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { measureLastRescale } from './decisions/rescale-measurement.js';
-import { ConflictError, TrainscalerError } from './errors.js';
+import { ApiError, ConflictError, TrainscalerError } from './errors.js';
 import {
   applyGuardrails,
   declaredGpus,
@@ -96,12 +96,22 @@ export interface Outcome {
   applied: boolean;
   decisionId?: string;
   patch?: JsonPatchOp[];
-  /** `kueue`: Kueue's rules held the plan's changes back (its reason says which and why). */
-  skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed' | 'kueue';
+  /**
+   * `kueue`: Kueue's rules held the plan's changes back (its reason says which and why). `eviction-refused`:
+   * the API server refused an eviction the plan needs (a PodDisruptionBudget): nothing was written.
+   */
+  skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed' | 'kueue' | 'eviction-refused';
   /** Conflicts met and retried before the outcome. */
   conflicts?: number;
   /** The in-place resizes sent (pods/resize), one per pod, when the plan changed CPU or memory. */
   podResizes?: PodResizeResult[];
+  /** Evictions the API server refused (HTTP 429: a PodDisruptionBudget), with what it said. */
+  evictionsRefused?: RefusedEviction[];
+}
+
+export interface RefusedEviction {
+  pod: string;
+  detail: string;
 }
 
 export type Decide = (snapshot: JobSnapshot) => Plan | Promise<Plan>;
@@ -354,6 +364,18 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     const podResizes = planPodResizes(snapshot, plan, served);
     const kept = plan; // its evictions of OOM-killed pods, should their in-place resize be refused
     plan = withPodResizes(plan, podResizes);
+    const refusedNow = await evictionsRefused(deps, ref, evictedPods(plan.changes), true);
+    if (refusedNow.length > 0) {
+      await recordRefusal(deps, view, obj, plan, refusedNow);
+      return {
+        ref,
+        plan,
+        applied: false,
+        skipped: 'eviction-refused',
+        conflicts,
+        evictionsRefused: refusedNow,
+      };
+    }
     // No duplicate check here: the id covers the resourceVersion read, which every write bumps, so a
     // decision already written can never be found again under the same id. Duplicate triggers are stopped by
     // the resourceVersion pin (all but one patch conflict and re-read) and then by what the winner wrote
@@ -420,28 +442,31 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     const failed = resized.filter((r) => r.result === 'failed');
     // An OOM-killed pod whose resize the API server refused is recreated at the new size the old way.
     const evictions = [
-      ...plan.changes.flatMap((c) => (c.kind === 'evict-pod' ? [c.pod] : [])),
+      ...evictedPods(plan.changes),
       ...kept.changes.flatMap((c) =>
         c.kind === 'evict-pod' && c.toResize && failed.some((f) => f.pod === c.pod) ? [c.pod] : [],
       ),
     ];
-    for (const pod of evictions) await deps.cluster.evictPod(ref.namespace, pod, { dryRun: false });
+    // Refused only if the budget was spent between the dry run above and now (or for an OOM-killed pod whose
+    // resize was refused, not asked before): the job's patch stands, and the Event says the pod stayed.
+    const refused = await evictionsRefused(deps, ref, evictions, false);
     if (failed.length > 0)
       deps.logger.warn({ job: ref, decisionId: id, failed }, 'in-place resize refused; pods keep their size');
-    const told =
-      failed.length > 0
-        ? {
-            ...plan,
-            reason: `${plan.reason}; resize refused: ${failed.map((f) => `${f.pod} (${f.detail ?? 'no detail'})`).join(', ')}`,
-          }
-        : plan;
-    await recordEvent(deps, view, obj, told, id);
+    let told = plan;
+    if (failed.length > 0)
+      told = {
+        ...told,
+        reason: `${told.reason}; resize refused: ${failed.map((f) => `${f.pod} (${f.detail ?? 'no detail'})`).join(', ')}`,
+      };
+    if (refused.length > 0) told = { ...told, reason: `${told.reason}; ${refusalText(refused)}` };
+    await recordEvent(deps, view, obj, told, id, refused.length > 0);
     deps.logger.info(
       { job: ref, decisionId: id, policy: plan.policy, reason: plan.reason },
       'decision applied',
     );
     const outcome: Outcome = { ref, plan, applied: true, decisionId: id, patch, conflicts };
     if (resized.length > 0) outcome.podResizes = resized;
+    if (refused.length > 0) outcome.evictionsRefused = refused;
     return outcome;
   }
 }
@@ -496,14 +521,85 @@ async function podResizeServed(deps: ActuatorDeps, ref: JobRef): Promise<boolean
   }
 }
 
+function evictedPods(changes: readonly Change[]): string[] {
+  return changes.flatMap((c) => (c.kind === 'evict-pod' ? [c.pod] : []));
+}
+
+/**
+ * Sends the evictions (or, with `probe`, their server-side dry runs) and returns those the API server refused
+ * with HTTP 429: a PodDisruptionBudget that allows no disruption now (or the server shedding load, which also
+ * processed nothing). Any other failure is thrown as before.
+ *
+ * Why a dry run before the job's patch, rather than evicting first: the patch must land before the eviction
+ * (the pod the controller recreates is made from the patched template: the node to avoid, the new memory), so
+ * the eviction cannot go first. The Eviction API's dry run runs the same PodDisruptionBudget check and
+ * disrupts nothing, so a refusal is known before anything is written: no decision recorded, no cool-down
+ * started, the job as it was, and the next trigger asks again. What remains is a budget spent by someone else
+ * between the dry run and the eviction, milliseconds; that refusal is not hidden (Warning Event, outcome).
+ */
+async function evictionsRefused(
+  deps: ActuatorDeps,
+  ref: JobRef,
+  pods: readonly string[],
+  probe: boolean,
+): Promise<RefusedEviction[]> {
+  const refused: RefusedEviction[] = [];
+  for (const pod of pods) {
+    try {
+      await deps.cluster.evictPod(ref.namespace, pod, { dryRun: probe });
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 429)) throw error;
+      refused.push({ pod, detail: error.message });
+    }
+  }
+  if (refused.length > 0 && !probe)
+    deps.logger.warn({ job: ref, refused }, 'eviction refused after the job was patched; the pod stays');
+  return refused;
+}
+
+function refusalText(refused: readonly RefusedEviction[]): string {
+  return `eviction refused, the pod stays: ${refused.map((r) => `${r.pod} (${r.detail})`).join(', ')}`;
+}
+
+/**
+ * A plan refused before anything was written: a Warning Event says so. Named after the decision and the
+ * refusal, so that triggers retrying the same decision on the same job version record it once.
+ */
+async function recordRefusal(
+  deps: ActuatorDeps,
+  view: JobView,
+  obj: KubeObject,
+  plan: Plan,
+  refused: readonly RefusedEviction[],
+): Promise<void> {
+  const reason = `${plan.reason}; not applied: ${refusalText(refused)}; nothing written, the cool-down unchanged`;
+  deps.logger.warn({ job: view.ref, policy: plan.policy, reason }, 'plan not applied: eviction refused');
+  try {
+    await deps.cluster.createEvent(
+      {
+        involved: { ref: view.ref, uid: view.uid, apiVersion: obj.apiVersion },
+        type: 'Warning',
+        reason: 'TrainscalerEvictionRefused',
+        message: eventMessage(reason, FULL_REASON_IN_LOG),
+        decisionId: `${decisionIdOf(view, plan)}-refused`,
+      },
+      { dryRun: deps.dryRun },
+    );
+  } catch (error) {
+    const detail = error instanceof TrainscalerError ? error.message : String(error);
+    deps.logger.error({ job: view.ref, error: detail }, 'could not record the refused eviction');
+  }
+}
+
 async function recordEvent(
   deps: ActuatorDeps,
   view: JobView,
   obj: KubeObject,
   plan: Plan,
   decisionId: string,
+  evictionRefused = false,
 ): Promise<void> {
-  const warning = plan.policy === 'fault' || plan.changes.some((c) => c.kind === 'pause');
+  const warning = evictionRefused || plan.policy === 'fault' || plan.changes.some((c) => c.kind === 'pause');
   try {
     await deps.cluster.createEvent(
       {

@@ -47,6 +47,16 @@ export interface WriteOptions {
   timeoutMs?: number;
 }
 
+/**
+ * Bounds one read: its signal cancels the HTTP request, and its time limit is sent to the API server (the
+ * `timeout` parameter, and a list's `timeoutSeconds`) so that the server stops working on a read the client
+ * has stopped waiting for.
+ */
+export interface ReadOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
 export interface AuditEventInput {
   involved: { ref: JobRef; uid: string; apiVersion: string };
   type: 'Normal' | 'Warning';
@@ -82,23 +92,24 @@ export interface JobStateObject {
 /**
  * Everything trainscaler reads from or writes to a cluster. Two implementations: the real API server
  * (KubernetesClusterClient) and the in-process SimulatedCluster used by the demo and simulations.
- * Errors are typed (NotFoundError, ConflictError, ForbiddenError, ApiError).
+ * Errors are typed (NotFoundError, ConflictError, ForbiddenError, ApiError). Reads take optional ReadOptions
+ * (RetryingClusterClient bounds every attempt with them); a client that ignores them is still a ClusterClient.
  */
 export interface ClusterClient {
-  getJob(ref: JobRef): Promise<KubeObject>;
-  listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]>;
+  getJob(ref: JobRef, options?: ReadOptions): Promise<KubeObject>;
+  listJobs(kind: JobKind, namespace?: string, options?: ReadOptions): Promise<KubeObject[]>;
   /** JSON Patch; throws ConflictError when a `test` or resourceVersion guard fails. */
   patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject>;
   /** Pods in a namespace (or all namespaces) matching a label selector. */
-  listPods(namespace: string | undefined, labelSelector?: string): Promise<V1Pod[]>;
-  listNodes(): Promise<V1Node[]>;
+  listPods(namespace: string | undefined, labelSelector?: string, options?: ReadOptions): Promise<V1Pod[]>;
+  listNodes(options?: ReadOptions): Promise<V1Node[]>;
   /** Through the Eviction API, so PodDisruptionBudgets are honoured. */
   evictPod(namespace: string, name: string, options: WriteOptions): Promise<void>;
   /**
    * Whether the API server serves the `pods/resize` subresource (discovery of the core API group's resources;
    * Kubernetes 1.33+). A client without it (the simulated cluster) resizes nothing in place.
    */
-  servesPodResize?(): Promise<boolean>;
+  servesPodResize?(options?: ReadOptions): Promise<boolean>;
   /** JSON Patch on `pods/<name>/resize`: a running pod's container CPU and memory, in place. */
   resizePod?(namespace: string, name: string, patch: JsonPatchOp[], options: WriteOptions): Promise<V1Pod>;
   createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined>;
@@ -106,12 +117,12 @@ export interface ClusterClient {
    * Kueue Workloads (kueue.x-k8s.io/v1beta2) in a namespace matching a label selector; none when the cluster
    * does not serve them (Kueue not installed).
    */
-  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]>;
+  listWorkloads(namespace: string, labelSelector: string, options?: ReadOptions): Promise<KubeObject[]>;
   /** A Kueue LocalQueue; NotFoundError when absent. */
-  getLocalQueue(namespace: string, name: string): Promise<KubeObject>;
+  getLocalQueue(namespace: string, name: string, options?: ReadOptions): Promise<KubeObject>;
   /** A Kueue ClusterQueue (cluster-scoped); NotFoundError when absent. */
-  getClusterQueue(name: string): Promise<KubeObject>;
-  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
+  getClusterQueue(name: string, options?: ReadOptions): Promise<KubeObject>;
+  getConfigMap(namespace: string, name: string, options?: ReadOptions): Promise<V1ConfigMap | undefined>;
   /** Create, or replace guarded by resourceVersion when `resourceVersion` is given. */
   putConfigMap(
     namespace: string,
@@ -121,9 +132,9 @@ export interface ClusterClient {
     options: WriteOptions,
   ): Promise<V1ConfigMap>;
   /** The job's ScaledTrainingJob (named by jobStateName); undefined when absent. */
-  getJobState(ref: JobRef): Promise<JobStateObject | undefined>;
+  getJobState(ref: JobRef, options?: ReadOptions): Promise<JobStateObject | undefined>;
   /** Every ScaledTrainingJob in the cluster, in one LIST (the schedule reads them once a tick). */
-  listJobStates(): Promise<JobStateObject[]>;
+  listJobStates(options?: ReadOptions): Promise<JobStateObject[]>;
   /**
    * Writes the job's state: creates its ScaledTrainingJob (owned by the job) when `current` is undefined,
    * else replaces its status guarded by `current.resourceVersion` (re-owning it first when it was created for

@@ -16,6 +16,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { ApiError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import { redactUrls } from '../redact-url.js';
 import type { JobKind, JobRef } from '../types.js';
 import type {
   AuditEventInput,
@@ -25,6 +26,7 @@ import type {
   JsonPatchOp,
   KubeObject,
   OwnerReference,
+  ReadOptions,
   WriteOptions,
 } from './cluster-client.js';
 import { EVENT_MESSAGE_LIMIT } from './event-message.js';
@@ -93,16 +95,34 @@ export function loadKubeConfig(options: { kubeconfig?: string; inCluster?: boole
   return kc;
 }
 
+/**
+ * A Status's message, with the messages of its causes: the API server names the PodDisruptionBudget that
+ * refused an eviction only there ("The disruption budget train-pdb needs 2 healthy pods and has 2 currently").
+ */
+function statusMessage(status: object): string | undefined {
+  if (!('message' in status)) return undefined;
+  const details = 'details' in status ? status.details : undefined;
+  const causes =
+    typeof details === 'object' && details !== null && 'causes' in details && Array.isArray(details.causes)
+      ? (details.causes as unknown[]).flatMap((c) =>
+          typeof c === 'object' && c !== null && 'message' in c && typeof c.message === 'string'
+            ? [c.message]
+            : [],
+        )
+      : [];
+  return [String(status.message), ...causes].join(': ');
+}
+
 function messageOf(body: unknown, fallback: string): string {
   if (typeof body === 'string') {
     try {
       const parsed: unknown = JSON.parse(body);
-      if (typeof parsed === 'object' && parsed !== null && 'message' in parsed) return String(parsed.message);
+      if (typeof parsed === 'object' && parsed !== null) return statusMessage(parsed) ?? fallback;
     } catch {
       return body.slice(0, 500);
     }
   }
-  if (typeof body === 'object' && body !== null && 'message' in body) return String(body.message);
+  if (typeof body === 'object' && body !== null) return statusMessage(body) ?? fallback;
   return fallback;
 }
 
@@ -115,17 +135,18 @@ export function translateError(what: string, error: unknown): Error {
     if (error.code === 403 || error.code === 401) return new ForbiddenError(what, detail);
     return new ApiError(what, error.code, detail, { cause: error });
   }
-  return new ApiError(what, undefined, error instanceof Error ? error.message : String(error), {
-    cause: error,
-  });
+  // A connection failure quotes the request's URL: its query values are not for the logs.
+  const detail = redactUrls(error instanceof Error ? error.message : String(error));
+  return new ApiError(what, undefined, detail, { cause: error });
 }
 
 /**
- * Request options carrying the write's AbortSignal down to the HTTP request (fetch) and its time limit to the
- * API server (the `timeout` query parameter, which bounds the server's own work on the request).
+ * Request options carrying a request's AbortSignal down to the HTTP request (fetch) and its time limit to the
+ * API server (the `timeout` query parameter, which bounds the server's own work on any request that is not a
+ * watch). Used for writes and reads alike.
  */
 export function writeRequestOptions(
-  options: WriteOptions,
+  options: ReadOptions | WriteOptions,
   base: ConfigurationOptions<ObservableMiddleware> = {},
 ): ConfigurationOptions<ObservableMiddleware> {
   const { signal, timeoutMs } = options;
@@ -139,6 +160,17 @@ export function writeRequestOptions(
     post: (response) => new Observable(Promise.resolve(response)),
   };
   return { ...base, middleware: [...(base.middleware ?? []), middleware], middlewareMergeStrategy: 'append' };
+}
+
+/** The same for a read. */
+export const readRequestOptions = (options: ReadOptions = {}) => writeRequestOptions(options);
+
+/**
+ * A list's `timeoutSeconds` (whole seconds, at least 1): the API server ends the list by then, whatever it
+ * is still gathering. Undefined (no limit sent) when the read has none.
+ */
+export function listTimeoutSeconds(options: ReadOptions = {}): number | undefined {
+  return options.timeoutMs === undefined ? undefined : Math.max(1, Math.ceil(options.timeoutMs / 1000));
 }
 
 async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
@@ -163,46 +195,51 @@ export class KubernetesClusterClient implements ClusterClient {
     this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
   }
 
-  async getJob(ref: JobRef): Promise<KubeObject> {
+  async getJob(ref: JobRef, options?: ReadOptions): Promise<KubeObject> {
     const what = `get ${ref.kind} ${ref.namespace}/${ref.name}`;
+    const bounded = readRequestOptions(options);
     const crd = CUSTOM[ref.kind];
     if (crd)
       return call(what, () =>
-        this.custom.getNamespacedCustomObject({ ...crd, namespace: ref.namespace, name: ref.name }),
+        this.custom.getNamespacedCustomObject({ ...crd, namespace: ref.namespace, name: ref.name }, bounded),
       );
     if (ref.kind === 'Job') {
       const job = await call(what, () =>
-        this.batch.readNamespacedJob({ namespace: ref.namespace, name: ref.name }),
+        this.batch.readNamespacedJob({ namespace: ref.namespace, name: ref.name }, bounded),
       );
       return asKubeObject(job, 'batch/v1', 'Job');
     }
     const sts = await call(what, () =>
-      this.apps.readNamespacedStatefulSet({ namespace: ref.namespace, name: ref.name }),
+      this.apps.readNamespacedStatefulSet({ namespace: ref.namespace, name: ref.name }, bounded),
     );
     return { ...sts, apiVersion: 'apps/v1', kind: 'StatefulSet' } as KubeObject;
   }
 
-  async listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]> {
+  async listJobs(kind: JobKind, namespace?: string, options?: ReadOptions): Promise<KubeObject[]> {
     const what = `list ${kind}${namespace ? ` in ${namespace}` : ''}`;
+    const bounded = readRequestOptions(options);
+    const timeoutSeconds = listTimeoutSeconds(options);
     const crd = CUSTOM[kind];
     if (crd) {
       const list: { items?: KubeObject[] } = await call(what, () =>
         namespace
-          ? this.custom.listNamespacedCustomObject({ ...crd, namespace })
-          : this.custom.listClusterCustomObject(crd),
+          ? this.custom.listNamespacedCustomObject({ ...crd, namespace, timeoutSeconds }, bounded)
+          : this.custom.listClusterCustomObject({ ...crd, timeoutSeconds }, bounded),
       );
       return (list.items ?? []).map((item) => ({ ...item, apiVersion: `${crd.group}/${crd.version}`, kind }));
     }
     if (kind === 'Job') {
       const jobs = await call(what, () =>
-        namespace ? this.batch.listNamespacedJob({ namespace }) : this.batch.listJobForAllNamespaces(),
+        namespace
+          ? this.batch.listNamespacedJob({ namespace, timeoutSeconds }, bounded)
+          : this.batch.listJobForAllNamespaces({ timeoutSeconds }, bounded),
       );
       return jobs.items.map((item) => asKubeObject(item, 'batch/v1', 'Job'));
     }
     const list = await call(what, () =>
       namespace
-        ? this.apps.listNamespacedStatefulSet({ namespace })
-        : this.apps.listStatefulSetForAllNamespaces(),
+        ? this.apps.listNamespacedStatefulSet({ namespace, timeoutSeconds }, bounded)
+        : this.apps.listStatefulSetForAllNamespaces({ timeoutSeconds }, bounded),
     );
     return list.items.map((item) => ({ ...item, apiVersion: 'apps/v1', kind: 'StatefulSet' }) as KubeObject);
   }
@@ -245,18 +282,27 @@ export class KubernetesClusterClient implements ClusterClient {
     return { ...sts, apiVersion: 'apps/v1', kind: 'StatefulSet' } as KubeObject;
   }
 
-  async listPods(namespace: string | undefined, labelSelector?: string): Promise<V1Pod[]> {
+  async listPods(
+    namespace: string | undefined,
+    labelSelector?: string,
+    options?: ReadOptions,
+  ): Promise<V1Pod[]> {
     const what = `list pods${namespace ? ` in ${namespace}` : ''}${labelSelector ? ` (${labelSelector})` : ''}`;
+    const bounded = readRequestOptions(options);
+    const timeoutSeconds = listTimeoutSeconds(options);
     const list = await call(what, () =>
       namespace
-        ? this.core.listNamespacedPod({ namespace, labelSelector })
-        : this.core.listPodForAllNamespaces({ labelSelector }),
+        ? this.core.listNamespacedPod({ namespace, labelSelector, timeoutSeconds }, bounded)
+        : this.core.listPodForAllNamespaces({ labelSelector, timeoutSeconds }, bounded),
     );
     return list.items;
   }
 
-  async listNodes(): Promise<V1Node[]> {
-    return (await call('list nodes', () => this.core.listNode())).items;
+  async listNodes(options?: ReadOptions): Promise<V1Node[]> {
+    const timeoutSeconds = listTimeoutSeconds(options);
+    return (
+      await call('list nodes', () => this.core.listNode({ timeoutSeconds }, readRequestOptions(options)))
+    ).items;
   }
 
   async evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
@@ -284,8 +330,10 @@ export class KubernetesClusterClient implements ClusterClient {
    * Discovery of the core group (GET /api/v1, open to every authenticated user through the built-in
    * system:discovery role): whether `pods/resize` is listed. Asked once per client; a failed answer is not kept.
    */
-  servesPodResize(): Promise<boolean> {
-    this.podResizeServed ??= call('discover the core API resources', () => this.core.getAPIResources())
+  servesPodResize(options?: ReadOptions): Promise<boolean> {
+    this.podResizeServed ??= call('discover the core API resources', () =>
+      this.core.getAPIResources({}, readRequestOptions(options)),
+    )
       .then((list) => list.resources.some((r) => r.name === 'pods/resize'))
       .catch((error: unknown) => {
         this.podResizeServed = undefined;
@@ -354,12 +402,20 @@ export class KubernetesClusterClient implements ClusterClient {
     }
   }
 
-  async listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
+  async listWorkloads(
+    namespace: string,
+    labelSelector: string,
+    options?: ReadOptions,
+  ): Promise<KubeObject[]> {
+    const timeoutSeconds = listTimeoutSeconds(options);
     try {
       const list: { items?: KubeObject[] } = await call(
         `list workloads in ${namespace} (${labelSelector})`,
         () =>
-          this.custom.listNamespacedCustomObject({ ...KUEUE, plural: 'workloads', namespace, labelSelector }),
+          this.custom.listNamespacedCustomObject(
+            { ...KUEUE, plural: 'workloads', namespace, labelSelector, timeoutSeconds },
+            readRequestOptions(options),
+          ),
       );
       return (list.items ?? []).map((item) => ({ ...item, apiVersion: KUEUE_API_VERSION, kind: 'Workload' }));
     } catch (error) {
@@ -369,24 +425,34 @@ export class KubernetesClusterClient implements ClusterClient {
     }
   }
 
-  async getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
+  async getLocalQueue(namespace: string, name: string, options?: ReadOptions): Promise<KubeObject> {
     const queue: KubeObject = await call(`get localqueue ${namespace}/${name}`, () =>
-      this.custom.getNamespacedCustomObject({ ...KUEUE, plural: 'localqueues', namespace, name }),
+      this.custom.getNamespacedCustomObject(
+        { ...KUEUE, plural: 'localqueues', namespace, name },
+        readRequestOptions(options),
+      ),
     );
     return { ...queue, apiVersion: KUEUE_API_VERSION, kind: 'LocalQueue' };
   }
 
-  async getClusterQueue(name: string): Promise<KubeObject> {
+  async getClusterQueue(name: string, options?: ReadOptions): Promise<KubeObject> {
     const queue: KubeObject = await call(`get clusterqueue ${name}`, () =>
-      this.custom.getClusterCustomObject({ ...KUEUE, plural: 'clusterqueues', name }),
+      this.custom.getClusterCustomObject(
+        { ...KUEUE, plural: 'clusterqueues', name },
+        readRequestOptions(options),
+      ),
     );
     return { ...queue, apiVersion: KUEUE_API_VERSION, kind: 'ClusterQueue' };
   }
 
-  async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+  async getConfigMap(
+    namespace: string,
+    name: string,
+    options?: ReadOptions,
+  ): Promise<V1ConfigMap | undefined> {
     try {
       return await call(`get configmap ${namespace}/${name}`, () =>
-        this.core.readNamespacedConfigMap({ namespace, name }),
+        this.core.readNamespacedConfigMap({ namespace, name }, readRequestOptions(options)),
       );
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
@@ -420,11 +486,12 @@ export class KubernetesClusterClient implements ClusterClient {
     );
   }
 
-  async getJobState(ref: JobRef): Promise<JobStateObject | undefined> {
+  async getJobState(ref: JobRef, options?: ReadOptions): Promise<JobStateObject | undefined> {
     const name = jobStateName(ref.kind, ref.name);
+    const bounded = readRequestOptions(options);
     try {
       const raw: unknown = await call(`get scaledtrainingjob ${ref.namespace}/${name}`, () =>
-        this.custom.getNamespacedCustomObject({ ...STATE, namespace: ref.namespace, name }),
+        this.custom.getNamespacedCustomObject({ ...STATE, namespace: ref.namespace, name }, bounded),
       );
       return toJobStateObject(raw);
     } catch (error) {
@@ -433,9 +500,11 @@ export class KubernetesClusterClient implements ClusterClient {
     }
   }
 
-  async listJobStates(): Promise<JobStateObject[]> {
+  async listJobStates(options?: ReadOptions): Promise<JobStateObject[]> {
+    const timeoutSeconds = listTimeoutSeconds(options);
+    const bounded = readRequestOptions(options);
     const list: { items?: unknown[] } = await call('list scaledtrainingjobs', () =>
-      this.custom.listClusterCustomObject(STATE),
+      this.custom.listClusterCustomObject({ ...STATE, timeoutSeconds }, bounded),
     );
     return (list.items ?? []).map(toJobStateObject);
   }

@@ -9,9 +9,10 @@
 // A job's state (its ScaledTrainingJob) is retried like a guarded write: a repeat that finds it written is a 409.
 // Evictions and ConfigMap writes are passed through once: repeating them could double them. Events are
 // retried only when the API server said it did not process the request (429, 503).
-// Each write attempt is a separate call to the inner client, with its own AbortSignal and time limit: an attempt
-// that times out is cancelled, not left running beside its retry, and a fence placed under this client (the
-// runner's LeaderFencedClusterClient) is checked again before every attempt.
+// Each attempt, read or write, is a separate call to the inner client, with its own AbortSignal and time limit:
+// an attempt that times out is cancelled (its connection closed), not left running beside its retry; the API
+// server is given the same limit (`timeout`, and a list's `timeoutSeconds`). A fence placed under this client
+// (the runner's LeaderFencedClusterClient) is checked again before every write attempt.
 import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, jsonPointer } from '../adapters/annotations.js';
 import { ApiError, ConflictError } from '../errors.js';
@@ -23,6 +24,7 @@ import type {
   JobStateObject,
   JsonPatchOp,
   KubeObject,
+  ReadOptions,
   WriteOptions,
 } from './cluster-client.js';
 
@@ -139,8 +141,9 @@ export class RetryingClusterClient implements ClusterClient {
   }
 
   /**
-   * One attempt, failed after attemptTimeoutMs. The attempt's signal is aborted on that timeout, so a write
-   * passed it is cancelled rather than left to land after its retry has been sent.
+   * One attempt, failed after attemptTimeoutMs. The attempt's signal is aborted on that timeout, so a request
+   * passed it is cancelled rather than left to land (a write) or to hold a connection (a read) after its retry
+   * has been sent.
    */
   private async once<T>(what: string, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ms = this.options.attemptTimeoutMs;
@@ -175,11 +178,15 @@ export class RetryingClusterClient implements ClusterClient {
     await new Promise((resolve) => setTimeout(resolve, delayMs));
   }
 
-  /** Retries a read (or any operation safe to repeat) on transient failures, bounded in attempts. */
-  private async read<T>(what: string, run: () => Promise<T>): Promise<T> {
+  /**
+   * Retries a read (or any operation safe to repeat) on transient failures, bounded in attempts. Each attempt
+   * is handed its own signal and time limit.
+   */
+  private async read<T>(what: string, run: (options: ReadOptions) => Promise<T>): Promise<T> {
+    const timeoutMs = this.options.attemptTimeoutMs;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.once(what, run);
+        return await this.once(what, (signal) => run({ signal, timeoutMs }));
       } catch (error) {
         if (!isTransient(error) || attempt >= this.options.maxAttempts) throw error;
         await this.pause(what, attempt, error);
@@ -188,35 +195,35 @@ export class RetryingClusterClient implements ClusterClient {
   }
 
   getJob(ref: JobRef): Promise<KubeObject> {
-    return this.read(`get ${ref.kind} ${ref.namespace}/${ref.name}`, () => this.inner.getJob(ref));
+    return this.read(`get ${ref.kind} ${ref.namespace}/${ref.name}`, (o) => this.inner.getJob(ref, o));
   }
 
   listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]> {
-    return this.read(`list ${kind}`, () => this.inner.listJobs(kind, namespace));
+    return this.read(`list ${kind}`, (o) => this.inner.listJobs(kind, namespace, o));
   }
 
   listPods(namespace: string | undefined, labelSelector?: string): Promise<V1Pod[]> {
-    return this.read('list pods', () => this.inner.listPods(namespace, labelSelector));
+    return this.read('list pods', (o) => this.inner.listPods(namespace, labelSelector, o));
   }
 
   listNodes(): Promise<V1Node[]> {
-    return this.read('list nodes', () => this.inner.listNodes());
+    return this.read('list nodes', (o) => this.inner.listNodes(o));
   }
 
   listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
-    return this.read('list workloads', () => this.inner.listWorkloads(namespace, labelSelector));
+    return this.read('list workloads', (o) => this.inner.listWorkloads(namespace, labelSelector, o));
   }
 
   getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
-    return this.read('get localqueue', () => this.inner.getLocalQueue(namespace, name));
+    return this.read('get localqueue', (o) => this.inner.getLocalQueue(namespace, name, o));
   }
 
   getClusterQueue(name: string): Promise<KubeObject> {
-    return this.read('get clusterqueue', () => this.inner.getClusterQueue(name));
+    return this.read('get clusterqueue', (o) => this.inner.getClusterQueue(name, o));
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
-    return this.read('get configmap', () => this.inner.getConfigMap(namespace, name));
+    return this.read('get configmap', (o) => this.inner.getConfigMap(namespace, name, o));
   }
 
   async patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
@@ -264,7 +271,7 @@ export class RetryingClusterClient implements ClusterClient {
   servesPodResize(): Promise<boolean> {
     const inner = this.inner;
     if (!inner.servesPodResize) return Promise.resolve(false);
-    return this.read('discover pods/resize', () => inner.servesPodResize?.() ?? Promise.resolve(false));
+    return this.read('discover pods/resize', (o) => inner.servesPodResize?.(o) ?? Promise.resolve(false));
   }
 
   /**
@@ -327,11 +334,11 @@ export class RetryingClusterClient implements ClusterClient {
   }
 
   getJobState(ref: JobRef): Promise<JobStateObject | undefined> {
-    return this.read('get scaledtrainingjob', () => this.inner.getJobState(ref));
+    return this.read('get scaledtrainingjob', (o) => this.inner.getJobState(ref, o));
   }
 
   listJobStates(): Promise<JobStateObject[]> {
-    return this.read('list scaledtrainingjobs', () => this.inner.listJobStates());
+    return this.read('list scaledtrainingjobs', (o) => this.inner.listJobStates(o));
   }
 
   /**

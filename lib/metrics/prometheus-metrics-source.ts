@@ -1,6 +1,7 @@
-import axios, { type AxiosInstance, isAxiosError } from 'axios';
+import axios, { AxiosError, AxiosHeaders, type AxiosInstance, isAxiosError } from 'axios';
 import { ApiError, MissingMetricsError } from '../errors.js';
 import { STRAGGLER_QUERY_STEP_SECONDS } from '../policies/stragglers.js';
+import { redactUrls } from '../redact-url.js';
 import type { ContainerUsage, JobRef, RoleName, StepSample, WorkerStepTimes } from '../types.js';
 import type { MetricsSource } from './metrics-source.js';
 
@@ -117,15 +118,34 @@ function job(ref: JobRef): string {
   return `${ref.kind} ${ref.namespace}/${ref.name}`;
 }
 
+/**
+ * What the HTTP client said, as the cause of an ApiError, without what holds the URL's credentials: an
+ * AxiosError carries its config (the URL, the basic-auth pair) and its request (the Authorization header),
+ * and a TypeError of a malformed URL its input, all of which a log or an uncaught-error print would show.
+ */
+export function scrubbedCause(error: unknown): Error {
+  if (!isAxiosError(error)) return new Error(redactUrls(String(error)));
+  const copy = new AxiosError(redactUrls(error.message), error.code);
+  const response = error.response;
+  if (response) {
+    const { status, statusText, headers, data } = response;
+    copy.response = { status, statusText, headers, data, config: { headers: new AxiosHeaders() } };
+    copy.status = status;
+  }
+  return copy;
+}
+
 export class PrometheusMetricsSource implements MetricsSource {
   private readonly http: AxiosInstance;
   private readonly stepSeconds: number;
   private readonly maxPoints: number;
   private readonly rateWindow: number;
   private readonly timeoutMs: number;
+  /** The base URL as messages show it: without userinfo or query values. */
+  private readonly shownURL: string;
 
   constructor(
-    private readonly baseURL: string,
+    baseURL: string,
     private readonly clock: () => number,
     options: PrometheusSourceOptions = {},
   ) {
@@ -133,6 +153,7 @@ export class PrometheusMetricsSource implements MetricsSource {
     this.stepSeconds = options.stepSeconds ?? 60;
     this.maxPoints = options.maxPointsPerSeries ?? 1000;
     this.rateWindow = options.rateWindowSeconds ?? 60;
+    this.shownURL = redactUrls(baseURL);
     // clarifyTimeoutError: a timeout is ETIMEDOUT, not ECONNABORTED (shared with aborted requests).
     this.http = axios.create({
       baseURL,
@@ -347,15 +368,13 @@ export class PrometheusMetricsSource implements MetricsSource {
       throw new ApiError(
         label,
         isAxiosError(error) ? error.response?.status : undefined,
-        this.describe(error),
-        {
-          cause: error,
-        },
+        redactUrls(this.describe(error)),
+        { cause: scrubbedCause(error) },
       );
     }
     // A body that is not JSON arrives as a string: it has no status either.
     if (body?.status !== 'success')
-      throw new ApiError(label, status, body?.error ?? `unexpected response from ${this.baseURL}${path}`);
+      throw new ApiError(label, status, body?.error ?? `unexpected response from ${this.shownURL}${path}`);
     const data = body.data;
     if (data?.resultType !== resultType || !Array.isArray(data.result))
       throw new ApiError(label, status, `expected a ${resultType} result, got ${data?.resultType ?? 'none'}`);
@@ -367,8 +386,8 @@ export class PrometheusMetricsSource implements MetricsSource {
     if (!isAxiosError(error)) return String(error);
     const body = error.response?.data as PrometheusResponse | undefined;
     if (error.response) return body?.error ? `${body.errorType ?? 'error'}: ${body.error}` : error.message;
-    if (error.code === 'ETIMEDOUT') return `no answer from ${this.baseURL} within ${this.timeoutMs} ms`;
-    return `${this.baseURL} unreachable (${error.code ?? error.message})`;
+    if (error.code === 'ETIMEDOUT') return `no answer from ${this.shownURL} within ${this.timeoutMs} ms`;
+    return `${this.shownURL} unreachable (${error.code ?? error.message})`;
   }
 }
 

@@ -15,6 +15,7 @@ import type {
   JobStateObject,
   JsonPatchOp,
   KubeObject,
+  ReadOptions,
   WriteOptions,
 } from '../cluster/cluster-client.js';
 import { ForbiddenError } from '../errors.js';
@@ -63,29 +64,30 @@ export class LeaderFencedClusterClient implements ClusterClient {
     }
   }
 
-  getJob(ref: JobRef): Promise<KubeObject> {
-    return this.inner.getJob(ref);
+  // Reads pass unfenced, with the bounds the retrying client above gave their attempt.
+  getJob(ref: JobRef, options?: ReadOptions): Promise<KubeObject> {
+    return this.inner.getJob(ref, options);
   }
-  listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]> {
-    return this.inner.listJobs(kind, namespace);
+  listJobs(kind: JobKind, namespace?: string, options?: ReadOptions): Promise<KubeObject[]> {
+    return this.inner.listJobs(kind, namespace, options);
   }
-  listPods(namespace: string | undefined, labelSelector?: string): Promise<V1Pod[]> {
-    return this.inner.listPods(namespace, labelSelector);
+  listPods(namespace: string | undefined, labelSelector?: string, options?: ReadOptions): Promise<V1Pod[]> {
+    return this.inner.listPods(namespace, labelSelector, options);
   }
-  listNodes(): Promise<V1Node[]> {
-    return this.inner.listNodes();
+  listNodes(options?: ReadOptions): Promise<V1Node[]> {
+    return this.inner.listNodes(options);
   }
-  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
-    return this.inner.getConfigMap(namespace, name);
+  getConfigMap(namespace: string, name: string, options?: ReadOptions): Promise<V1ConfigMap | undefined> {
+    return this.inner.getConfigMap(namespace, name, options);
   }
-  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
-    return this.inner.listWorkloads(namespace, labelSelector);
+  listWorkloads(namespace: string, labelSelector: string, options?: ReadOptions): Promise<KubeObject[]> {
+    return this.inner.listWorkloads(namespace, labelSelector, options);
   }
-  getLocalQueue(namespace: string, name: string): Promise<KubeObject> {
-    return this.inner.getLocalQueue(namespace, name);
+  getLocalQueue(namespace: string, name: string, options?: ReadOptions): Promise<KubeObject> {
+    return this.inner.getLocalQueue(namespace, name, options);
   }
-  getClusterQueue(name: string): Promise<KubeObject> {
-    return this.inner.getClusterQueue(name);
+  getClusterQueue(name: string, options?: ReadOptions): Promise<KubeObject> {
+    return this.inner.getClusterQueue(name, options);
   }
 
   patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
@@ -98,8 +100,8 @@ export class LeaderFencedClusterClient implements ClusterClient {
       this.inner.evictPod(namespace, name, o),
     );
   }
-  servesPodResize(): Promise<boolean> {
-    return this.inner.servesPodResize?.() ?? Promise.resolve(false);
+  servesPodResize(options?: ReadOptions): Promise<boolean> {
+    return this.inner.servesPodResize?.(options) ?? Promise.resolve(false);
   }
   resizePod(namespace: string, name: string, patch: JsonPatchOp[], options: WriteOptions): Promise<V1Pod> {
     const resize = this.inner.resizePod?.bind(this.inner);
@@ -123,11 +125,11 @@ export class LeaderFencedClusterClient implements ClusterClient {
       this.inner.putConfigMap(namespace, name, data, resourceVersion, o),
     );
   }
-  getJobState(ref: JobRef): Promise<JobStateObject | undefined> {
-    return this.inner.getJobState(ref);
+  getJobState(ref: JobRef, options?: ReadOptions): Promise<JobStateObject | undefined> {
+    return this.inner.getJobState(ref, options);
   }
-  listJobStates(): Promise<JobStateObject[]> {
-    return this.inner.listJobStates();
+  listJobStates(options?: ReadOptions): Promise<JobStateObject[]> {
+    return this.inner.listJobStates(options);
   }
   putJobState(
     job: JobIdentity,

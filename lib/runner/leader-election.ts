@@ -3,13 +3,18 @@
 // - every write to the Lease is guarded by its resourceVersion, so of two replicas racing for it one gets a
 //   409 and stays a follower;
 // - a follower judges expiry by its own clock from the moment it last saw the Lease change (not from the
-//   renewTime written by another machine's clock), and takes over only leaseDuration after that;
+//   renewTime written by another machine's clock), and takes over only leaseDuration after that; it dates
+//   what it saw by when the answer ARRIVED, never by when its GET was sent;
 // - the leader counts itself leader only for renewDeadline (< leaseDuration) after its last successful
 //   renewal, so it has stopped acting before anyone else can have taken over (isLeader() is the fence).
 //
 // Why no write of a deposed leader can land after another replica acquired (admit() hands writes their lease):
-//   Let L be the moment (leader's monotonic clock) the last successful renewal was SENT. A follower observes
-//   that renewal no earlier than L and takes over no earlier than L + leaseDuration (its own clock, same rate).
+//   Let L be the moment (leader's monotonic clock) the last successful renewal (its update request) was SENT.
+//   A follower dates its observation of that renewal by the arrival of the answer that showed it: the server
+//   read the Lease after the renewal was written, which was after L, so the arrival is no earlier than L,
+//   however long the GET was held on the way (dated by the GET's sending, a GET held 10 s would make the
+//   renewal look 10 s older than it is). The follower takes over no earlier than L + leaseDuration (its own
+//   clock, same rate).
 //   A write is admitted only while now < L + renewDeadline, and carries an AbortSignal and a time limit that
 //   end at L + renewDeadline: the HTTP request is aborted then, and the API server is given the same limit
 //   (its `timeout` parameter), so the longest possible request ends by L + renewDeadline. With the defaults:
@@ -162,11 +167,10 @@ export class LeaderElector implements WriteFence {
 
   /** One campaign step; returns the delay before the next. Public so tests can step without timers. */
   async tick(): Promise<number> {
-    const attemptAt = this.clock();
-    const acquired = await this.tryAcquireOrRenew(attemptAt);
-    if (acquired) {
+    const renewedAt = await this.tryAcquireOrRenew();
+    if (renewedAt !== undefined) {
       // The renewal counts from when it was sent, never from when the answer arrived.
-      this.lastRenewAt = attemptAt;
+      this.lastRenewAt = renewedAt;
       if (!this.leading) {
         this.leading = true;
         this.term = new AbortController();
@@ -227,16 +231,19 @@ export class LeaderElector implements WriteFence {
     this.observedHolder = record.holderIdentity;
   }
 
-  private async tryAcquireOrRenew(now: number): Promise<boolean> {
-    const wallNow = this.wallClock();
+  /** When the write that acquired or renewed the Lease was sent; undefined when none succeeded. */
+  private async tryAcquireOrRenew(): Promise<number | undefined> {
     const durationSeconds = Math.ceil(this.timing.leaseDurationMs / 1000);
     let current: LeaseRecord | undefined;
     try {
       current = await this.lock.get();
     } catch (error) {
       this.logger.warn({ lease: this.lock.description, error: String(error) }, 'cannot read lease');
-      return false;
+      return undefined;
     }
+    // The answer's arrival: the conservative end of when the Lease was as read (see the arithmetic above).
+    const now = this.clock();
+    const wallNow = this.wallClock();
     if (!current) {
       return this.write('create', {
         holderIdentity: this.identity,
@@ -251,7 +258,7 @@ export class LeaderElector implements WriteFence {
     if (!mine && current.holderIdentity !== '') {
       // The holder's own duration decides, not ours: a replica with another setting must not steal early.
       const expiresAt = this.observedAt + current.leaseDurationSeconds * 1000;
-      if (now < expiresAt) return false;
+      if (now < expiresAt) return undefined;
     }
     return this.write('update', {
       holderIdentity: this.identity,
@@ -263,15 +270,17 @@ export class LeaderElector implements WriteFence {
     });
   }
 
-  private async write(verb: 'create' | 'update', record: LeaseRecord): Promise<boolean> {
+  /** Returns when the successful write was sent (the leader's deadline counts from it), else undefined. */
+  private async write(verb: 'create' | 'update', record: LeaseRecord): Promise<number | undefined> {
+    const sentAt = this.clock();
     try {
       const written = await this.lock[verb](record);
       this.observe(written, this.clock());
-      return true;
+      return sentAt;
     } catch (error) {
       if (!(error instanceof ConflictError))
         this.logger.warn({ lease: this.lock.description, error: String(error) }, `cannot ${verb} lease`);
-      return false;
+      return undefined;
     }
   }
 

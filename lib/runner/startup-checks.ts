@@ -5,6 +5,8 @@
 import { type KubeConfig, VersionApi } from '@kubernetes/client-node';
 import axios from 'axios';
 import type { Logger } from '../../functions/handler-deps.js';
+import { readRequestOptions } from '../cluster/kubernetes-cluster-client.js';
+import { redactUrls } from '../redact-url.js';
 
 const TIMEOUT_MS = 5_000;
 
@@ -13,10 +15,11 @@ export interface CheckResult {
   detail: string;
 }
 
+/** What failed, in words that hold no credential (a URL's userinfo or query values are hidden). */
 function failure(error: unknown): string {
   if (axios.isAxiosError(error))
-    return error.response ? `HTTP ${error.response.status}` : (error.code ?? error.message);
-  return error instanceof Error ? error.message : String(error);
+    return error.response ? `HTTP ${error.response.status}` : redactUrls(error.code ?? error.message);
+  return redactUrls(error instanceof Error ? error.message : String(error));
 }
 
 /** Prometheus's readiness endpoint, then a trivial query (the API the metrics source uses). */
@@ -32,18 +35,31 @@ export async function checkPrometheus(url: string): Promise<CheckResult> {
   }
 }
 
-/** The API server's /version, with the credentials the runner will use. */
-export async function checkApiServer(kubeConfig: KubeConfig): Promise<CheckResult> {
+/**
+ * The API server's /version, with the credentials the runner will use. A server that does not answer in time
+ * has its request cancelled (the connection closed), not left open for the life of the process.
+ */
+export async function checkApiServer(kubeConfig: KubeConfig, timeoutMs = TIMEOUT_MS): Promise<CheckResult> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
   try {
     const version = await Promise.race([
-      kubeConfig.makeApiClient(VersionApi).getCode(),
-      new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error(`no answer in ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS).unref(),
-      ),
+      kubeConfig
+        .makeApiClient(VersionApi)
+        .getCode({}, readRequestOptions({ signal: controller.signal, timeoutMs })),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const error = new Error(`no answer in ${timeoutMs / 1000} s`);
+          controller.abort(error);
+          reject(error);
+        }, timeoutMs);
+      }),
     ]);
     return { ok: true, detail: version.gitVersion };
   } catch (error) {
     return { ok: false, detail: failure(error) };
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -55,11 +71,14 @@ export async function runStartupChecks(
     checkPrometheus(target.prometheusUrl),
     checkApiServer(target.kubeConfig),
   ]);
-  const server = target.kubeConfig.getCurrentCluster()?.server;
-  if (prometheus.ok) logger.info({ prometheus: target.prometheusUrl }, 'prometheus reachable');
+  // Logged without their credentials: PROMETHEUS_URL may be https://user:password@host.
+  const cluster = target.kubeConfig.getCurrentCluster()?.server;
+  const server = cluster === undefined ? undefined : redactUrls(cluster);
+  const shownPrometheus = redactUrls(target.prometheusUrl);
+  if (prometheus.ok) logger.info({ prometheus: shownPrometheus }, 'prometheus reachable');
   else
     logger.warn(
-      { prometheus: target.prometheusUrl, error: prometheus.detail },
+      { prometheus: shownPrometheus, error: prometheus.detail },
       'prometheus unreachable: no runtime decision (alarm, rebalance) can be made until it answers',
     );
   if (apiServer.ok) logger.info({ apiServer: server, version: apiServer.detail }, 'API server reachable');

@@ -363,3 +363,123 @@ describe('RetryingClusterClient: the job state', () => {
     await assert.rejects(retrying.getJobState(TOY), ApiError);
   });
 });
+
+describe('LeaderFencedClusterClient: reads and in-place resizes', () => {
+  /** Records each call's method, arguments and options; answers with a marker per method. */
+  function recorder() {
+    const calls: { method: string; args: unknown[] }[] = [];
+    const answer =
+      (method: string) =>
+      async (...args: unknown[]): Promise<never> => {
+        calls.push({ method, args });
+        return `${method} answer` as never;
+      };
+    const client: ClusterClient = {
+      getJob: answer('getJob'),
+      listJobs: answer('listJobs'),
+      listPods: answer('listPods'),
+      listNodes: answer('listNodes'),
+      getConfigMap: answer('getConfigMap'),
+      listWorkloads: answer('listWorkloads'),
+      getLocalQueue: answer('getLocalQueue'),
+      getClusterQueue: answer('getClusterQueue'),
+      servesPodResize: answer('servesPodResize'),
+      resizePod: answer('resizePod'),
+      patchJob: answer('patchJob'),
+      evictPod: answer('evictPod'),
+      createEvent: answer('createEvent'),
+      putConfigMap: answer('putConfigMap'),
+      getJobState: answer('getJobState'),
+      listJobStates: answer('listJobStates'),
+      putJobState: answer('putJobState'),
+    };
+    return { client, calls };
+  }
+
+  it("passes every read through unfenced, with its arguments and its attempt's bounds", async () => {
+    const { client, calls } = recorder();
+    const fence = new ManualFence();
+    fence.lose();
+    const fenced = new LeaderFencedClusterClient(client, fence);
+    const o = { signal: new AbortController().signal, timeoutMs: 250 };
+    const answers = [
+      await fenced.getJob(TOY, o),
+      await fenced.listJobs('TFJob', 'ns', o),
+      await fenced.listPods('ns', 'a=b', o),
+      await fenced.listNodes(o),
+      await fenced.getConfigMap('ns', 'cm', o),
+      await fenced.listWorkloads('ns', 'c=d', o),
+      await fenced.getLocalQueue('ns', 'lq', o),
+      await fenced.getClusterQueue('cq', o),
+      await fenced.servesPodResize(o),
+    ];
+    assert.deepEqual(
+      calls.map((c) => [c.method, ...c.args]),
+      [
+        ['getJob', TOY, o],
+        ['listJobs', 'TFJob', 'ns', o],
+        ['listPods', 'ns', 'a=b', o],
+        ['listNodes', o],
+        ['getConfigMap', 'ns', 'cm', o],
+        ['listWorkloads', 'ns', 'c=d', o],
+        ['getLocalQueue', 'ns', 'lq', o],
+        ['getClusterQueue', 'cq', o],
+        ['servesPodResize', o],
+      ],
+    );
+    assert.deepEqual(
+      answers,
+      calls.map((c) => `${c.method} answer`),
+    );
+    const { servesPodResize: _, ...cannot } = client;
+    assert.equal(await new LeaderFencedClusterClient(cannot, fence).servesPodResize(), false);
+  });
+
+  it('fences an in-place resize like any write; refuses one the inner client cannot send', async () => {
+    const { client, calls } = recorder();
+    const fence = new ManualFence();
+    fence.remainingMs = 600;
+    const fenced = new LeaderFencedClusterClient(client, fence);
+    const patch: JsonPatchOp[] = [{ op: 'replace', path: '/spec/containers/0/resources', value: {} }];
+    assert.equal(await fenced.resizePod('ns', 'p', patch, { dryRun: true }), 'resizePod answer');
+    const [ns, name, sent, options] = calls[0]?.args ?? [];
+    assert.deepEqual([ns, name, sent], ['ns', 'p', patch]);
+    assert.equal((options as WriteOptions).timeoutMs, 600);
+    assert.equal((options as WriteOptions).dryRun, true);
+    fence.lose();
+    await assert.rejects(
+      fenced.resizePod('ns', 'p', patch, { dryRun: false }),
+      (e: unknown) =>
+        e instanceof ForbiddenError &&
+        e.message === 'not allowed to resize pod ns/p: this replica does not hold lease test/leader',
+    );
+    assert.equal(calls.length, 1);
+    const { resizePod: _, ...cannot } = client;
+    assert.throws(
+      () =>
+        new LeaderFencedClusterClient(cannot, new ManualFence()).resizePod('ns', 'p', patch, {
+          dryRun: false,
+        }),
+      /this cluster client cannot resize pods in place/,
+    );
+  });
+
+  it('a refusal while the lease holds is passed on as it is, and a write without limits gets the lease', async () => {
+    const refusal = new ApiError('evict', 429, 'budget');
+    const { client } = recorder();
+    const seen: WriteOptions[] = [];
+    const fenced = new LeaderFencedClusterClient(
+      {
+        ...client,
+        evictPod: async (_ns, _name, options) => {
+          seen.push(options);
+          throw refusal;
+        },
+      },
+      new ManualFence(),
+    );
+    await assert.rejects(fenced.evictPod('ns', 'p', { dryRun: false }), (e) => e === refusal);
+    assert.equal(seen[0]?.timeoutMs, 8_000, 'no limit of its own: the lease');
+    assert.equal(seen[0]?.signal?.aborted, false);
+  });
+});

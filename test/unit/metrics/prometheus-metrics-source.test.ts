@@ -6,9 +6,11 @@ import { readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { inspect } from 'node:util';
 import { isAxiosError } from 'axios';
+import { pino } from 'pino';
 import { ApiError, MissingMetricsError } from '../../../lib/errors.js';
-import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
+import { PrometheusMetricsSource, scrubbedCause } from '../../../lib/metrics/prometheus-metrics-source.js';
 import type { JobRef } from '../../../lib/types.js';
 
 interface Exchange {
@@ -757,5 +759,88 @@ describe('PrometheusMetricsSource: the first step after a rescale', () => {
     } finally {
       await close(server);
     }
+  });
+});
+
+describe('PrometheusMetricsSource with credentials in its URL', () => {
+  const PASSWORD = 's3cret-pw';
+  const BASIC = Buffer.from(`user:${PASSWORD}`).toString('base64');
+
+  /** Everything an error can put in front of a person: its text, a deep print (Node's), a pino line. */
+  function everythingShown(error: unknown): string {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    logger.error({ err: error, error: String(error) }, 'query failed');
+    return [String(error), inspect(error, { depth: Number.POSITIVE_INFINITY }), ...lines].join('\n');
+  }
+
+  function assertHidden(error: unknown): void {
+    assert.ok(error instanceof ApiError, String(error));
+    const shown = everythingShown(error);
+    assert.ok(!shown.includes(PASSWORD), `the password is shown:\n${shown}`);
+    assert.ok(!shown.includes(BASIC), 'the basic-auth header is shown');
+  }
+
+  it('still sends the credentials, and names Prometheus without them when it refuses', async () => {
+    const authorizations: (string | undefined)[] = [];
+    const { server, url } = await serve((req, res) => {
+      authorizations.push(req.headers.authorization);
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end('null');
+    });
+    try {
+      const source = new PrometheusMetricsSource(
+        url.replace('http://', `http://user:${PASSWORD}@`),
+        () => RECORDED_END,
+      );
+      await assert.rejects(source.samplesProcessed(JOB), (error: unknown) => {
+        assertHidden(error);
+        assert.ok(error instanceof ApiError && isAxiosError(error.cause));
+        assert.equal(error.cause.response?.status, 500, 'the cause keeps what Prometheus answered');
+        return true;
+      });
+      assert.deepEqual(authorizations, [`Basic ${BASIC}`]);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('hides them when Prometheus is unreachable, silent, answers garbage, or the URL is malformed', async () => {
+    const silent = await serve(() => undefined);
+    const garbage = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"status": "succ');
+    });
+    const gone = await serve(() => undefined);
+    await close(gone.server);
+    const withSecret = (url: string) => url.replace('http://', `http://user:${PASSWORD}@`);
+    try {
+      const cases: [url: string, message: RegExp][] = [
+        [withSecret(gone.url), /http:\/\/\*\*\*@127\.0\.0\.1:\d+ unreachable \(ECONNREFUSED\)/],
+        [withSecret(silent.url), /no answer from http:\/\/\*\*\*@127\.0\.0\.1:\d+ within 200 ms/],
+        [
+          withSecret(garbage.url),
+          /unexpected response from http:\/\/\*\*\*@127\.0\.0\.1:\d+\/api\/v1\/query/,
+        ],
+        [`http://user:${PASSWORD}@[::1:9090`, /Invalid URL/],
+      ];
+      for (const [url, message] of cases) {
+        const source = new PrometheusMetricsSource(url, () => RECORDED_END, { timeoutMs: 200 });
+        await assert.rejects(source.samplesProcessed(JOB), (error: unknown) => {
+          assertHidden(error);
+          assert.match(String(error), message);
+          return true;
+        });
+      }
+    } finally {
+      await close(silent.server);
+      await close(garbage.server);
+    }
+  });
+
+  it("keeps an error that is not the HTTP client's as a plain cause, its URLs hidden", () => {
+    const cause = scrubbedCause(new TypeError(`bad http://u:${PASSWORD}@h/x?token=t0k`));
+    assert.equal(cause.message, 'TypeError: bad http://***@h/x?token=***');
+    assert.ok(!isAxiosError(cause));
   });
 });
