@@ -361,6 +361,7 @@ export function parseStragglerReplacements(raw: unknown): StragglerReplacement[]
 
 interface Candidate {
   straggler: WorkerStragglerStatus;
+  stepTime: number;
   pod: PodView;
   what: string;
 }
@@ -397,6 +398,7 @@ export function decideOnStragglers(input: StragglerInput): Plan {
     const pod = podOf(straggler, pods);
     const what = describeStraggler(straggler, pod, config);
     const backoff = pod && backoffLeft(straggler, pod, job.state, config, now);
+    const stepTime = straggler.stepTime;
     if (pod === undefined) {
       notes.set(straggler, `${what}; no pod found for it, not evicting`);
     } else if (pod.phase !== 'Running') {
@@ -408,22 +410,22 @@ export function decideOnStragglers(input: StragglerInput): Plan {
         `${what}; reported, not evicting: ${pod.name} is worker-0, the host of the job's c10d rendezvous ` +
           'store, and removing it kills the whole job',
       );
-    } else if (!((straggler.stepTime ?? 0) * (1 + tolerance) >= slowest)) {
+    } else if (stepTime === undefined || stepTime * (1 + tolerance) < slowest) {
       notes.set(
         straggler,
-        `${what}; reported, not evicting: ${notTheBottleneck(straggler, slowest, tolerance)}`,
+        `${what}; reported, not evicting: ${notTheBottleneck(stepTime, slowest, tolerance)}`,
       );
     } else if (backoff !== undefined) {
       notes.set(straggler, `${what}; reported, not evicting: ${backoff}`);
     } else {
-      candidates.push({ straggler, pod, what });
+      candidates.push({ straggler, stepTime, pod, what });
     }
   }
 
   let changes: Change[] = [];
   const [first, ...rest] = candidates;
   if (first !== undefined) {
-    const payoff = payoffOf(candidates, report, job, config, input.remainingSeconds);
+    const payoff = payoffOf(candidates, report, slowest, job, config, input.remainingSeconds);
     if (payoff.pays) {
       changes = evictionOf(first, job, notes, payoff.text);
       for (const c of rest)
@@ -451,10 +453,10 @@ export function decideOnStragglers(input: StragglerInput): Plan {
   return plan(changes, lines.join('; '));
 }
 
-function notTheBottleneck(w: WorkerStragglerStatus, slowest: number, tolerance: number): string {
-  if (w.stepTime === undefined) return 'no step time at the latest instant, so not known to bound the job';
+function notTheBottleneck(stepTime: number | undefined, slowest: number, tolerance: number): string {
+  if (stepTime === undefined) return 'no step time at the latest instant, so not known to bound the job';
   return (
-    `not the job's bottleneck: its step time is ${formatRatio(w.stepTime / slowest)} the slowest worker's ` +
+    `not the job's bottleneck: its step time is ${formatRatio(stepTime / slowest)} the slowest worker's ` +
     `(within ${formatPercent(tolerance)}, the measurement's noise, it would count); the job steps at the ` +
     'pace of its slowest worker, so replacing this one cannot speed it up'
   );
@@ -488,16 +490,14 @@ function backoffLeft(
 function payoffOf(
   candidates: Candidate[],
   report: StragglerReport,
+  stepNow: number,
   job: JobView,
   config: PolicyConfig,
   remainingSeconds: number | undefined,
 ): { pays: boolean; text: string } {
   const replaced = new Set(candidates.map((c) => c.straggler));
-  const stepNow = Math.max(...report.workers.map((w) => w.stepTime ?? 0));
   const others = report.workers.filter((w) => !replaced.has(w)).map((w) => w.stepTime ?? 0);
-  const usual = candidates.map(
-    ({ straggler: s }) => ((s.stepTime ?? 0) * (s.baselineRatio ?? 0)) / (s.recentRatio ?? 1),
-  );
+  const usual = candidates.map((c) => c.stepTime / excess(c.straggler));
   const stepAfter = Math.max(...others, ...usual);
   const remaining = remainingSeconds ?? ASSUMED_REMAINING_SECONDS;
   const gain = timeSaved(remaining, 1 / stepNow, 1 / stepAfter);
@@ -505,7 +505,7 @@ function payoffOf(
   const charged = config.gainOverCostFactor * candidates.length * cost.seconds;
   const pays = gain > charged;
   const text =
-    `predicted gain ${formatDuration(Math.max(0, gain))} over ${describeRemaining(remainingSeconds)} (the job's ` +
+    `predicted gain ${formatDuration(gain)} over ${describeRemaining(remainingSeconds)} (the job's ` +
     `step time ${formatRatio(stepAfter / stepNow)} of now with ${plural(candidates.length, 'bottleneck straggler')} ` +
     `back at usual pace) ${pays ? 'beats' : 'does not beat'} ${formatDuration(charged)} = ` +
     `${config.gainOverCostFactor} x ${candidates.length} x ${cost.text}`;
