@@ -206,6 +206,55 @@ describe('detectStragglers: long spells and fast workers', () => {
   });
 });
 
+describe('detectStragglers: its boundaries', () => {
+  it('flags exactly stragglerFactor x its usual pace', () => {
+    const exact = detectStragglers(series(uniform(6), 40, lastSlow([2], 40, 5, 1.2)), config, lastAt(40));
+    assert.deepEqual(stragglersIn(exact), [2]);
+  });
+
+  it('compares three workers, the fewest that make a job', () => {
+    const three = detectStragglers(series(uniform(3), 40, lastSlow([1], 40, 5, 2)), config, lastAt(40));
+    assert.deepEqual(stragglersIn(three), [1]);
+    assert.equal(statusOf(three, 0).comparableSamples, 40);
+  });
+
+  it('keeps the usual pace to the latest 120 normal points', () => {
+    // Worker 5 at 1.0 for 120 points, then 1.1 (under the threshold) for 60: its last 120 are half and half.
+    const n = 180;
+    const report = detectStragglers(
+      series(uniform(6), n, (w, i) => (w === 5 && i >= 120 ? 1.1 : 1)),
+      config,
+      lastAt(n),
+    );
+    const w5 = statusOf(report, 5);
+    assert.equal(w5.status, 'ok');
+    assert.ok(Math.abs((w5.baselineRatio ?? 0) - 1.05) < 1e-9, String(w5.baselineRatio));
+  });
+
+  it('matches a worker’s sample to an instant only when it is less than one interval old', () => {
+    // Worker 0's samples are stamped one interval earlier: at the last instant its latest is one interval old.
+    const early = series(uniform(6), 40).map((s) =>
+      s.worker === 0 ? { ...s, samples: s.samples.map((x) => ({ ...x, at: x.at - STEP })) } : s,
+    );
+    const report = detectStragglers(early, config, lastAt(40));
+    assert.equal(statusOf(report, 0).comparableSamples, 39);
+    assert.equal(statusOf(report, 0).stepTime, undefined);
+    assert.equal(statusOf(report, 1).comparableSamples, 40);
+    const slightlyLate = series(uniform(6), 40).map((s) =>
+      s.worker === 0 ? { ...s, samples: s.samples.map((x) => ({ ...x, at: x.at - 1 })) } : s,
+    );
+    assert.equal(statusOf(detectStragglers(slightlyLate, config, lastAt(40)), 0).comparableSamples, 40);
+  });
+
+  it('ignores samples stamped at no finite time', () => {
+    const s = series(uniform(6), 40, lastSlow([2], 40, 5, 1.5));
+    s[0]?.samples.push({ at: Number.NaN, stepTime: 5 }, { at: Number.NEGATIVE_INFINITY, stepTime: 5 });
+    const report = detectStragglers(s, config, lastAt(40));
+    assert.deepEqual(stragglersIn(report), [2]);
+    assert.equal(statusOf(report, 0).comparableSamples, 40);
+  });
+});
+
 describe('detectStragglers: samples it cannot use', () => {
   const n = 40;
   const clean = () => series(uniform(6), n, lastSlow([2], n, 5, 1.5));
