@@ -137,7 +137,8 @@ export function detectStragglers(
     episodes: [],
   }));
   const interval = typicalInterval(tracks.map((t) => t.samples));
-  const minRun = Math.max(1, config.stragglerMinSamples);
+  // Fewer than one (0 or less) behaves as one: the first slow point flags.
+  const minRun = config.stragglerMinSamples;
 
   for (const at of grid(tracks, interval)) {
     const present: { track: WorkerTrack; stepTime: number }[] = [];
@@ -170,7 +171,7 @@ export function detectStragglers(
       const slow = slowerThanUsual && pace > 1;
       if (slow) track.lastSlowAt = at;
       stepEpisode(track, slow, at, minRun);
-      if (!track.straggling && track.run === 0 && !slowerThanUsual) remember(track, pace);
+      if (!track.straggling && !slowerThanUsual) remember(track, pace);
     }
   }
 
@@ -185,7 +186,7 @@ export function detectStragglers(
       episodes: t.episodes,
       ...(t.latestStep?.at === latest ? { stepTime: t.latestStep.stepTime } : {}),
     };
-    if (t.history.length < MIN_BASELINE_SAMPLES || t.recent === undefined) return { ...base, status: 'ok' };
+    if (t.history.length < MIN_BASELINE_SAMPLES) return { ...base, status: 'ok' };
     const withRatios = { ...base, recentRatio: t.recent, baselineRatio: usualOf(t) };
     if (t.straggling) return { ...withRatios, status: 'straggler', since: t.since ?? t.runStart };
     if (t.history.length >= PERSISTENT_MIN_SAMPLES && usualOf(t) > persistentFactor) {

@@ -80,6 +80,14 @@ describe('detectStragglers: a worker slower than its own usual pace', () => {
     const after = statusOf(detectStragglers(recovered, config, 34 * STEP), 2);
     assert.equal(after.status, 'ok');
     assert.deepEqual(after.episodes, [{ from: 20 * STEP, to: 29 * STEP }]);
+    assert.equal(after.since, 30 * STEP, 'ok since the first of the normal points that cleared it');
+  });
+
+  it('holds a verdict for at least one point whatever stragglerMinSamples says', () => {
+    const once = { ...config, stragglerMinSamples: 0 };
+    const report = detectStragglers(series(uniform(5), 40, lastSlow([2], 40, 1, 1.5)), once, lastAt(40));
+    assert.deepEqual(stragglersIn(report), [2]);
+    assert.equal(statusOf(report, 2).since, lastAt(40));
   });
 
   it('ignores points after `now`, missing and nonsensical step times', () => {
@@ -207,6 +215,25 @@ describe('detectStragglers: long spells and fast workers', () => {
 });
 
 describe('detectStragglers: its boundaries', () => {
+  it('reports nothing to compare on no samples, and one comparison on one sample per worker', () => {
+    assert.deepEqual(detectStragglers([], config, 0), {
+      at: 0,
+      workers: [],
+      persistentFactor: 1.15,
+      paceNoise: 0,
+    });
+    const empty = detectStragglers(series(uniform(4), 0), config, 0);
+    assert.deepEqual(
+      empty.workers.map((w) => [w.status, w.comparableSamples, w.stepTime]),
+      Array.from({ length: 4 }, () => ['ok', 0, undefined]),
+    );
+    const single = detectStragglers(series(uniform(4), 1), config, 0);
+    assert.deepEqual(
+      single.workers.map((w) => [w.comparableSamples, w.stepTime]),
+      Array.from({ length: 4 }, () => [1, 1]),
+    );
+  });
+
   it('flags exactly stragglerFactor x its usual pace', () => {
     const exact = detectStragglers(series(uniform(6), 40, lastSlow([2], 40, 5, 1.2)), config, lastAt(40));
     assert.deepEqual(stragglersIn(exact), [2]);
