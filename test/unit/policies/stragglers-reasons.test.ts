@@ -172,6 +172,41 @@ describe('straggler reasons', () => {
     assert.match(plan.reason, /node node-y: .* 2 times .*; node node-z: .* 2 times/);
   });
 
+  it('rounds the seconds left of a cool-down or a back-off up', () => {
+    const cooling = decideOnStragglers({
+      job: job({ lastActionAt: NOW - config.stragglerCooldownSeconds + 0.5 }),
+      series: series(slowFrom(2, 34)),
+      pods: pods(),
+      config,
+      now: NOW,
+    });
+    assert.equal(cooling.reason, 'in cooldown for 1 s more after the last change; not checking stragglers');
+    const backingOff = decideOnStragglers({
+      job: job({ stragglerReplacements: [{ pod: 'worker-2', at: NOW - 0.5, count: 1 }] }),
+      series: series(slowFrom(2, 30)),
+      pods: pods(),
+      config,
+      now: NOW,
+    });
+    assert.match(backingOff.reason, /not replaced again for 10\.0 min \(600 s more;/);
+  });
+
+  it('evicts a straggling pod of another role with index 0 in a c10d job: only Worker 0 hosts the store', () => {
+    const c10d: JobView = {
+      ...job(),
+      torchElastic: { c10dStore: true, rdzvConf: {}, tuneRendezvous: false, trainscalerLauncher: false },
+    };
+    const withMaster = pods().map((p) => (p.index === 2 ? { ...p, role: 'Master' as const, index: 0 } : p));
+    const plan = decideOnStragglers({
+      job: c10d,
+      series: series(slowFrom(2, 34)),
+      pods: withMaster,
+      config,
+      now: NOW,
+    });
+    assert.deepEqual(plan.changes.at(-1), { kind: 'evict-pod', pod: 'worker-2' });
+  });
+
   it('takes the straggler slower against its own pace first, then the lower worker number', () => {
     // Workers 1 and 4 both at 2x their usual 1: the tie goes to worker 1.
     const plan = decideOnStragglers({
