@@ -15,8 +15,9 @@ import {
   STRAGGLER_LOOKBACK_SECONDS,
   STRAGGLER_QUERY_STEP_SECONDS,
   type WorkerStatus,
+  withStragglerReplacement,
 } from '../lib/policies/stragglers.js';
-import type { JobView, PodView, WorkerStepTimes } from '../lib/types.js';
+import type { JobAutoscalerState, JobView, PodView, WorkerStepTimes } from '../lib/types.js';
 
 export interface ReplayOptions {
   config?: PolicyConfig;
@@ -125,7 +126,8 @@ export function replayStragglers(trace: WorkerStepTimes[], options: ReplayOption
   const open = new Map<number, VerdictEpisode>();
   const episodes = new Map<number, VerdictEpisode[]>(trace.map((s) => [s.worker, []]));
   const replacements: ReplayResult['replacements'] = [];
-  let lastActionAt: number | undefined;
+  // What the actuator keeps between reviews: the cool-down's start and the slots' replacements (back-off).
+  let state: JobAutoscalerState = { oomCount: 0, paused: false };
   let reviews = 0;
 
   for (let now = start + every; now <= end; now += every) {
@@ -145,13 +147,13 @@ export function replayStragglers(trace: WorkerStepTimes[], options: ReplayOption
         episodes.get(w.worker)?.push(episode);
       }
     }
-    const job = jobView(trace.length, lastActionAt);
+    const job = jobView(trace.length, state);
     const plan = decideOnStragglers({ job, series, pods, config, now, report });
     for (const change of plan.changes) {
       if (change.kind !== 'evict-pod') continue;
       const pod = pods.find((p) => p.name === change.pod);
       if (pod) replacements.push({ at: now, worker: pod.index });
-      lastActionAt = now;
+      state = { ...withStragglerReplacement(state, plan, now), lastActionAt: now };
     }
   }
   return {
@@ -175,7 +177,7 @@ function podFor(worker: number): PodView {
   };
 }
 
-function jobView(workers: number, lastActionAt: number | undefined): JobView {
+function jobView(workers: number, state: JobAutoscalerState): JobView {
   const none = { cpuMillis: 0, memoryBytes: 0, gpus: 0 };
   return {
     ref: { kind: 'PyTorchJob', namespace: 'replay', name: 'trace' },
@@ -197,6 +199,6 @@ function jobView(workers: number, lastActionAt: number | undefined): JobView {
       },
     ],
     managed: true,
-    state: { oomCount: 0, paused: false, ...(lastActionAt !== undefined ? { lastActionAt } : {}) },
+    state,
   };
 }

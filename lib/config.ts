@@ -44,6 +44,12 @@ export interface PolicyConfig {
    */
   stragglerCooldownSeconds: number;
   /**
+   * From binding to a running container (image pull, container start) of a pod that replaces a straggler,
+   * until the job's own growth has measured its start (rescaleCost.upToFirstStep): part of what a
+   * replacement costs the job.
+   */
+  podStartSeconds: number;
+  /**
    * TRAINSCALER_NAMESPACES: every job in these namespaces is managed without opting in, and when the list is
    * non-empty trainscaler acts in no other namespace. Empty: only jobs that opt in (lib/management.ts).
    */
@@ -77,6 +83,8 @@ export const DEFAULT_POLICY_CONFIG: PolicyConfig = {
   stragglerFactor: 1.2,
   stragglerMinSamples: 5,
   stragglerCooldownSeconds: 300,
+  // The simulator's pod start (lib/sim/simulated-cluster.ts): 20 s from binding to a running container.
+  podStartSeconds: 20,
   namespaceAllowlist: [],
   ownNamespaces: [DEFAULT_OWN_NAMESPACE],
   maxClusterGpus: Number.POSITIVE_INFINITY,

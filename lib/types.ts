@@ -83,6 +83,21 @@ export interface JobAutoscalerState {
    * growing back to it is no step into the unknown (growthLimit, the guardrails' step bound).
    */
   largestRunWorkers?: number;
+  /**
+   * The straggler policy's pod replacements, one entry per slot (the pod name, which its replacement keeps):
+   * when it was last replaced and how many times in a row (lib/policies/stragglers.ts
+   * withStragglerReplacement). A slot whose replacement is as slow waits out a back-off that grows with
+   * `count`. Bounds trainscaler's own actions: kept where tenants cannot write.
+   */
+  stragglerReplacements?: StragglerReplacement[];
+}
+
+export interface StragglerReplacement {
+  pod: string;
+  /** Epoch seconds of the latest eviction of this slot. */
+  at: number;
+  /** Replacements of this slot, each within STRAGGLER_REPLACEMENT_MEMORY_SECONDS of the one before. */
+  count: number;
 }
 
 /**

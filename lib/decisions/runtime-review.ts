@@ -152,7 +152,18 @@ export function decideRuntime(
     };
   }
   if (observed.series && observed.series.length > 1) {
-    const plan = decideOnStragglers({ job: view, series: observed.series, pods, config, now });
+    // The remaining run at the job's latest measured pace: what replacing its bottleneck can save.
+    const last = observed.samples[observed.samples.length - 1];
+    const pace = last ? (last.replicas * last.localBatchSize) / last.stepTime : 0;
+    const remainingSeconds = remainingSecondsOf(view, observed, pace);
+    const plan = decideOnStragglers({
+      job: view,
+      series: observed.series,
+      pods,
+      config,
+      now,
+      ...(remainingSeconds !== undefined ? { remainingSeconds } : {}),
+    });
     if (plan.changes.length > 0) return plan;
     reasons.push(plan.reason);
   }

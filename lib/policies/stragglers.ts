@@ -15,9 +15,20 @@
 //    minus one may slow down together without moving the median.
 
 import type { PolicyConfig } from '../config.js';
-import type { Change, JobView, Plan, PodView, WorkerStepTimes } from '../types.js';
-import { formatRatio } from './format.js';
+import type {
+  Change,
+  JobAutoscalerState,
+  JobView,
+  Plan,
+  PodView,
+  StragglerReplacement,
+  WorkerStepTimes,
+} from '../types.js';
+import { formatPercent, formatRatio } from './format.js';
 import { planWithinKind } from './kind-limits.js';
+import { formatDuration, plural } from './placement.js';
+import { rescaleCostsOf } from './rescale-cost.js';
+import { ASSUMED_REMAINING_SECONDS, describeRemaining, timeSaved } from './tuning.js';
 
 export type WorkerStatus = 'ok' | 'straggler' | 'persistently-slow';
 
@@ -37,6 +48,8 @@ export interface WorkerStragglerStatus {
   comparableSamples: number;
   /** Straggler episodes (closed or open) seen in the lookback window, with the node each began on. */
   episodes: StragglerEpisode[];
+  /** The worker's step time at the latest instant the job's workers were compared; undefined if absent then. */
+  stepTime?: number;
 }
 
 export interface StragglerEpisode {
@@ -51,6 +64,11 @@ export interface StragglerReport {
   workers: WorkerStragglerStatus[];
   /** How much slower than the job's fast pace a worker must usually be to count as persistently slow. */
   persistentFactor: number;
+  /**
+   * The measurement noise of a worker's pace: 1.4826 x the median absolute deviation of its normal paces over
+   * their median (a robust standard deviation, relative), the median over workers with a baseline; 0 without.
+   */
+  paceNoise: number;
 }
 
 /**
@@ -96,6 +114,8 @@ interface WorkerTrack {
   recent?: number;
   episodes: StragglerEpisode[];
   lastSlowAt?: number;
+  /** The worker's step time at the latest instant it was compared with its peers. */
+  latestStep?: { at: number; stepTime: number };
 }
 
 export function detectStragglers(
@@ -117,7 +137,8 @@ export function detectStragglers(
     episodes: [],
   }));
   const interval = typicalInterval(tracks.map((t) => t.samples));
-  const minRun = Math.max(1, config.stragglerMinSamples);
+  // Fewer than one (0 or less) behaves as one: the first slow point flags.
+  const minRun = config.stragglerMinSamples;
 
   for (const at of grid(tracks, interval)) {
     const present: { track: WorkerTrack; stepTime: number }[] = [];
@@ -139,6 +160,7 @@ export function detectStragglers(
       track.comparable += 1;
       track.firstComparable ??= at;
       track.recent = pace;
+      track.latestStep = { at, stepTime };
       if (track.history.length < MIN_BASELINE_SAMPLES) {
         remember(track, pace);
         continue;
@@ -149,11 +171,12 @@ export function detectStragglers(
       const slow = slowerThanUsual && pace > 1;
       if (slow) track.lastSlowAt = at;
       stepEpisode(track, slow, at, minRun);
-      if (!track.straggling && track.run === 0 && !slowerThanUsual) remember(track, pace);
+      if (!track.straggling && !slowerThanUsual) remember(track, pace);
     }
   }
 
   const persistentFactor = persistentSlowFactor(config);
+  const latest = Math.max(...tracks.map((t) => t.latestStep?.at ?? Number.NEGATIVE_INFINITY));
   const workers = tracks.map((t): WorkerStragglerStatus => {
     const base = {
       worker: t.worker,
@@ -161,8 +184,9 @@ export function detectStragglers(
       ...(t.node !== undefined ? { node: t.node } : {}),
       comparableSamples: t.comparable,
       episodes: t.episodes,
+      ...(t.latestStep?.at === latest ? { stepTime: t.latestStep.stepTime } : {}),
     };
-    if (t.history.length < MIN_BASELINE_SAMPLES || t.recent === undefined) return { ...base, status: 'ok' };
+    if (t.history.length < MIN_BASELINE_SAMPLES) return { ...base, status: 'ok' };
     const withRatios = { ...base, recentRatio: t.recent, baselineRatio: usualOf(t) };
     if (t.straggling) return { ...withRatios, status: 'straggler', since: t.since ?? t.runStart };
     if (t.history.length >= PERSISTENT_MIN_SAMPLES && usualOf(t) > persistentFactor) {
@@ -170,7 +194,20 @@ export function detectStragglers(
     }
     return { ...withRatios, status: 'ok', ...(t.since !== undefined ? { since: t.since } : {}) };
   });
-  return { at: now, workers, persistentFactor };
+  return { at: now, workers, persistentFactor, paceNoise: paceNoiseOf(tracks) };
+}
+
+/** Scales a median absolute deviation to a standard deviation under normal noise. */
+const MAD_TO_SIGMA = 1.4826;
+
+function paceNoiseOf(tracks: WorkerTrack[]): number {
+  const spreads = tracks
+    .filter((t) => t.history.length >= MIN_BASELINE_SAMPLES)
+    .map((t) => {
+      const usual = usualOf(t);
+      return (MAD_TO_SIGMA * median(t.history.map((h) => Math.abs(h - usual)))) / usual;
+    });
+  return spreads.length > 0 ? median(spreads) : 0;
 }
 
 function usualOf(track: WorkerTrack): number {
@@ -208,6 +245,20 @@ function stepEpisode(track: WorkerTrack, slow: boolean, at: number, minRun: numb
 }
 
 // --- Decision --------------------------------------------------------------------------------------------
+//
+// In synchronous data-parallel training the job steps at the pace of its slowest worker, so a straggler is
+// replaced only when that buys the job time:
+//  1. it bounds the job's step time: its step time at the latest instant is within the measurement's noise of
+//     the slowest worker's (BOTTLENECK_NOISE_MULTIPLE x the report's paceNoise); a worker slower than its own
+//     usual pace but faster than the bottleneck costs the job nothing, and replacing it is a wrong eviction;
+//  2. the predicted gain over the remaining run beats the replacement's cost (by gainOverCostFactor, as a
+//     rescale must): the job's step time now against the step time with the bottleneck stragglers back at
+//     their usual pace, the others as they are, over the job's remaining time (an assumed hour when the job
+//     does not declare its target), against one replacement per bottleneck straggler;
+//  3. its slot is not in back-off: a slot replaced while it straggled, and still straggling in the same
+//     episode, had a replacement as slow; it waits STRAGGLER_BACKOFF_BASE x 2^(replacements - 1), at most
+//     STRAGGLER_BACKOFF_MAX_SECONDS, from its last replacement (JobAutoscalerState.stragglerReplacements).
+// Otherwise it is reported, with the rule it failed, and nothing is written.
 
 export interface StragglerInput {
   job: JobView;
@@ -217,10 +268,104 @@ export interface StragglerInput {
   now: number;
   /** The detector's report for these series at `now`, when the caller has computed it already. */
   report?: StragglerReport;
+  /** Seconds the job has left at its current pace, when it declares its target (remainingSecondsOf). */
+  remainingSeconds?: number;
 }
 
 /** Pods of one job that straggled on the same node this many times in the lookback window: the node is named. */
 const REPEAT_NODE_EPISODES = 2;
+
+/**
+ * Two step times are told apart only beyond this many paceNoise: a pace is already the ratio of two noisy step
+ * times (the worker's over the fast pace), so its spread is that of a difference, and two of them cover 95%.
+ */
+export const BOTTLENECK_NOISE_MULTIPLE = 2;
+
+/** Relative margin within which a worker counts as the job's bottleneck: step time >= slowest / (1 + it). */
+export function bottleneckTolerance(report: Pick<StragglerReport, 'paceNoise'>): number {
+  return BOTTLENECK_NOISE_MULTIPLE * report.paceNoise;
+}
+
+/** The back-off doubles per replacement of a slot that stayed slow, from twice the straggler cool-down... */
+export function stragglerBackoffSeconds(count: number, config: PolicyConfig): number {
+  const base = 2 * Math.max(config.cooldownSeconds, config.stragglerCooldownSeconds);
+  return Math.min(base * 2 ** (Math.max(1, count) - 1), STRAGGLER_BACKOFF_MAX_SECONDS);
+}
+/** ...up to the lookback: after two hours a spell would have become the worker's usual pace anyway. */
+export const STRAGGLER_BACKOFF_MAX_SECONDS = STRAGGLER_LOOKBACK_SECONDS;
+/** A slot not replaced for this long starts its count again (twice the longest back-off: never inside one). */
+export const STRAGGLER_REPLACEMENT_MEMORY_SECONDS = 2 * STRAGGLER_BACKOFF_MAX_SECONDS;
+/** At most this many slots are remembered (the most recently replaced): the state stays small. */
+const MAX_REMEMBERED_SLOTS = 64;
+
+export interface ReplacementCost {
+  seconds: number;
+  text: string;
+}
+
+/**
+ * What replacing one pod costs the job: the world re-forming without it (the job's measured scale-down pause,
+ * else scaleDownCostSeconds) plus the replacement's start to its first step in the world (the job's last
+ * growth measured patch to first step, pods' start included; else podStartSeconds + scaleUpCostSeconds).
+ * Charged whole: a fixed-world job waits throughout; an elastic one trains on while the pod starts, so this
+ * errs on the side of not evicting.
+ */
+export function replacementCost(job: Pick<JobView, 'state'>, config: PolicyConfig): ReplacementCost {
+  const costs = rescaleCostsOf(job, config);
+  const start = costs.upToFirstStep ?? config.podStartSeconds + costs.up;
+  const pauseFrom = costs.downMeasured ? 'measured on this job' : 'default';
+  const startFrom =
+    costs.upToFirstStep !== undefined
+      ? "the job's last growth, patch to first step, measured"
+      : `default: pod start ${formatDuration(config.podStartSeconds)} + join pause ${formatDuration(costs.up)}`;
+  return {
+    seconds: costs.down + start,
+    text: `${formatDuration(costs.down + start)} a replacement: pause ${formatDuration(costs.down)} (${pauseFrom}) + start to first step ${formatDuration(start)} (${startFrom})`,
+  };
+}
+
+/**
+ * The state after a straggler plan is written at `at`: the evicted slot's replacement counted (the count
+ * starts again when its last one is older than STRAGGLER_REPLACEMENT_MEMORY_SECONDS), slots not replaced for
+ * that long forgotten. Any other plan leaves the state as it is. The writer of the job's state calls it.
+ */
+export function withStragglerReplacement(
+  state: JobAutoscalerState,
+  plan: Plan,
+  at: number,
+): JobAutoscalerState {
+  const evicted = plan.policy === 'straggler' ? plan.changes.find((c) => c.kind === 'evict-pod') : undefined;
+  if (evicted === undefined) return state;
+  const recent = (state.stragglerReplacements ?? []).filter(
+    (r) => at - r.at < STRAGGLER_REPLACEMENT_MEMORY_SECONDS,
+  );
+  const previous = recent.find((r) => r.pod === evicted.pod);
+  const others = recent.filter((r) => r.pod !== evicted.pod).slice(-(MAX_REMEMBERED_SLOTS - 1));
+  const entry: StragglerReplacement = { pod: evicted.pod, at, count: (previous?.count ?? 0) + 1 };
+  return { ...state, stragglerReplacements: [...others, entry] };
+}
+
+/** The stored replacements that are well formed; the rest is dropped (a slot then counts from zero). */
+export function parseStragglerReplacements(raw: unknown): StragglerReplacement[] | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  return raw.filter(
+    (r: unknown): r is StragglerReplacement =>
+      typeof r === 'object' &&
+      r !== null &&
+      typeof (r as StragglerReplacement).pod === 'string' &&
+      (r as StragglerReplacement).pod !== '' &&
+      Number.isFinite((r as StragglerReplacement).at) &&
+      Number.isInteger((r as StragglerReplacement).count) &&
+      (r as StragglerReplacement).count > 0,
+  );
+}
+
+interface Candidate {
+  straggler: WorkerStragglerStatus;
+  stepTime: number;
+  pod: PodView;
+  what: string;
+}
 
 export function decideOnStragglers(input: StragglerInput): Plan {
   const { job, series, pods, config, now } = input;
@@ -242,46 +387,56 @@ export function decideOnStragglers(input: StragglerInput): Plan {
   }
 
   const report = input.report ?? detectStragglers(series, config, now);
-  const notes: string[] = [];
   const stragglers = report.workers
     .filter((w) => w.status === 'straggler')
     .sort((a, b) => excess(b) - excess(a) || a.worker - b.worker);
+  const slowest = Math.max(...report.workers.map((w) => w.stepTime ?? 0));
+  const tolerance = bottleneckTolerance(report);
 
-  let changes: Change[] | undefined;
+  const notes = new Map<WorkerStragglerStatus, string>();
+  const candidates: Candidate[] = [];
   for (const straggler of stragglers) {
     const pod = podOf(straggler, pods);
     const what = describeStraggler(straggler, pod, config);
-    if (changes !== undefined) {
-      notes.push(`${what}; left for a later decision (one eviction at a time)`);
-    } else if (pod === undefined) {
-      notes.push(`${what}; no pod found for it, not evicting`);
+    const backoff = pod && backoffLeft(straggler, pod, job.state, config, now);
+    const stepTime = straggler.stepTime;
+    if (pod === undefined) {
+      notes.set(straggler, `${what}; no pod found for it, not evicting`);
     } else if (pod.phase !== 'Running') {
-      notes.push(`${what}; its pod is ${pod.phase}, not evicting`);
+      notes.set(straggler, `${what}; its pod is ${pod.phase}, not evicting`);
     } else if (job.torchElastic?.c10dStore && pod.role === 'Worker' && pod.index === 0) {
       // Measured: removing worker-0 of a c10d job kills the whole job; a slow step costs less.
-      notes.push(
+      notes.set(
+        straggler,
         `${what}; reported, not evicting: ${pod.name} is worker-0, the host of the job's c10d rendezvous ` +
           'store, and removing it kills the whole job',
       );
+    } else if (stepTime === undefined || stepTime * (1 + tolerance) < slowest) {
+      notes.set(
+        straggler,
+        `${what}; reported, not evicting: ${notTheBottleneck(stepTime, slowest, tolerance)}`,
+      );
+    } else if (backoff !== undefined) {
+      notes.set(straggler, `${what}; reported, not evicting: ${backoff}`);
     } else {
-      changes = [{ kind: 'evict-pod', pod: pod.name }];
-      let steer = '';
-      const steerRefused = job.refusals?.['avoid-node'];
-      if (pod.nodeName !== undefined && steerRefused !== undefined) {
-        // A running Job's or JobSet's pod template is immutable: no steering, the eviction alone.
-        steer = ` (not steered away from ${pod.nodeName}: ${steerRefused})`;
-      } else if (pod.nodeName !== undefined && job.ref.kind !== 'StatefulSet') {
-        // Written before the eviction, so the pod the operator recreates already prefers other nodes.
-        changes.unshift({ kind: 'avoid-node', role: pod.role, node: pod.nodeName });
-        steer = `, preferring nodes other than ${pod.nodeName} for it`;
-      } else if (pod.nodeName !== undefined) {
-        // A StatefulSet rolls every pod when its template changes: the replacement may land on the same node.
-        steer = ` (a StatefulSet: its template is left alone, so the replacement may land on ${pod.nodeName} again)`;
-      }
-      notes.push(`${what}; evicting ${pod.name} so the controller replaces it${steer}`);
+      candidates.push({ straggler, stepTime, pod, what });
     }
   }
 
+  let changes: Change[] = [];
+  const [first, ...rest] = candidates;
+  if (first !== undefined) {
+    const payoff = payoffOf(candidates, report, slowest, job, config, input.remainingSeconds);
+    if (payoff.pays) {
+      changes = evictionOf(first, job, notes, payoff.text);
+      for (const c of rest)
+        notes.set(c.straggler, `${c.what}; left for a later decision (one eviction at a time)`);
+    } else {
+      for (const c of candidates) notes.set(c.straggler, `${c.what}; reported, not evicting: ${payoff.text}`);
+    }
+  }
+
+  const lines = stragglers.map((s) => notes.get(s) ?? '');
   const slow = report.workers.filter((w) => w.status === 'persistently-slow');
   if (slow.length > 0) {
     const list = slow
@@ -289,14 +444,101 @@ export function decideOnStragglers(input: StragglerInput): Plan {
         (w) => `worker ${w.worker} (${formatRatio(w.baselineRatio ?? 0)} the fast pace since t=${w.since})`,
       )
       .join(', ');
-    notes.push(
+    lines.push(
       `persistently slow, not evicting (a replacement would be as slow): ${list}; more than ${formatRatio(report.persistentFactor)} the job's fast pace`,
     );
   }
   const repeat = repeatNodes(report, pods);
-  if (repeat.length > 0) notes.push(repeat.join('; '));
-  if (stragglers.length === 0) notes.unshift('no straggler');
-  return plan(changes ?? [], notes.join('; '));
+  if (repeat.length > 0) lines.push(repeat.join('; '));
+  if (stragglers.length === 0) lines.unshift('no straggler');
+  return plan(changes, lines.join('; '));
+}
+
+function notTheBottleneck(stepTime: number | undefined, slowest: number, tolerance: number): string {
+  if (stepTime === undefined) return 'no step time at the latest instant, so not known to bound the job';
+  return (
+    `not the job's bottleneck: its step time is ${formatRatio(stepTime / slowest)} the slowest worker's ` +
+    `(within ${formatPercent(tolerance)}, the measurement's noise, it would count); the job steps at the ` +
+    'pace of its slowest worker, so replacing this one cannot speed it up'
+  );
+}
+
+/** Why the slot waits, when its last replacement was as slow and its back-off has not expired. */
+function backoffLeft(
+  w: WorkerStragglerStatus,
+  pod: PodView,
+  state: JobAutoscalerState,
+  config: PolicyConfig,
+  now: number,
+): string | undefined {
+  const last = state.stragglerReplacements?.find((r) => r.pod === pod.name);
+  // Straggling since after the last replacement: the replacement ran at its pace for a while, a new spell.
+  if (last === undefined || (w.since ?? now) > last.at) return undefined;
+  const backoff = stragglerBackoffSeconds(last.count, config);
+  if (now - last.at >= backoff) return undefined;
+  return (
+    `its replacement of t=${last.at} is as slow (straggling since t=${w.since}, before it); after ` +
+    `${last.count} such ${last.count === 1 ? 'replacement' : 'replacements'} it is not replaced again for ` +
+    `${formatDuration(backoff)} (${Math.ceil(backoff - (now - last.at))} s more; the back-off doubles per ` +
+    `replacement, at most ${formatDuration(STRAGGLER_BACKOFF_MAX_SECONDS)})`
+  );
+}
+
+/**
+ * The predicted gain of replacing every candidate (each back at its usual pace, the other workers as they are)
+ * over the job's remaining run, against one replacement cost per candidate.
+ */
+function payoffOf(
+  candidates: Candidate[],
+  report: StragglerReport,
+  stepNow: number,
+  job: JobView,
+  config: PolicyConfig,
+  remainingSeconds: number | undefined,
+): { pays: boolean; text: string } {
+  const replaced = new Set(candidates.map((c) => c.straggler));
+  const others = report.workers.filter((w) => !replaced.has(w)).map((w) => w.stepTime ?? 0);
+  const usual = candidates.map((c) => c.stepTime / excess(c.straggler));
+  const stepAfter = Math.max(...others, ...usual);
+  const remaining = remainingSeconds ?? ASSUMED_REMAINING_SECONDS;
+  const gain = timeSaved(remaining, 1 / stepNow, 1 / stepAfter);
+  const cost = replacementCost(job, config);
+  const charged = config.gainOverCostFactor * candidates.length * cost.seconds;
+  const pays = gain > charged;
+  const text =
+    `predicted gain ${formatDuration(gain)} over ${describeRemaining(remainingSeconds)} (the job's ` +
+    `step time ${formatRatio(stepAfter / stepNow)} of now with ${plural(candidates.length, 'bottleneck straggler')} ` +
+    `back at usual pace) ${pays ? 'beats' : 'does not beat'} ${formatDuration(charged)} = ` +
+    `${config.gainOverCostFactor} x ${candidates.length} x ${cost.text}`;
+  return { pays, text };
+}
+
+function evictionOf(
+  c: Candidate,
+  job: JobView,
+  notes: Map<WorkerStragglerStatus, string>,
+  payoff: string,
+): Change[] {
+  const { pod, what } = c;
+  const changes: Change[] = [{ kind: 'evict-pod', pod: pod.name }];
+  let steer = '';
+  const steerRefused = job.refusals?.['avoid-node'];
+  if (pod.nodeName !== undefined && steerRefused !== undefined) {
+    // A running Job's or JobSet's pod template is immutable: no steering, the eviction alone.
+    steer = ` (not steered away from ${pod.nodeName}: ${steerRefused})`;
+  } else if (pod.nodeName !== undefined && job.ref.kind !== 'StatefulSet') {
+    // Written before the eviction, so the pod the operator recreates already prefers other nodes.
+    changes.unshift({ kind: 'avoid-node', role: pod.role, node: pod.nodeName });
+    steer = `, preferring nodes other than ${pod.nodeName} for it`;
+  } else if (pod.nodeName !== undefined) {
+    // A StatefulSet rolls every pod when its template changes: the replacement may land on the same node.
+    steer = ` (a StatefulSet: its template is left alone, so the replacement may land on ${pod.nodeName} again)`;
+  }
+  notes.set(
+    c.straggler,
+    `${what}; the job's bottleneck, and ${payoff}; evicting ${pod.name} so the controller replaces it${steer}`,
+  );
+  return changes;
 }
 
 /**
