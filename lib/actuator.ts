@@ -45,6 +45,7 @@ import {
   sendPodResizes,
   withPodResizes,
 } from './pod-resizes.js';
+import { withStragglerReplacement } from './policies/stragglers.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -282,7 +283,8 @@ function nextState(
   ) {
     state.oomCount = view.state.oomCount + 1;
   }
-  return state;
+  // A straggler's slot replaced again while still slow waits out a growing back-off (lib/policies/stragglers.ts).
+  return withStragglerReplacement(state, plan, record.at);
 }
 
 /**

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { ANNOTATION } from '../adapters/annotations.js';
 import { isObject } from '../adapters/unstructured.js';
 import { ConflictError } from '../errors.js';
+import { parseStragglerReplacements } from '../policies/stragglers.js';
 import type { Change, JobAutoscalerState, JobRef } from '../types.js';
 import type {
   ClusterClient,
@@ -110,6 +111,8 @@ export function stateOfStatus(status: unknown): JobAutoscalerState {
     if (finite(cost.measuredFor)) measured.measuredFor = cost.measuredFor;
     state.rescaleCost = measured;
   }
+  const replacements = parseStragglerReplacements(status.stragglerReplacements);
+  if (replacements && replacements.length > 0) state.stragglerReplacements = replacements;
   return state;
 }
 
@@ -193,6 +196,8 @@ export function reapplyState(
   if (changed('pauseReason') && after.pauseReason !== undefined) out.pauseReason = after.pauseReason;
   if (changed('lastRescale') && after.lastRescale) out.lastRescale = after.lastRescale;
   if (changed('rescaleCost') && after.rescaleCost) out.rescaleCost = after.rescaleCost;
+  if (changed('stragglerReplacements') && after.stragglerReplacements)
+    out.stragglerReplacements = after.stragglerReplacements;
   return out;
 }
 
