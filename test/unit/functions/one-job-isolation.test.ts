@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { handleAlarm } from '../../../functions/alarm.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import { handleSchedule } from '../../../functions/schedule.js';
+import type { ClusterClient, KubeObject } from '../../../lib/cluster/cluster-client.js';
 import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
 import type { ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
@@ -125,4 +126,49 @@ describe('one job cannot stop the schedule tick for everyone', () => {
     );
     assert.equal(result.outcomes.find(named('other'))?.applied, true);
   });
+
+  it("a tenant's Worker replicas set to 2^31 - 1 (no pod created: quota) costs the tick nothing unusual", async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob({ name: 'other', namespace: 'team-b', workers: 1, labels: MANAGED }));
+    sim.submitJob(toyJob({ workers: 2, labels: MANAGED }));
+    sim.step(1200);
+    // The API server holds the int32 the owner wrote; the operator could create none of the pods. Sizing the
+    // worker layout by the spec allocated 2^31 entries: the runner ran out of memory on every tick.
+    const asWritten = (job: KubeObject): KubeObject => {
+      if (job.metadata.name !== TOY.name) return job;
+      const patched = structuredClone(job) as KubeObject & {
+        spec: { pytorchReplicaSpecs: { Worker: { replicas: number } } };
+      };
+      patched.spec.pytorchReplicaSpecs.Worker.replicas = 2 ** 31 - 1;
+      return patched;
+    };
+    const cluster: ClusterClient = Object.assign(Object.create(null), {
+      ...bound(sim),
+      getJob: async (ref: Parameters<ClusterClient['getJob']>[0]) => asWritten(await sim.getJob(ref)),
+      listJobs: async (...args: Parameters<ClusterClient['listJobs']>) =>
+        (await sim.listJobs(...args)).map(asWritten),
+    });
+    const started = performance.now();
+    const result = await handleSchedule(scheduledEvent(), { ...deps, cluster });
+    assert.ok(performance.now() - started < 10_000, 'one tick, not minutes');
+    assert.deepEqual(result.errors, []);
+    assert.match(result.outcomes.find(named('toy'))?.plan.reason ?? '', /keep 2147483647 workers/);
+    assert.equal(result.outcomes.find(named('other'))?.applied, true);
+  });
 });
+
+/** The simulator's methods, bound, as a plain object whose members a test may replace. */
+function bound(sim: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (
+    let proto = Object.getPrototypeOf(sim);
+    proto && proto !== Object.prototype;
+    proto = Object.getPrototypeOf(proto)
+  )
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      const value = (sim as Record<string, unknown>)[name];
+      if (name !== 'constructor' && !(name in out) && typeof value === 'function')
+        out[name] = value.bind(sim);
+    }
+  return out;
+}
