@@ -10,7 +10,7 @@ import type { ClusterClient, KubeObject } from '../../../lib/cluster/cluster-cli
 import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
 import type { ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
-import { GiB, harness, TOY, toyJob } from './handler-harness.js';
+import { GiB, harness, replaceable, TOY, toyJob } from './handler-harness.js';
 
 const MANAGED = { 'trainscaler.io/managed': 'true' };
 const MASTER = { gpus: 1, cpuMillis: 4000, memoryBytes: 10 * GiB };
@@ -143,7 +143,7 @@ describe('one job cannot stop the schedule tick for everyone', () => {
       return patched;
     };
     const cluster: ClusterClient = Object.assign(Object.create(null), {
-      ...bound(sim),
+      ...replaceable(sim),
       getJob: async (ref: Parameters<ClusterClient['getJob']>[0]) => asWritten(await sim.getJob(ref)),
       listJobs: async (...args: Parameters<ClusterClient['listJobs']>) =>
         (await sim.listJobs(...args)).map(asWritten),
@@ -156,19 +156,3 @@ describe('one job cannot stop the schedule tick for everyone', () => {
     assert.equal(result.outcomes.find(named('other'))?.applied, true);
   });
 });
-
-/** The simulator's methods, bound, as a plain object whose members a test may replace. */
-function bound(sim: object): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (
-    let proto = Object.getPrototypeOf(sim);
-    proto && proto !== Object.prototype;
-    proto = Object.getPrototypeOf(proto)
-  )
-    for (const name of Object.getOwnPropertyNames(proto)) {
-      const value = (sim as Record<string, unknown>)[name];
-      if (name !== 'constructor' && !(name in out) && typeof value === 'function')
-        out[name] = value.bind(sim);
-    }
-  return out;
-}
