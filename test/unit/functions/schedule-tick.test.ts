@@ -175,7 +175,16 @@ describe('schedule tick', () => {
     const reasonOf = (result: typeof first, name: string) =>
       result.outcomes.find((o) => o.ref.name === name)?.plan.reason ?? '';
     assert.equal(first.outcomes.find((o) => o.ref.name === 'toy')?.applied, true);
-    assert.equal(reasonOf(first, 'rigid'), 'keep 2 workers: not elastic');
+    assert.equal(first.trigger, 'schedule');
+    assert.deepEqual(
+      first.outcomes.find((o) => o.ref.name === 'rigid'),
+      {
+        ref: rigid,
+        plan: { ref: rigid, policy: 'rebalance', changes: [], reason: 'keep 2 workers: not elastic' },
+        applied: false,
+        skipped: 'no-change',
+      },
+    );
     assert.equal(
       first.outcomes.filter((o) => o.ref.name === 'done').length,
       0,
@@ -226,7 +235,10 @@ describe('schedule tick', () => {
     sim.step(5);
     const read = await handleSchedule(scheduledEvent(), deps);
     assert.deepEqual(read.errors, []);
-    assert.ok(!logged.some((l) => l.includes('profile store unreadable')));
+    assert.deepEqual(
+      logged.filter((l) => l.startsWith('warn')),
+      [],
+    );
     const unreadable: HandlerDeps = {
       ...deps,
       cluster: Object.assign(replaceable(sim), {
@@ -240,5 +252,68 @@ describe('schedule tick', () => {
       "the queued job's value needs the store; the running job fits without it",
     );
     assert.ok(logged.some((l) => l.startsWith('warn profile store unreadable: fitting without it')));
+  });
+
+  it("a typed error reading one job's metrics is reported with its code; a missing series is no error", async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob({ name: 'other', namespace: 'team-b', workers: 1, labels: MANAGED }));
+    sim.submitJob(toyJob({ workers: 1, labels: MANAGED }));
+    sim.step(1200);
+    const metrics = Object.assign(replaceable(sim), {
+      stepSamples: (ref: typeof TOY, window: number) =>
+        ref.name === 'toy'
+          ? Promise.reject(new ApiError('Prometheus query', 503, 'unavailable'))
+          : sim.stepSamples(ref, window),
+    }) as unknown as HandlerDeps['metrics'];
+    const result = await handleSchedule(scheduledEvent(), { ...deps, metrics });
+    assert.deepEqual(
+      result.errors.map((e) => [e.ref.name, e.code]),
+      [['toy', 'API_ERROR']],
+    );
+    assert.equal(result.outcomes.find((o) => o.ref.name === 'other')?.applied, true);
+  });
+
+  it("a queued job whose profile's model fails is left out of the rebalance; the running job is still reviewed", async () => {
+    const { sim, deps } = harness();
+    const samples = [1, 2, 4].map((replicas) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime: 0.2 }));
+    await recordRun(
+      sim,
+      deps.profiles,
+      { namespace: 'team-a', signature: 'q', samples, usage: [] },
+      0,
+      false,
+    );
+    // big holds every GPU: the queued job has no pod placed, and the rebalance values it by its profile.
+    sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16, labels: MANAGED }));
+    sim.step(600);
+    sim.submitJob(toyJob({ name: 'queued', workers: 4, maxReplicas: 4, labels: MANAGED }));
+    const queued = { ...TOY, name: 'queued' };
+    await sim.patchJob(
+      queued,
+      [{ op: 'add', path: '/metadata/annotations/trainscaler.io~1signature', value: 'q' }],
+      { dryRun: false },
+    );
+    sim.step(5);
+    const failing: HandlerDeps['throughputOracle'] = (signature, model) =>
+      signature === 'q'
+        ? {
+            ...model,
+            predict: () => {
+              throw new RangeError('profile fit diverged');
+            },
+          }
+        : model;
+    const result = await handleSchedule(scheduledEvent(), { ...deps, throughputOracle: failing });
+    assert.deepEqual(
+      result.errors.map((e) => [e.ref.name, e.code, e.message]),
+      [['queued', 'INTERNAL', 'profile fit diverged']],
+    );
+    assert.deepEqual(
+      result.outcomes.map((o) => o.ref.name),
+      ['big'],
+    );
+    const healthy = await handleSchedule(scheduledEvent(), deps);
+    assert.deepEqual(healthy.errors, []);
+    assert.ok(healthy.outcomes.some((o) => o.ref.name === 'queued' || o.plan.reason.includes('queued')));
   });
 });
