@@ -11,7 +11,7 @@ import { recordRun } from '../../../lib/decisions/profile-store.js';
 import { ApiError, NotFoundError } from '../../../lib/errors.js';
 import type { JobView, PodView, Resources } from '../../../lib/types.js';
 import { scheduledEvent } from '../../fixtures/payloads.js';
-import { harness, replaceable, TOY, toyJob } from './handler-harness.js';
+import { countingClient, GiB, harness, replaceable, TOY, toyJob } from './handler-harness.js';
 
 const MANAGED = { 'trainscaler.io/managed': 'true' };
 const SHAPE: Resources = { cpuMillis: 4000, memoryBytes: 1, gpus: 1 };
@@ -315,5 +315,32 @@ describe('schedule tick', () => {
     const healthy = await handleSchedule(scheduledEvent(), deps);
     assert.deepEqual(healthy.errors, []);
     assert.ok(healthy.outcomes.some((o) => o.ref.name === 'queued' || o.plan.reason.includes('queued')));
+  });
+
+  it("reads the profile store only for managed jobs: an unmanaged job's queued pods cost no read of it", async () => {
+    const { sim, deps } = harness();
+    const samples = [1, 2, 4].map((replicas) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime: 0.2 }));
+    await recordRun(
+      sim,
+      deps.profiles,
+      { namespace: 'team-b', signature: 'toy', samples, usage: [] },
+      0,
+      false,
+    );
+    // An unmanaged job whose pods fit on no node (8 GPUs each, nodes of 4): all wait, none placed.
+    const queued = toyJob({
+      name: 'mine',
+      namespace: 'team-b',
+      workers: 2,
+      sizing: { gpus: 8, cpuMillis: 4000, memoryBytes: 10 * GiB },
+    });
+    delete queued.metadata.annotations?.[ANNOTATION.managed];
+    delete queued.metadata.labels?.[ANNOTATION.managed];
+    sim.submitJob(queued);
+    sim.step(5);
+    const { cluster, calls } = countingClient(sim);
+    const result = await handleSchedule(scheduledEvent(), { ...deps, cluster });
+    assert.deepEqual([result.errors, result.outcomes], [[], []]);
+    assert.equal(calls.get('getConfigMap') ?? 0, 0);
   });
 });
