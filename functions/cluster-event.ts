@@ -1,9 +1,10 @@
 import { actOnJob } from '../lib/actuator.js';
+import { ANNOTATION } from '../lib/adapters/annotations.js';
 import { hasSucceeded, readJob } from '../lib/adapters/job-adapter.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { recordRun } from '../lib/decisions/profile-store.js';
 import { MissingMetricsError } from '../lib/errors.js';
-import { managementScope } from '../lib/management.js';
+import { type ManagementScope, managementOf, managementScope } from '../lib/management.js';
 import { decideOnFault } from '../lib/policies/faults.js';
 import { parseClusterEvent } from '../lib/triggers/cluster-event-payload.js';
 import { actuatorDeps } from './actuator-deps.js';
@@ -47,6 +48,13 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
       return { ...result, ignored: `profile of ${view.signature} updated` };
     }
     if (trigger.type === 'DELETED') return { ...result, ignored: 'pod deleted' };
+    // Whether the job is managed comes before any cluster-wide read: a tenant's churn of pods of jobs
+    // trainscaler does not manage costs at most the one GET that tells, and nothing where the namespace does.
+    const scope = managementScope(deps.config);
+    const excluded = unmanagedNamespace(ref.namespace, scope);
+    if (excluded) return { ...result, ignored: `not managed: ${excluded}` };
+    const management = managementOf((await deps.cluster.getJob(ref)).metadata, scope);
+    if (!management.managed) return { ...result, ignored: `not managed: ${management.why}` };
     const now = deps.clock();
     const cluster = await loadCapacity(deps.cluster, now);
     const capacity = capacityOf(cluster.nodes, cluster.pods, { holdRoomFor: exceptPodsOf(ref), now });
@@ -67,4 +75,10 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
     result.errors.push(containJobError(ref, error, deps.logger));
   }
   return result;
+}
+
+/** Why no job of this namespace is managed, whatever the job says (system, trainscaler's own, not listed). */
+function unmanagedNamespace(namespace: string, scope: ManagementScope): string | undefined {
+  const optedIn = managementOf({ namespace, labels: { [ANNOTATION.managed]: 'true' } }, scope);
+  return optedIn.managed ? undefined : optedIn.why;
 }

@@ -33,12 +33,18 @@ import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
 import { modelFor, type ThroughputModel } from '../lib/model/throughput-model.js';
 import { decideOnFault } from '../lib/policies/faults.js';
+import { findRole } from '../lib/policies/placement.js';
 import { profileModel } from '../lib/policies/profiles.js';
-import { decideRebalance, type PendingDemand } from '../lib/policies/rebalance.js';
+import {
+  decideRebalance,
+  type PendingDemand,
+  type RebalanceInput,
+  type RebalanceJob,
+} from '../lib/policies/rebalance.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
-import type { Plan, StepSample } from '../lib/types.js';
+import type { JobRef, Plan, StepSample } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
-import type { HandlerDeps, HandlerResult } from './handler-deps.js';
+import type { HandlerDeps, HandlerResult, Outcome } from './handler-deps.js';
 import { containJobError } from './job-errors.js';
 
 interface Observed {
@@ -175,38 +181,45 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
     }
   }
   const now = deps.clock();
-  const rebalanced = jobs.filter((j) => !reviewed.has(key(j.snapshot.view.ref)));
+  // Each job's entry is its own work: a job whose model cannot be fitted or asked is reported, not fatal.
+  const entries: RebalanceJob[] = [];
+  for (const job of jobs) {
+    const { view } = job.snapshot;
+    if (reviewed.has(key(view.ref))) continue;
+    // Scaled to 0 workers by its owner (a Master may still run): no speed to model and not trainscaler's to
+    // restart, so the rebalance neither asks its model nor grows it.
+    if (findRole(view, 'Worker')?.replicas === 0) {
+      result.outcomes.push(keepOutcome(view, deps));
+      continue;
+    }
+    try {
+      entries.push(rebalanceEntryOf(job, deps));
+    } catch (error) {
+      result.errors.push(containJobError(job.snapshot.view.ref, error, deps.logger));
+    }
+  }
   const toPlace = pending.filter((d) => !reviewed.has(key(d.job.ref)));
-  const plans = decideRebalance({
-    jobs: rebalanced.map(({ snapshot, observed, prior }) => {
-      const model =
-        observed &&
-        modelFor(fitRuntimeModel(observed.samples, prior), snapshot.view.signature, deps.throughputOracle);
-      const current = currentPlacement(snapshot, observed?.samples ?? []);
-      const entry: Parameters<typeof decideRebalance>[0]['jobs'][number] = {
-        job: snapshot.view,
-        model,
-        current,
-      };
-      const workerNodes = workerNodesOf(snapshot.pods, current.replicas);
-      if (workerNodes) entry.workerNodes = workerNodes;
-      const remaining =
-        observed && model
-          ? remainingSecondsOf(snapshot.view, observed, model.predict(current).throughput)
-          : undefined;
-      if (remaining !== undefined) entry.remainingSeconds = remaining;
-      return entry;
-    }),
-    pending: toPlace,
-    // The rebalance places the waiting pods of `toPlace` itself (or holds their room): held here as well, a
-    // queued job whose pods fit in free room would seem not to, and running jobs would shrink for it.
-    capacity: capacityOf(state.nodes, state.pods, {
-      holdRoomFor: exceptWaitingPodsOf(toPlace.map((d) => d.job.ref)),
-      now: listedAt,
-    }),
-    config: deps.config,
-    now,
-  });
+  const failed = new Set<string>();
+  for (const demand of toPlace) if (demand.model) demand.model = answeringFor(demand.job.ref, demand.model);
+  const plans = rebalanceIsolated(
+    {
+      jobs: entries,
+      pending: toPlace,
+      // The rebalance places the waiting pods of `toPlace` itself (or holds their room): held here as well, a
+      // queued job whose pods fit in free room would seem not to, and running jobs would shrink for it.
+      capacity: capacityOf(state.nodes, state.pods, {
+        holdRoomFor: exceptWaitingPodsOf(toPlace.map((d) => d.job.ref)),
+        now: listedAt,
+      }),
+      config: deps.config,
+      now,
+    },
+    (ref, error) => {
+      failed.add(key(ref));
+      result.errors.push(containJobError(ref, error, deps.logger));
+    },
+  );
+  const rebalanced = entries.filter((e) => !failed.has(key(e.job.ref)));
   const planned = new Map(jobs.map((j) => [key(j.snapshot.view.ref), j.snapshot.view.resourceVersion]));
   for (const plan of plans) {
     try {
@@ -222,14 +235,8 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   }
   // Jobs the rebalance considered and left alone: a "keep" outcome each, so that why is answerable.
   const moved = new Set([...plans.map((p) => key(p.ref)), ...reviewed]);
-  for (const { snapshot } of rebalanced) {
-    if (moved.has(key(snapshot.view.ref))) continue;
-    result.outcomes.push({
-      ref: snapshot.view.ref,
-      plan: { ref: snapshot.view.ref, policy: 'rebalance', changes: [], reason: keepReason(snapshot, deps) },
-      applied: false,
-      skipped: 'no-change',
-    });
+  for (const { job } of rebalanced) {
+    if (!moved.has(key(job.ref))) result.outcomes.push(keepOutcome(job, deps));
   }
   deps.logger.info(
     {
@@ -261,10 +268,15 @@ export function hasStrandedPods(snapshot: JobSnapshot): boolean {
   );
 }
 
-function keepReason(snapshot: JobSnapshot, deps: HandlerDeps): string {
-  const { view } = snapshot;
-  const workers = view.roles.find((r) => r.role === 'Worker')?.replicas;
+function keepOutcome(view: JobSnapshot['view'], deps: HandlerDeps): Outcome {
+  const plan: Plan = { ref: view.ref, policy: 'rebalance', changes: [], reason: keepReason(view, deps) };
+  return { ref: view.ref, plan, applied: false, skipped: 'no-change' };
+}
+
+function keepReason(view: JobSnapshot['view'], deps: HandlerDeps): string {
+  const workers = findRole(view, 'Worker')?.replicas;
   const what = workers === undefined ? 'no Worker role' : `keep ${workers} workers`;
+  if (workers === 0) return `${what}: scaled to 0 workers by its owner; trainscaler starts none`;
   if (view.state.paused) return `${what}: paused (${view.state.pauseReason ?? 'by trainscaler'})`;
   if (view.kueue)
     return `${what}: managed by Kueue (${view.kueue}); the cluster-wide rebalance leaves it to Kueue's priorities and preemption`;
@@ -294,6 +306,69 @@ export function pendingDemands(snapshot: JobSnapshot): PendingDemand[] {
     });
   }
   return out;
+}
+
+/** One running job as the rebalance sees it: its model, where it runs, how long it has left. */
+function rebalanceEntryOf({ snapshot, observed, prior }: Observed, deps: HandlerDeps): RebalanceJob {
+  const { view } = snapshot;
+  const current = currentPlacement(snapshot, observed?.samples ?? []);
+  const fitted = observed
+    ? modelFor(fitRuntimeModel(observed.samples, prior), view.signature, deps.throughputOracle)
+    : undefined;
+  const entry: RebalanceJob = { job: view, model: fitted && answeringFor(view.ref, fitted), current };
+  const workerNodes = workerNodesOf(snapshot.pods, current.replicas);
+  if (workerNodes) entry.workerNodes = workerNodes;
+  const remaining =
+    observed && fitted ? remainingSecondsOf(view, observed, fitted.predict(current).throughput) : undefined;
+  if (remaining !== undefined) entry.remainingSeconds = remaining;
+  return entry;
+}
+
+/** A job's model failed to answer inside the cluster-wide rebalance: whose it was travels with the error. */
+class JobModelError extends Error {
+  constructor(
+    readonly ref: JobRef,
+    override readonly cause: unknown,
+  ) {
+    super(`the model of ${key(ref)} failed`, { cause });
+  }
+}
+
+/** The model, with any failure of its predictions marked as this job's. */
+function answeringFor(ref: JobRef, model: ThroughputModel): ThroughputModel {
+  return {
+    sampleCount: model.sampleCount,
+    distinctScales: model.distinctScales,
+    predict(placement) {
+      try {
+        return model.predict(placement);
+      } catch (error) {
+        throw new JobModelError(ref, error);
+      }
+    },
+  };
+}
+
+/**
+ * The rebalance without the jobs whose models fail: each failure is reported for its job (through
+ * `failedJob`) and the rebalance is computed again without that job, so one job's model never costs the
+ * others their tick. Bounded: every round removes at least one job.
+ */
+function rebalanceIsolated(input: RebalanceInput, failedJob: (ref: JobRef, error: unknown) => void): Plan[] {
+  let { jobs, pending = [] } = input;
+  for (;;) {
+    try {
+      return decideRebalance({ ...input, jobs, pending });
+    } catch (error) {
+      if (!(error instanceof JobModelError)) throw error;
+      const failed = key(error.ref);
+      const before = jobs.length + pending.length;
+      jobs = jobs.filter((j) => key(j.job.ref) !== failed);
+      pending = pending.filter((d) => key(d.job.ref) !== failed);
+      if (jobs.length + pending.length === before) throw error.cause;
+      failedJob(error.ref, error.cause);
+    }
+  }
 }
 
 function key(ref: Plan['ref']): string {

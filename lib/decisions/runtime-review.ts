@@ -75,13 +75,14 @@ export function currentPlacement(snapshot: JobSnapshot, samples: readonly StepSa
  * otherwise (a pod pending or restarting: the layout is in flux and the rebalance packs densely instead).
  */
 export function workerNodesOf(pods: readonly PodView[], replicas: number): string[] | undefined {
-  const nodes: Array<string | undefined> = Array.from({ length: replicas }, () => undefined);
-  for (const pod of pods) {
-    if (pod.role !== 'Worker' || pod.phase !== 'Running' || !pod.nodeName) continue;
-    if (pod.index >= 0 && pod.index < replicas) nodes[pod.index] = pod.nodeName;
-  }
-  const known = nodes.filter((n): n is string => n !== undefined);
-  return replicas > 0 && known.length === replicas ? known : undefined;
+  // Sized by the pods, never by `replicas` alone: that is the job's spec, which its owner may set to 2^31 - 1.
+  const running = pods.filter((p) => p.role === 'Worker' && p.phase === 'Running' && p.nodeName);
+  if (replicas <= 0 || running.length < replicas) return undefined;
+  const nodes = new Map<number, string>();
+  for (const pod of running)
+    if (pod.index >= 0 && pod.index < replicas) nodes.set(pod.index, pod.nodeName ?? '');
+  if (nodes.size !== replicas) return undefined;
+  return [...nodes.entries()].sort(([a], [b]) => a - b).map(([, node]) => node);
 }
 
 /** Seconds to the job's declared target at the given throughput; undefined when either is unknown. */

@@ -1,5 +1,6 @@
 // Online fit of the throughput model from observed steps: non-negative least squares in relative error,
 // weak priors for what the samples cannot tell apart, and a 1-D search for the overlap exponent gamma.
+import { ValidationError } from '../errors.js';
 import type { StepSample } from '../types.js';
 import {
   FORMS,
@@ -307,8 +308,13 @@ export function fitThroughputModel(samples: StepSample[], options: FitOptions = 
   };
 
   const predict = (placement: Placement): Prediction => {
+    // A placement comes from a job its owner edits (Worker replicas patched to 0): a typed error, so that the
+    // caller reports it as that job's and carries on with the others.
     if (!(placement.replicas >= 1 && placement.localBatchSize > 0)) {
-      throw new Error(`predict: invalid placement ${JSON.stringify(placement)}`);
+      throw new ValidationError(
+        placement.replicas >= 1 ? '/localBatchSize' : '/replicas',
+        `predict: invalid placement ${JSON.stringify(placement)}`,
+      );
     }
     const sc = scalePlacement(placement, refBatch, psForm);
     const fc = form.computeFeatures(sc);

@@ -23,7 +23,7 @@ import { type LeaderElectionTiming, LeaderElector, type LeaseLock } from './lead
 import { kubernetesLeaderLabelPatch, type LeaderLabelPatch, LeaderPodLabel } from './leader-pod-label.js';
 import { KubernetesLeaseLock } from './lease-lock.js';
 import { RunnerMetrics, type Trigger } from './metrics.js';
-import { KeyedWorkQueue } from './work-queue.js';
+import { KeyedWorkQueue, namespaceLane } from './work-queue.js';
 
 export const DEFAULT_LEASE_NAME = 'trainscaler-leader';
 /**
@@ -32,6 +32,9 @@ export const DEFAULT_LEASE_NAME = 'trainscaler-leader';
  * it (README "The schedule ticks every minute").
  */
 export const DEFAULT_SCHEDULE = '* * * * *';
+
+/** The schedule tick's queue key: a tick that finds the previous one still waiting coalesces with it. */
+const SCHEDULE_KEY = 'schedule';
 
 export interface RunnerHandlers {
   alarm: Handler;
@@ -204,7 +207,12 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
 
   function startWork(): void {
     if (work || stopping) return;
+    // Namespaces take turns and each holds at most a tenth of the queue: one tenant's churn delays another's
+    // fault by a task, and never pushes out the schedule tick.
     const queue = new KeyedWorkQueue({
+      laneOf: namespaceLane,
+      maxPendingPerLane: 1_000,
+      urgent: (key) => key === SCHEDULE_KEY,
       onDrop: () => metrics.droppedEvents.inc(),
       onError: (key, error) => logger.error({ key, error: String(error) }, 'queued task failed'),
     });
@@ -244,7 +252,7 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
       timeZone: 'UTC',
       start: true,
       // A tick that finds the previous one still queued coalesces with it.
-      onTick: () => enqueue('schedule', () => invoke('schedule', handlers.schedule, {})),
+      onTick: () => enqueue(SCHEDULE_KEY, () => invoke('schedule', handlers.schedule, {})),
     });
     work = { queue, informers, cron };
     metrics.leader.set(1);

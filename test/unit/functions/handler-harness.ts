@@ -1,7 +1,7 @@
 // A SimulatedCluster with handler deps around it, for handler tests: the same wiring as the demo.
 import { handleClusterEvent } from '../../../functions/cluster-event.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
-import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
+import type { ClusterClient, KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
@@ -53,4 +53,34 @@ export async function deliverEvents(sim: SimulatedCluster, deps: HandlerDeps) {
   const results = [];
   for (const event of sim.drainEvents()) results.push(await handleClusterEvent(event, deps));
   return results;
+}
+
+/** The simulator's methods, bound, as a plain object whose members a test may replace. */
+export function replaceable(sim: SimulatedCluster): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let proto = Object.getPrototypeOf(sim); proto && proto !== Object.prototype; ) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      const value: unknown = Reflect.get(sim, name);
+      if (name !== 'constructor' && !(name in out) && typeof value === 'function')
+        out[name] = value.bind(sim);
+    }
+    proto = Object.getPrototypeOf(proto);
+  }
+  return out;
+}
+
+/** The simulator as a ClusterClient that counts every call it answers, by method. */
+export function countingClient(sim: SimulatedCluster): {
+  cluster: ClusterClient;
+  calls: Map<string, number>;
+} {
+  const calls = new Map<string, number>();
+  const methods = replaceable(sim);
+  for (const [name, method] of Object.entries(methods)) {
+    methods[name] = (...args: unknown[]) => {
+      calls.set(name, (calls.get(name) ?? 0) + 1);
+      return (method as (...a: unknown[]) => unknown)(...args);
+    };
+  }
+  return { cluster: methods as unknown as ClusterClient, calls };
 }
