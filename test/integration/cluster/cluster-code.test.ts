@@ -161,7 +161,7 @@ describe('real API server semantics the actuator relies on', () => {
     assert.match(error.message, /system:serviceaccount:trainscaler-system:trainscaler/);
   });
 
-  it('as the ServiceAccount, Leases and ConfigMaps outside its own namespace and names are forbidden', async () => {
+  it('as the ServiceAccount, Leases outside its own name and ConfigMaps outside its own namespace are forbidden', async () => {
     const kc = new KubeConfig();
     kc.loadFromFile(cluster.saKubeconfig);
     const forbidden = async (what: string, attempt: () => Promise<unknown>) => {
@@ -192,12 +192,9 @@ describe('real API server semantics the actuator relies on', () => {
     await forbidden('create configmap in kube-system', () =>
       sa.putConfigMap('kube-system', 'trainscaler-profiles', { a: '1' }, undefined, { dryRun: false }),
     );
-    await forbidden('read another configmap in its namespace', () =>
-      sa.getConfigMap('trainscaler-system', 'other'),
-    );
-    await forbidden('replace another configmap in its namespace', () =>
-      sa.putConfigMap('trainscaler-system', 'other', { a: '1' }, '1', { dryRun: false }),
-    );
+    // Within trainscaler-system, RBAC cannot name the outcome store's ConfigMaps (one per job namespace), so any
+    // ConfigMap there may be read; writes to names not trainscaler's are refused at admission by
+    // infra/k8s/configmap-names-policy.yaml (test/integration/runner-as-service-account.test.ts).
     // What it does use still works: its own profile store.
     await assert.doesNotReject(() => sa.getConfigMap('trainscaler-system', 'trainscaler-profiles'));
   });

@@ -125,7 +125,14 @@ describe('infra/k8s on the test API server', { skip }, () => {
   });
 
   it('the Lambda group gets what the functions use and no watch, no Lease', async () => {
-    await kubectl('apply', '-f', 'infra/k8s/lambda-access.yaml');
+    // The functions keep each job's state as the runner does: its binding ships beside lambda-access.yaml.
+    await kubectl(
+      'apply',
+      '-f',
+      'infra/k8s/lambda-access.yaml',
+      '-f',
+      'infra/k8s/lambda-access-scaledtrainingjobs.yaml',
+    );
     try {
       const lambda = [
         '--as',
@@ -140,7 +147,14 @@ describe('infra/k8s on the test API server', { skip }, () => {
       for (const access of [...INFORMER_ACCESS, ...LEASE_ACCESS].filter((a) => a.verb !== 'list'))
         assert.equal(await canI(lambda, access), 'no', JSON.stringify(access));
     } finally {
-      await kubectl('delete', '--ignore-not-found', '-f', 'infra/k8s/lambda-access.yaml');
+      await kubectl(
+        'delete',
+        '--ignore-not-found',
+        '-f',
+        'infra/k8s/lambda-access.yaml',
+        '-f',
+        'infra/k8s/lambda-access-scaledtrainingjobs.yaml',
+      );
     }
   });
 });
