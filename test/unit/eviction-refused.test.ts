@@ -11,8 +11,8 @@ import type { ClusterClient, KubeObject } from '../../lib/cluster/cluster-client
 import { translateError } from '../../lib/cluster/kubernetes-cluster-client.js';
 import { ApiError } from '../../lib/errors.js';
 import type { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
-import type { Change, Plan } from '../../lib/types.js';
-import { harness, TOY, toyJob } from './functions/handler-harness.js';
+import type { Plan } from '../../lib/types.js';
+import { harness, replaceStraggler, runningWorkerOne, TOY, toyJob } from './functions/handler-harness.js';
 
 /** What the API server answers an eviction that would break a PodDisruptionBudget. */
 const PDB_REFUSAL = JSON.stringify({
@@ -95,22 +95,6 @@ function setup(allows: (dryRun: boolean) => boolean | Error, dryRun = false) {
   return { sim, deps, calls, lines };
 }
 
-/** A running worker that may be evicted (not worker-0, the c10d store's host). */
-async function straggler(sim: SimulatedCluster): Promise<{ pod: string; node: string }> {
-  const found = (await sim.listPods('team-a')).find(
-    (p) => p.spec?.nodeName && p.metadata?.name?.endsWith('-worker-1'),
-  );
-  assert.ok(found?.metadata?.name && found.spec?.nodeName);
-  return { pod: found.metadata.name, node: found.spec.nodeName };
-}
-
-const replace = (pod: string, node: string) => (): Plan => ({
-  ref: TOY,
-  policy: 'straggler',
-  reason: `worker 1 slow; evicting ${pod}`,
-  changes: [{ kind: 'avoid-node', role: 'Worker', node } as Change, { kind: 'evict-pod', pod }],
-});
-
 const evicted = (sim: SimulatedCluster, pod: string) =>
   sim.writeLog().some((w) => w.verb === 'evict' && w.target.endsWith(pod));
 
@@ -118,9 +102,9 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
   it('refused at the dry run: nothing written, no cool-down, the pod stays, a Warning Event names the budget', async () => {
     let budget = 0;
     const { sim, deps, calls, lines } = setup(() => budget > 0);
-    const { pod, node } = await straggler(sim);
+    const { pod, node } = await runningWorkerOne(sim);
     const before: KubeObject = await sim.getJob(TOY);
-    const outcome = await actOnJob(TOY, replace(pod, node), deps);
+    const outcome = await actOnJob(TOY, replaceStraggler(pod, node), deps);
     assert.equal(outcome.applied, false);
     assert.equal(outcome.skipped, 'eviction-refused');
     assert.equal(outcome.decisionId, undefined);
@@ -157,7 +141,7 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
     assert.equal(warned?.obj.policy, 'straggler');
     // Nothing held the job back: once the budget allows it, the same decision is applied whole.
     budget = 1;
-    const retried = await actOnJob(TOY, replace(pod, node), deps);
+    const retried = await actOnJob(TOY, replaceStraggler(pod, node), deps);
     assert.equal(retried.applied, true);
     assert.equal(retried.evictionsRefused, undefined);
     assert.equal(evicted(sim, pod), true);
@@ -168,8 +152,8 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
 
   it('refused for real after the dry run passed: the patch stands, the Event warns that the pod stayed', async () => {
     const { sim, deps, calls, lines } = setup((dryRun) => dryRun);
-    const { pod, node } = await straggler(sim);
-    const outcome = await actOnJob(TOY, replace(pod, node), deps);
+    const { pod, node } = await runningWorkerOne(sim);
+    const outcome = await actOnJob(TOY, replaceStraggler(pod, node), deps);
     assert.equal(outcome.applied, true);
     assert.ok(outcome.decisionId);
     assert.deepEqual(
@@ -192,9 +176,9 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
 
   it('in a dry run: asked as a dry run, nothing written, no Event stored', async () => {
     const { sim, deps, calls } = setup(() => false, true);
-    const { pod, node } = await straggler(sim);
+    const { pod, node } = await runningWorkerOne(sim);
     const mark = sim.writeLog().length;
-    const outcome = await actOnJob(TOY, replace(pod, node), deps);
+    const outcome = await actOnJob(TOY, replaceStraggler(pod, node), deps);
     assert.equal(outcome.skipped, 'eviction-refused');
     assert.deepEqual(calls, [
       `evict ${pod} dryRun=true`,
@@ -210,9 +194,9 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
       new ApiError('evict pod', undefined, 'reset'),
     ]) {
       const { sim, deps, calls } = setup(() => error);
-      const { pod, node } = await straggler(sim);
+      const { pod, node } = await runningWorkerOne(sim);
       const mark = sim.writeLog().length;
-      await assert.rejects(actOnJob(TOY, replace(pod, node), deps), (e: unknown) => e === error);
+      await assert.rejects(actOnJob(TOY, replaceStraggler(pod, node), deps), (e: unknown) => e === error);
       assert.deepEqual(calls, [`evict ${pod} dryRun=true`]);
       assert.equal(sim.writeLog().length, mark);
     }

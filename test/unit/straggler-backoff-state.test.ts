@@ -6,8 +6,7 @@ import { describe, it } from 'node:test';
 import { type ActuatorDeps, actOnJob } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { stateOfStatus } from '../../lib/cluster/job-state.js';
-import type { Change, Plan } from '../../lib/types.js';
-import { harness, TOY, toyJob } from './functions/handler-harness.js';
+import { harness, replaceStraggler, runningWorkerOne, TOY, toyJob } from './functions/handler-harness.js';
 
 function setup() {
   const { sim } = harness();
@@ -28,35 +27,20 @@ function setup() {
   return { sim, deps };
 }
 
-async function workerOne(sim: ReturnType<typeof setup>['sim']) {
-  const found = (await sim.listPods('team-a')).find(
-    (p) => p.spec?.nodeName && p.metadata?.name?.endsWith('-worker-1'),
-  );
-  assert.ok(found?.metadata?.name && found.spec?.nodeName);
-  return { pod: found.metadata.name, node: found.spec.nodeName };
-}
-
-const replace = (pod: string, node: string) => (): Plan => ({
-  ref: TOY,
-  policy: 'straggler',
-  reason: `worker 1 slow; evicting ${pod}`,
-  changes: [{ kind: 'avoid-node', role: 'Worker', node } as Change, { kind: 'evict-pod', pod }],
-});
-
 describe('straggler replacements in trainscaler state', () => {
   it('the actuator records each replacement of a slot in the status, counting repeats', async () => {
     const { sim, deps } = setup();
-    const first = await workerOne(sim);
-    assert.equal((await actOnJob(TOY, replace(first.pod, first.node), deps)).applied, true);
+    const first = await runningWorkerOne(sim);
+    assert.equal((await actOnJob(TOY, replaceStraggler(first.pod, first.node), deps)).applied, true);
     const once = stateOfStatus((await sim.getJobState(TOY))?.status);
     assert.deepEqual(
       once.stragglerReplacements?.map((r) => [r.pod, r.count]),
       [[first.pod, 1]],
     );
     sim.step(120);
-    const again = await workerOne(sim);
+    const again = await runningWorkerOne(sim);
     assert.equal(again.pod, first.pod, 'the replacement keeps the slot (pod name)');
-    assert.equal((await actOnJob(TOY, replace(again.pod, again.node), deps)).applied, true);
+    assert.equal((await actOnJob(TOY, replaceStraggler(again.pod, again.node), deps)).applied, true);
     const twice = stateOfStatus((await sim.getJobState(TOY))?.status);
     assert.deepEqual(
       twice.stragglerReplacements?.map((r) => [r.pod, r.count]),

@@ -1,11 +1,13 @@
 // A SimulatedCluster with handler deps around it, for handler tests: the same wiring as the demo.
+
+import assert from 'node:assert/strict';
 import { handleClusterEvent } from '../../../functions/cluster-event.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import type { ClusterClient, KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
-import type { JobRef } from '../../../lib/types.js';
+import type { Change, JobRef, Plan } from '../../../lib/types.js';
 import { FIXED_APP_MODEL, GiB } from '../sim/fixed-app-model.js';
 
 export { GiB };
@@ -84,3 +86,20 @@ export function countingClient(sim: SimulatedCluster): {
   }
   return { cluster: methods as unknown as ClusterClient, calls };
 }
+
+/** The toy job's worker-1, running: a worker that may be evicted (not worker-0, the c10d store's host). */
+export async function runningWorkerOne(sim: SimulatedCluster): Promise<{ pod: string; node: string }> {
+  const found = (await sim.listPods('team-a')).find(
+    (p) => p.spec?.nodeName && p.metadata?.name?.endsWith('-worker-1'),
+  );
+  assert.ok(found?.metadata?.name && found.spec?.nodeName);
+  return { pod: found.metadata.name, node: found.spec.nodeName };
+}
+
+/** A straggler plan for the toy job: avoid the pod's node, evict the pod. */
+export const replaceStraggler = (pod: string, node: string) => (): Plan => ({
+  ref: TOY,
+  policy: 'straggler',
+  reason: `worker 1 slow; evicting ${pod}`,
+  changes: [{ kind: 'avoid-node', role: 'Worker', node } as Change, { kind: 'evict-pod', pod }],
+});
