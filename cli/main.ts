@@ -5,6 +5,7 @@ import { registerForwardCommand } from './forward.js';
 import { registerHistoryCommand } from './history.js';
 import { registerRunCommand } from './run.js';
 import { registerSimulateCommand } from './simulate.js';
+import { registerStatusCommand } from './status.js';
 import { registerStragglersCommand } from './stragglers.js';
 
 function positiveInt(value: string): number {
@@ -48,6 +49,7 @@ registerHistoryCommand(program);
 registerStragglersCommand(program);
 registerForwardCommand(program);
 registerExplainCommand(program);
+registerStatusCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);

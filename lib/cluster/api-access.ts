@@ -189,6 +189,16 @@ export const EXPLAIN_ACCESS: readonly ApiAccess[] = [
   ...inOwnNamespace('configmaps', OUTCOMES_CONFIGMAPS, ['get']),
 ];
 
+/**
+ * What a user running `trainscaler status` needs: every job kind and every ScaledTrainingJob listed, and the
+ * outcome ConfigMaps of the namespaces with managed jobs.
+ */
+export const STATUS_ACCESS: readonly ApiAccess[] = [
+  ...CLUSTER_CLIENT_ACCESS.listJobs,
+  ...CLUSTER_CLIENT_ACCESS.listJobStates,
+  ...inOwnNamespace('configmaps', OUTCOMES_CONFIGMAPS, ['get']),
+];
+
 /** What a user running `trainscaler history` needs: the job (its history annotation). */
 export const HISTORY_ACCESS: readonly ApiAccess[] = CLUSTER_CLIENT_ACCESS.getJob;
 

@@ -19,6 +19,8 @@ export const NO_DECISION_CODES: ReadonlySet<string> = new Set([
   'UNSUPPORTED_CHANGE',
 ]);
 
+type JobLabel = 'namespace' | 'kind' | 'job';
+
 export class RunnerMetrics {
   readonly registry = new Registry();
   readonly decisions: Counter<'policy' | 'outcome'>;
@@ -31,15 +33,22 @@ export class RunnerMetrics {
   readonly droppedEvents: Counter;
   readonly webhookUnauthorized: Counter<'reason'>;
   readonly webhookResponses: Counter<'status'>;
+  readonly jobWorkers: Gauge<JobLabel>;
+  readonly jobDesiredWorkers: Gauge<JobLabel>;
+  readonly jobLastActionTime: Gauge<JobLabel>;
+  readonly #clock: () => number;
 
   constructor(
     options: {
       defaultMetrics?: boolean;
       /** Called with every result whose outcomes are counted (the decision log, the outcome store). */
       onOutcomes?: (trigger: Trigger, result: HandlerResult) => void;
+      /** Epoch seconds, for the time of a job's last action. */
+      clock?: () => number;
     } = {},
   ) {
     this.#onOutcomes = options.onOutcomes;
+    this.#clock = options.clock ?? (() => Date.now() / 1000);
     const registers = [this.registry];
     this.decisions = new Counter({
       name: 'trainscaler_decisions_total',
@@ -93,6 +102,27 @@ export class RunnerMetrics {
       labelNames: ['status'],
       registers,
     });
+    // Per job, for the dashboard: known from the decisions that named Worker replicas (a job never resized
+    // has no series yet); a job found deleted loses its series.
+    const labelNames: JobLabel[] = ['namespace', 'kind', 'job'];
+    this.jobWorkers = new Gauge({
+      name: 'trainscaler_job_workers',
+      help: "Worker replicas of the job's spec, as of trainscaler's last decision that named them",
+      labelNames,
+      registers,
+    });
+    this.jobDesiredWorkers = new Gauge({
+      name: 'trainscaler_job_desired_workers',
+      help: "Worker replicas trainscaler's last decision asked for (applied or held back)",
+      labelNames,
+      registers,
+    });
+    this.jobLastActionTime = new Gauge({
+      name: 'trainscaler_job_last_action_timestamp_seconds',
+      help: 'When trainscaler last wrote a change to the job (epoch seconds)',
+      labelNames,
+      registers,
+    });
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -109,11 +139,28 @@ export class RunnerMetrics {
         outcome: outcome.applied ? 'applied' : (outcome.skipped ?? 'not-applied'),
       });
     }
+    for (const outcome of result.outcomes) this.#recordJob(outcome);
     for (const error of result.errors) {
+      if (error.code === 'NOT_FOUND') this.#forgetJob(error.ref);
       const counter = NO_DECISION_CODES.has(error.code) ? this.withoutDecision : this.handlerErrors;
       counter.inc({ trigger, code: error.code });
     }
     this.#onOutcomes?.(trigger, result);
+  }
+
+  #recordJob(outcome: HandlerResult['outcomes'][number]): void {
+    const labels = { namespace: outcome.ref.namespace, kind: outcome.ref.kind, job: outcome.ref.name };
+    if (outcome.applied) this.jobLastActionTime.set(labels, this.#clock());
+    const change = outcome.plan.changes.find((c) => c.kind === 'replicas' && c.role === 'Worker');
+    if (change?.kind !== 'replicas') return;
+    this.jobDesiredWorkers.set(labels, change.to);
+    this.jobWorkers.set(labels, outcome.applied ? change.to : change.from);
+  }
+
+  #forgetJob(ref: HandlerResult['errors'][number]['ref']): void {
+    const labels = { namespace: ref.namespace, kind: ref.kind, job: ref.name };
+    for (const gauge of [this.jobWorkers, this.jobDesiredWorkers, this.jobLastActionTime])
+      gauge.remove(labels);
   }
 
   recordFailure(trigger: Trigger, error: unknown, seconds: number): void {

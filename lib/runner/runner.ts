@@ -113,6 +113,7 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
   const decisionLog = new DecisionLog({ logger });
   let outcomeStore: OutcomeStore | undefined;
   const metrics = new RunnerMetrics({
+    clock: options.deps.clock,
     onOutcomes: (trigger, result) => {
       decisionLog.record(trigger, result);
       if (outcomeStore) {

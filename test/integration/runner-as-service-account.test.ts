@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { explainJob, renderExplanation } from '../../cli/explain.js';
+import { managedJobStatuses } from '../../cli/status.js';
 import { buildClusterClient } from '../../functions/runtime-deps.js';
 import { KubernetesClusterClient } from '../../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
@@ -186,5 +187,13 @@ describe('trainscaler run as its ServiceAccount: alert -> decision -> patch -> o
     const text = renderExplanation(ref, explained);
     assert.match(text, /^tuning: applied on alarm, since /m);
     assert.match(text, /^ {2}- Worker replicas 1 -> 3$/m);
+
+    // status, from trainscaler's records (the ScaledTrainingJob's status, the outcome store).
+    const rows = await managedJobStatuses(saClient, OWN);
+    const row = rows.find((r) => r.namespace === ns && r.name === ref.name);
+    assert.equal(row?.workers, 3);
+    assert.equal(row?.desiredWorkers, 3);
+    assert.equal(row?.mode, 'Auto');
+    assert.equal(row?.lastAction?.summary, 'Worker 1 -> 3');
   });
 });

@@ -15,6 +15,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { loadAll } from 'js-yaml';
 import { explainJob } from '../../../cli/explain.js';
 import { readJobHistory } from '../../../cli/history.js';
+import { managedJobStatuses } from '../../../cli/status.js';
 import type { HandlerResult } from '../../../functions/handler-deps.js';
 import { getArray, getString, isObject } from '../../../lib/adapters/unstructured.js';
 import {
@@ -31,6 +32,7 @@ import {
   LEASE_ACCESS,
   OUTCOME_STORE_ACCESS,
   RUNNER_ACCESS,
+  STATUS_ACCESS,
 } from '../../../lib/cluster/api-access.js';
 import { KubernetesClusterClient } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
@@ -379,6 +381,24 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       Promise.all(refs.map((ref) => readJobHistory(new KubernetesClusterClient(kc), ref))),
     );
     assert.deepEqual(keys(history), keys(HISTORY_ACCESS));
+    // The recorder lists nothing: one managed job is added to the PyTorchJob list's answer, so that its
+    // namespace's outcome store is read as well.
+    const status = await requestsOf((kc) => {
+      const client = new KubernetesClusterClient(kc);
+      const listJobs = client.listJobs.bind(client);
+      client.listJobs = async (kind, namespace, options) => {
+        const listed = await listJobs(kind, namespace, options);
+        if (kind !== 'PyTorchJob') return listed;
+        const metadata = {
+          name: 'bert',
+          namespace: 'team-a',
+          annotations: { 'trainscaler.io/managed': 'true' },
+        };
+        return [...listed, { apiVersion: 'kubeflow.org/v1', kind, metadata, spec: {} }];
+      };
+      return managedJobStatuses(client, OWN, { namespaceAllowlist: [], ownNamespaces: [OWN] });
+    });
+    assert.deepEqual(keysAsListed(status, STATUS_ACCESS), keys(STATUS_ACCESS));
   });
 
   it('trainscaler run as a whole (Lease, informers, leader label, outcome store) asks for nothing RUNNER_ACCESS does not list', async () => {
