@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { registerExplainCommand } from './explain.js';
 import { registerForwardCommand } from './forward.js';
@@ -14,8 +15,11 @@ function positiveInt(value: string): number {
   return n;
 }
 
+// Run by kubectl as a plugin (kubectl-trainscaler on PATH), the help names the command the user typed.
+const asKubectlPlugin = basename(process.argv[1] ?? '').startsWith('kubectl-');
+
 const program = new Command()
-  .name('trainscaler')
+  .name(asKubectlPlugin ? 'kubectl trainscaler' : 'trainscaler')
   .description('Autoscaler for distributed deep-learning training jobs on Kubernetes')
   .showHelpAfterError();
 
