@@ -268,6 +268,11 @@ log "applying the ScaledTrainingJob CRD and infra/k8s/scaledtrainingjobs-rbac.ya
 kc apply --server-side --force-conflicts -f "$REPO_ROOT/infra/k8s/crds/trainscaler.io_scaledtrainingjobs.yaml" >&2
 kc apply -f "$REPO_ROOT/infra/k8s/scaledtrainingjobs-rbac.yaml" >&2
 kc wait --for condition=established --timeout 60s crd/scaledtrainingjobs.trainscaler.io >&2
+# The tenants' policies (TrainingAutoscaler): tenants write the spec, only trainscaler the status.
+log "applying the TrainingAutoscaler CRD and infra/k8s/trainingautoscalers-rbac.yaml"
+kc apply --server-side --force-conflicts -f "$REPO_ROOT/infra/k8s/crds/trainscaler.io_trainingautoscalers.yaml" >&2
+kc apply -f "$REPO_ROOT/infra/k8s/trainingautoscalers-rbac.yaml" >&2
+kc wait --for condition=established --timeout 60s crd/trainingautoscalers.trainscaler.io >&2
 
 # kwok manages the fake nodes (label type=kwok) and leaves the host node to the host node agent.
 start kwok \

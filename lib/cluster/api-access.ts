@@ -109,6 +109,12 @@ export const CLUSTER_CLIENT_ACCESS = {
     { group: STATE, resource: 'scaledtrainingjobs', verb: 'patch', scope: CLUSTER },
     { group: STATE, resource: 'scaledtrainingjobs/status', verb: 'update', scope: CLUSTER },
   ],
+  // The tenants' policies (lib/training-autoscaler.ts): read, and their status written (only trainscaler may);
+  // their spec is the tenants' (infra/k8s/trainingautoscalers-rbac.yaml).
+  listTrainingAutoscalers: [{ group: STATE, resource: 'trainingautoscalers', verb: 'list', scope: CLUSTER }],
+  putTrainingAutoscalerStatus: [
+    { group: STATE, resource: 'trainingautoscalers/status', verb: 'update', scope: CLUSTER },
+  ],
   putConfigMap: [
     {
       group: '',

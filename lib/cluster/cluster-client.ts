@@ -146,4 +146,18 @@ export interface ClusterClient {
     current: JobStateObject | undefined,
     options: WriteOptions,
   ): Promise<JobStateObject>;
+  /**
+   * The tenants' TrainingAutoscalers (trainscaler.io/v1alpha1, lib/training-autoscaler.ts) of a namespace, or
+   * of every namespace in one LIST; as the API server returns them. Absent from a client that serves none.
+   */
+  listTrainingAutoscalers?(namespace?: string, options?: ReadOptions): Promise<KubeObject[]>;
+  /**
+   * Replaces a TrainingAutoscaler's status (only trainscaler may), guarded by the resourceVersion of `current`,
+   * the object as read; its spec is left as it is. ConflictError when the object changed since.
+   */
+  putTrainingAutoscalerStatus?(
+    current: KubeObject,
+    status: Record<string, unknown>,
+    options: WriteOptions,
+  ): Promise<KubeObject>;
 }

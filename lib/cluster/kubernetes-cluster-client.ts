@@ -17,6 +17,7 @@ import {
 } from '@kubernetes/client-node';
 import { ApiError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import { redactUrls } from '../redact-url.js';
+import { TRAINING_AUTOSCALER_API_VERSION, TRAINING_AUTOSCALER_RESOURCE } from '../training-autoscaler.js';
 import type { JobKind, JobRef } from '../types.js';
 import type {
   AuditEventInput,
@@ -54,6 +55,12 @@ const STATE = {
   group: JOB_STATE_RESOURCE.group,
   version: JOB_STATE_RESOURCE.version,
   plural: JOB_STATE_RESOURCE.plural,
+};
+
+const POLICIES = {
+  group: TRAINING_AUTOSCALER_RESOURCE.group,
+  version: TRAINING_AUTOSCALER_RESOURCE.version,
+  plural: TRAINING_AUTOSCALER_RESOURCE.plural,
 };
 
 /** A ScaledTrainingJob as the API server returns it, read into what the store needs. */
@@ -580,5 +587,51 @@ export class KubernetesClusterClient implements ClusterClient {
       ),
     );
     return toJobStateObject(written);
+  }
+
+  async listTrainingAutoscalers(namespace?: string, options?: ReadOptions): Promise<KubeObject[]> {
+    const timeoutSeconds = listTimeoutSeconds(options);
+    const bounded = readRequestOptions(options);
+    const list: { items?: KubeObject[] } = await call(
+      `list trainingautoscalers${namespace ? ` in ${namespace}` : ''}`,
+      () =>
+        namespace
+          ? this.custom.listNamespacedCustomObject({ ...POLICIES, namespace, timeoutSeconds }, bounded)
+          : this.custom.listClusterCustomObject({ ...POLICIES, timeoutSeconds }, bounded),
+    );
+    // A LIST's items carry no apiVersion and kind: set them, as for the job kinds.
+    return (list.items ?? []).map((item) => ({
+      ...item,
+      apiVersion: TRAINING_AUTOSCALER_API_VERSION,
+      kind: TRAINING_AUTOSCALER_RESOURCE.kind,
+    }));
+  }
+
+  /** The status subresource keeps everything but status as stored: the spec sent is the one read. */
+  async putTrainingAutoscalerStatus(
+    current: KubeObject,
+    status: Record<string, unknown>,
+    options: WriteOptions,
+  ): Promise<KubeObject> {
+    const { name, namespace = '', resourceVersion } = current.metadata;
+    return call(`write status of trainingautoscaler ${namespace}/${name}`, () =>
+      this.custom.replaceNamespacedCustomObjectStatus(
+        {
+          ...POLICIES,
+          namespace,
+          name,
+          body: {
+            apiVersion: TRAINING_AUTOSCALER_API_VERSION,
+            kind: TRAINING_AUTOSCALER_RESOURCE.kind,
+            metadata: { name, namespace, resourceVersion },
+            spec: current.spec,
+            status,
+          },
+          dryRun: options.dryRun ? 'All' : undefined,
+          fieldManager: FIELD_MANAGER,
+        },
+        writeRequestOptions(options),
+      ),
+    );
   }
 }

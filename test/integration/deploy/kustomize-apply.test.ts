@@ -47,6 +47,10 @@ describe('infra/k8s on the test API server', { skip }, () => {
       'deployment.apps/trainscaler',
       'poddisruptionbudget.policy/trainscaler',
       'networkpolicy.networking.k8s.io/trainscaler',
+      'customresourcedefinition.apiextensions.k8s.io/trainingautoscalers.trainscaler.io',
+      'clusterrole.rbac.authorization.k8s.io/trainscaler-policies',
+      'clusterrolebinding.rbac.authorization.k8s.io/trainscaler-policies',
+      'clusterrole.rbac.authorization.k8s.io/trainscaler-trainingautoscalers-edit',
     ]) {
       assert.match(
         out,
@@ -125,13 +129,16 @@ describe('infra/k8s on the test API server', { skip }, () => {
   });
 
   it('the Lambda group gets what the functions use and no watch, no Lease', async () => {
-    // The functions keep each job's state as the runner does: its binding ships beside lambda-access.yaml.
+    // The functions keep each job's state and read the policies as the runner does: those bindings ship
+    // beside lambda-access.yaml.
     await kubectl(
       'apply',
       '-f',
       'infra/k8s/lambda-access.yaml',
       '-f',
       'infra/k8s/lambda-access-scaledtrainingjobs.yaml',
+      '-f',
+      'infra/k8s/lambda-access-trainingautoscalers.yaml',
     );
     try {
       const lambda = [
@@ -154,6 +161,8 @@ describe('infra/k8s on the test API server', { skip }, () => {
         'infra/k8s/lambda-access.yaml',
         '-f',
         'infra/k8s/lambda-access-scaledtrainingjobs.yaml',
+        '-f',
+        'infra/k8s/lambda-access-trainingautoscalers.yaml',
       );
     }
   });

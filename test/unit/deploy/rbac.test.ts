@@ -256,6 +256,19 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
         await c.putJobState(job, {}, { ...current, ownerUid: 'u' }, { dryRun: false });
         await c.putJobState(job, {}, { ...current, ownerUid: 'earlier-job' }, { dryRun: false });
       },
+      listTrainingAutoscalers: (c) =>
+        Promise.all([c.listTrainingAutoscalers(), c.listTrainingAutoscalers('team-a')]),
+      putTrainingAutoscalerStatus: (c) =>
+        c.putTrainingAutoscalerStatus(
+          {
+            apiVersion: 'trainscaler.io/v1alpha1',
+            kind: 'TrainingAutoscaler',
+            metadata: { name: 'bert', namespace: 'team-a', resourceVersion: '3' },
+            spec: { selector: {} },
+          },
+          { matchedJobs: 1 },
+          { dryRun: false },
+        ),
       putConfigMap: (c) =>
         Promise.all([
           c.putConfigMap(OWN, 'trainscaler-profiles', {}, undefined, { dryRun: false }),
@@ -470,6 +483,8 @@ const docs = [
   'infra/k8s/forwarder/rbac.yaml',
   'infra/k8s/scaledtrainingjobs-rbac.yaml',
   'infra/k8s/lambda-access-scaledtrainingjobs.yaml',
+  'infra/k8s/trainingautoscalers-rbac.yaml',
+  'infra/k8s/lambda-access-trainingautoscalers.yaml',
 ].flatMap((file) => loadAll(readFileSync(file, 'utf8')).filter(isObject));
 
 interface Subject {
