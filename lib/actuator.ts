@@ -337,7 +337,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       protectedPods: protectedPodsOf(view, snapshot.pods),
     };
     if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
-      context.clusterGpusAllocated = await clusterGpusAllocated(reads, snapshot);
+      // Live, not the tick's list: the jobs this tick has grown already count against the budget.
+      context.clusterGpusAllocated = await clusterGpusAllocated(liveReads(deps.cluster), snapshot);
     // Every plan passes the guardrails before it can be written, whichever policy made it.
     const guarded = applyGuardrails(decided, context);
     if (guarded.violations.length > 0)
