@@ -1,4 +1,5 @@
 import { actOnJob } from '../lib/actuator.js';
+import { readView } from '../lib/cluster/listed-cluster-reads.js';
 import { loadCapacity } from '../lib/cluster/load-capacity.js';
 import { managingJobOf } from '../lib/cluster/owner-chain.js';
 import { profileOwnerOf, readProfileStore } from '../lib/decisions/profile-store.js';
@@ -16,7 +17,8 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
   const triggers = parseAlarm(payload);
   const result: HandlerResult = { trigger: 'alarm', outcomes: [], errors: [] };
   if (triggers.length === 0) return { ...result, ignored: 'no firing alert' };
-  const { capacity } = await loadCapacity(deps.cluster, deps.clock());
+  // Nodes and pods from the runner's caches (no request), else one paginated list each: never a read per job.
+  const { capacity } = await loadCapacity(readView(deps), deps.clock());
   const historyOf = await readProfileStore(deps.cluster, deps.profiles).then(
     historiesOf,
     (error: unknown) => {

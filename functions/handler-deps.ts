@@ -1,5 +1,6 @@
 import type { Outcome } from '../lib/actuator.js';
 import type { ClusterClient } from '../lib/cluster/cluster-client.js';
+import type { ClusterReadSource } from '../lib/cluster/listed-cluster-reads.js';
 import type { PolicyConfig } from '../lib/config.js';
 import type { ProfileStoreRef } from '../lib/decisions/profile-store.js';
 import type { MetricsSource } from '../lib/metrics/metrics-source.js';
@@ -17,6 +18,11 @@ export interface Logger {
 /** Everything a handler needs, injected so that the same handler runs on Lambda, in-cluster and in the simulator. */
 export interface HandlerDeps {
   cluster: ClusterClient;
+  /**
+   * Where a schedule tick and an alert's capacity read the cluster's lists from (lib/cluster/listed-cluster-reads.ts):
+   * the runner's informer caches. Unset, or undefined before the caches are synced: one paginated LIST per kind.
+   */
+  clusterReads?: () => ClusterReadSource | undefined;
   metrics: MetricsSource;
   /** Epoch seconds. */
   clock: () => number;

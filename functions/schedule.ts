@@ -1,6 +1,7 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
 import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
 import { jobStateLookup } from '../lib/cluster/job-state.js';
+import { readView } from '../lib/cluster/listed-cluster-reads.js';
 import {
   capacityOf,
   exceptPodsOf,
@@ -71,8 +72,11 @@ async function listAllJobs(deps: HandlerDeps) {
  * move capacity from the lowest marginal gain to the highest, and from lower to higher priority. Each plan is
  * applied only if the job is still at the version the plan was made on; otherwise the next tick recomputes.
  */
-export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promise<HandlerResult> {
+export async function handleSchedule(payload: unknown, given: HandlerDeps): Promise<HandlerResult> {
   parseSchedule(payload);
+  // The tick reads each kind once, cluster-wide (or from the runner's caches), whatever the number of jobs;
+  // a job is read from the API server again only right before a write to it (lib/cluster/listed-cluster-reads.ts).
+  const deps: HandlerDeps = { ...given, cluster: readView(given) };
   const result: HandlerResult = { trigger: 'schedule', outcomes: [], errors: [] };
   // One reading of which pods are leaving serves the whole tick: the stranded jobs' capacity is the same list's.
   // Taken first, it is also when the tick reached the handler: the cool-down of what it writes counts from it.

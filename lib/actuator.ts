@@ -20,6 +20,7 @@ import {
   writeJobState,
 } from './cluster/job-state.js';
 import { clusterQueueQuotaOf, kueueJobOf } from './cluster/kueue-state.js';
+import { liveReads, readsBeforeWrite } from './cluster/listed-cluster-reads.js';
 import { childJobsOf } from './cluster/owner-chain.js';
 import { DEFAULT_POLICY_CONFIG } from './config.js';
 import { measureLastRescale } from './decisions/rescale-measurement.js';
@@ -312,7 +313,10 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       ...DEFAULT_MANAGEMENT_SCOPE,
       namespaceAllowlist: deps.namespaceAllowlist,
     };
-    const snapshot = await loadSnapshot(deps.cluster, ref, deps.priorityClasses, management);
+    // Through a tick's read view (lib/cluster/listed-cluster-reads.ts) the job itself is still read from the API
+    // server, for the resourceVersion its patch pins; a retry after a conflict reads everything from it.
+    const reads = attempt === 1 ? readsBeforeWrite(deps.cluster) : liveReads(deps.cluster);
+    const snapshot = await loadSnapshot(reads, ref, deps.priorityClasses, management);
     const { obj, view } = snapshot;
     const stateRead = view.state;
     // The decision sees, and the write keeps, what the job's last rescale cost.
@@ -333,7 +337,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       protectedPods: protectedPodsOf(view, snapshot.pods),
     };
     if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
-      context.clusterGpusAllocated = await clusterGpusAllocated(deps.cluster, snapshot);
+      // Live, not the tick's list: the jobs this tick has grown already count against the budget.
+      context.clusterGpusAllocated = await clusterGpusAllocated(liveReads(deps.cluster), snapshot);
     // Every plan passes the guardrails before it can be written, whichever policy made it.
     const guarded = applyGuardrails(decided, context);
     if (guarded.violations.length > 0)
@@ -439,7 +444,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     });
     // After the template: a conflict on the job above leaves every pod untouched.
     const resized = await sendPodResizes(deps.cluster, snapshot, plan, podResizes, () =>
-      loadSnapshot(deps.cluster, ref, deps.priorityClasses, management),
+      loadSnapshot(liveReads(deps.cluster), ref, deps.priorityClasses, management),
     );
     const failed = resized.filter((r) => r.result === 'failed');
     // An OOM-killed pod whose resize the API server refused is recreated at the new size the old way.

@@ -114,10 +114,14 @@ export interface ClusterClient {
   resizePod?(namespace: string, name: string, patch: JsonPatchOp[], options: WriteOptions): Promise<V1Pod>;
   createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined>;
   /**
-   * Kueue Workloads (kueue.x-k8s.io/v1beta2) in a namespace matching a label selector; none when the cluster
-   * does not serve them (Kueue not installed).
+   * Kueue Workloads (kueue.x-k8s.io/v1beta2) in a namespace (or all namespaces: undefined) matching a label
+   * selector ('' matches all); none when the cluster does not serve them (Kueue not installed).
    */
-  listWorkloads(namespace: string, labelSelector: string, options?: ReadOptions): Promise<KubeObject[]>;
+  listWorkloads(
+    namespace: string | undefined,
+    labelSelector: string,
+    options?: ReadOptions,
+  ): Promise<KubeObject[]>;
   /** A Kueue LocalQueue; NotFoundError when absent. */
   getLocalQueue(namespace: string, name: string, options?: ReadOptions): Promise<KubeObject>;
   /** A Kueue ClusterQueue (cluster-scoped); NotFoundError when absent. */

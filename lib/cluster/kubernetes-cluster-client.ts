@@ -188,14 +188,66 @@ async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Objects a list asks for per page (`limit`), as kubectl and client-go's reflectors do: a list of 100,000 pods
+ * is 200 responses of bounded size rather than one response the API server and this process hold whole.
+ */
+export const DEFAULT_LIST_PAGE_SIZE = 500;
+
+/** One page of a list: typed lists carry the token as `_continue`, custom objects' JSON as `continue`. */
+interface ListPage<T> {
+  items?: T[];
+  metadata?: { _continue?: string; continue?: string };
+}
+
+/**
+ * Every item of a list, page by page (`limit` and `continue`). The pages are one consistent snapshot; when the
+ * API server has compacted that snapshot away before the last page (HTTP 410 Gone on a continue), the list
+ * starts over once, and a second expiry is an ApiError saying so.
+ */
+export async function listAllPages<T>(
+  what: string,
+  limit: number,
+  page: (limit: number, continueToken: string | undefined) => Promise<ListPage<T>>,
+): Promise<T[]> {
+  for (let restarted = false; ; restarted = true) {
+    const items: T[] = [];
+    let token: string | undefined;
+    try {
+      do {
+        const list = await call(what, () => page(limit, token));
+        for (const item of list.items ?? []) items.push(item);
+        token = list.metadata?._continue || list.metadata?.continue || undefined;
+      } while (token !== undefined);
+      return items;
+    } catch (error) {
+      const expired = token !== undefined && error instanceof ApiError && error.status === 410;
+      if (!expired) throw error;
+      if (!restarted) continue;
+      throw new ApiError(
+        what,
+        410,
+        `the list's snapshot expired twice while paging (${limit} a page): the API server compacts faster than the pages are read`,
+        { cause: error },
+      );
+    }
+  }
+}
+
 /** The real thing: a Kubernetes API server reached through @kubernetes/client-node. */
 export class KubernetesClusterClient implements ClusterClient {
   private readonly core: CoreV1Api;
   private readonly apps: AppsV1Api;
   private readonly batch: BatchV1Api;
   private readonly custom: CustomObjectsApi;
+  private readonly pageSize: number;
 
-  constructor(kubeConfig: KubeConfig) {
+  /** `listPageSize`: objects per page of every list (DEFAULT_LIST_PAGE_SIZE). */
+  constructor(kubeConfig: KubeConfig, options: { listPageSize?: number } = {}) {
+    const pageSize = options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE;
+    if (!Number.isInteger(pageSize) || pageSize < 1)
+      throw new RangeError(`listPageSize must be a whole number of at least 1, got ${pageSize}`);
+    this.pageSize = pageSize;
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.apps = kubeConfig.makeApiClient(AppsV1Api);
     this.batch = kubeConfig.makeApiClient(BatchV1Api);
@@ -228,27 +280,30 @@ export class KubernetesClusterClient implements ClusterClient {
     const timeoutSeconds = listTimeoutSeconds(options);
     const crd = CUSTOM[kind];
     if (crd) {
-      const list: { items?: KubeObject[] } = await call(what, () =>
+      const items = await listAllPages<KubeObject>(what, this.pageSize, (limit, _continue) =>
         namespace
-          ? this.custom.listNamespacedCustomObject({ ...crd, namespace, timeoutSeconds }, bounded)
-          : this.custom.listClusterCustomObject({ ...crd, timeoutSeconds }, bounded),
+          ? this.custom.listNamespacedCustomObject(
+              { ...crd, namespace, timeoutSeconds, limit, _continue },
+              bounded,
+            )
+          : this.custom.listClusterCustomObject({ ...crd, timeoutSeconds, limit, _continue }, bounded),
       );
-      return (list.items ?? []).map((item) => ({ ...item, apiVersion: `${crd.group}/${crd.version}`, kind }));
+      return items.map((item) => ({ ...item, apiVersion: `${crd.group}/${crd.version}`, kind }));
     }
     if (kind === 'Job') {
-      const jobs = await call(what, () =>
+      const jobs = await listAllPages(what, this.pageSize, (limit, _continue) =>
         namespace
-          ? this.batch.listNamespacedJob({ namespace, timeoutSeconds }, bounded)
-          : this.batch.listJobForAllNamespaces({ timeoutSeconds }, bounded),
+          ? this.batch.listNamespacedJob({ namespace, timeoutSeconds, limit, _continue }, bounded)
+          : this.batch.listJobForAllNamespaces({ timeoutSeconds, limit, _continue }, bounded),
       );
-      return jobs.items.map((item) => asKubeObject(item, 'batch/v1', 'Job'));
+      return jobs.map((item) => asKubeObject(item, 'batch/v1', 'Job'));
     }
-    const list = await call(what, () =>
+    const list = await listAllPages(what, this.pageSize, (limit, _continue) =>
       namespace
-        ? this.apps.listNamespacedStatefulSet({ namespace, timeoutSeconds }, bounded)
-        : this.apps.listStatefulSetForAllNamespaces({ timeoutSeconds }, bounded),
+        ? this.apps.listNamespacedStatefulSet({ namespace, timeoutSeconds, limit, _continue }, bounded)
+        : this.apps.listStatefulSetForAllNamespaces({ timeoutSeconds, limit, _continue }, bounded),
     );
-    return list.items.map((item) => ({ ...item, apiVersion: 'apps/v1', kind: 'StatefulSet' }) as KubeObject);
+    return list.map((item) => ({ ...item, apiVersion: 'apps/v1', kind: 'StatefulSet' }) as KubeObject);
   }
 
   async patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
@@ -297,19 +352,19 @@ export class KubernetesClusterClient implements ClusterClient {
     const what = `list pods${namespace ? ` in ${namespace}` : ''}${labelSelector ? ` (${labelSelector})` : ''}`;
     const bounded = readRequestOptions(options);
     const timeoutSeconds = listTimeoutSeconds(options);
-    const list = await call(what, () =>
+    return listAllPages(what, this.pageSize, (limit, _continue) =>
       namespace
-        ? this.core.listNamespacedPod({ namespace, labelSelector, timeoutSeconds }, bounded)
-        : this.core.listPodForAllNamespaces({ labelSelector, timeoutSeconds }, bounded),
+        ? this.core.listNamespacedPod({ namespace, labelSelector, timeoutSeconds, limit, _continue }, bounded)
+        : this.core.listPodForAllNamespaces({ labelSelector, timeoutSeconds, limit, _continue }, bounded),
     );
-    return list.items;
   }
 
   async listNodes(options?: ReadOptions): Promise<V1Node[]> {
     const timeoutSeconds = listTimeoutSeconds(options);
-    return (
-      await call('list nodes', () => this.core.listNode({ timeoutSeconds }, readRequestOptions(options)))
-    ).items;
+    const bounded = readRequestOptions(options);
+    return listAllPages('list nodes', this.pageSize, (limit, _continue) =>
+      this.core.listNode({ timeoutSeconds, limit, _continue }, bounded),
+    );
   }
 
   async evictPod(namespace: string, name: string, options: WriteOptions): Promise<void> {
@@ -410,21 +465,29 @@ export class KubernetesClusterClient implements ClusterClient {
   }
 
   async listWorkloads(
-    namespace: string,
+    namespace: string | undefined,
     labelSelector: string,
     options?: ReadOptions,
   ): Promise<KubeObject[]> {
     const timeoutSeconds = listTimeoutSeconds(options);
+    const bounded = readRequestOptions(options);
+    const selector = labelSelector || undefined;
+    const what = `list workloads${namespace ? ` in ${namespace}` : ''}${selector ? ` (${selector})` : ''}`;
     try {
-      const list: { items?: KubeObject[] } = await call(
-        `list workloads in ${namespace} (${labelSelector})`,
-        () =>
-          this.custom.listNamespacedCustomObject(
-            { ...KUEUE, plural: 'workloads', namespace, labelSelector, timeoutSeconds },
-            readRequestOptions(options),
-          ),
-      );
-      return (list.items ?? []).map((item) => ({ ...item, apiVersion: KUEUE_API_VERSION, kind: 'Workload' }));
+      const items = await listAllPages<KubeObject>(what, this.pageSize, (limit, _continue) => {
+        const query = {
+          ...KUEUE,
+          plural: 'workloads',
+          labelSelector: selector,
+          timeoutSeconds,
+          limit,
+          _continue,
+        };
+        return namespace
+          ? this.custom.listNamespacedCustomObject({ ...query, namespace }, bounded)
+          : this.custom.listClusterCustomObject(query, bounded);
+      });
+      return items.map((item) => ({ ...item, apiVersion: KUEUE_API_VERSION, kind: 'Workload' }));
     } catch (error) {
       // The resource is not served: Kueue is not installed, so no job is Kueue's.
       if (error instanceof NotFoundError) return [];
@@ -510,10 +573,10 @@ export class KubernetesClusterClient implements ClusterClient {
   async listJobStates(options?: ReadOptions): Promise<JobStateObject[]> {
     const timeoutSeconds = listTimeoutSeconds(options);
     const bounded = readRequestOptions(options);
-    const list: { items?: unknown[] } = await call('list scaledtrainingjobs', () =>
-      this.custom.listClusterCustomObject({ ...STATE, timeoutSeconds }, bounded),
+    const items = await listAllPages<unknown>('list scaledtrainingjobs', this.pageSize, (limit, _continue) =>
+      this.custom.listClusterCustomObject({ ...STATE, timeoutSeconds, limit, _continue }, bounded),
     );
-    return (list.items ?? []).map(toJobStateObject);
+    return items.map(toJobStateObject);
   }
 
   /**

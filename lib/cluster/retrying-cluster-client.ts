@@ -210,7 +210,7 @@ export class RetryingClusterClient implements ClusterClient {
     return this.read('list nodes', (o) => this.inner.listNodes(o));
   }
 
-  listWorkloads(namespace: string, labelSelector: string): Promise<KubeObject[]> {
+  listWorkloads(namespace: string | undefined, labelSelector: string): Promise<KubeObject[]> {
     return this.read('list workloads', (o) => this.inner.listWorkloads(namespace, labelSelector, o));
   }
 

@@ -80,7 +80,11 @@ export class LeaderFencedClusterClient implements ClusterClient {
   getConfigMap(namespace: string, name: string, options?: ReadOptions): Promise<V1ConfigMap | undefined> {
     return this.inner.getConfigMap(namespace, name, options);
   }
-  listWorkloads(namespace: string, labelSelector: string, options?: ReadOptions): Promise<KubeObject[]> {
+  listWorkloads(
+    namespace: string | undefined,
+    labelSelector: string,
+    options?: ReadOptions,
+  ): Promise<KubeObject[]> {
     return this.inner.listWorkloads(namespace, labelSelector, options);
   }
   getLocalQueue(namespace: string, name: string, options?: ReadOptions): Promise<KubeObject> {

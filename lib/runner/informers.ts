@@ -49,7 +49,38 @@ export interface InformerSet {
   readonly synced: Promise<void>;
   /** Whether the informer of `kind` holds this object (i.e. it exists and matches the informer's selector). */
   has(kind: string, namespace: string, name: string): boolean;
+  /**
+   * Every object the informer of `kind` holds now (its kind and apiVersion set; read-only); [] for a kind found
+   * not served; undefined for a kind not watched, not yet listed, or whose informer is failing and restarting
+   * (its cache may be stale): the caller then lists it from the API server.
+   */
+  list(kind: string): WatchedObject[] | undefined;
   stop(): Promise<void>;
+}
+
+/** Objects per page of an informer's list (as client-go's reflectors): each response is bounded. */
+export const INFORMER_PAGE_SIZE = 500;
+
+/**
+ * A list read page by page (`limit`, `continue`), returned as one list in the API server's JSON form. A page
+ * that fails (a continue answered 410 Gone among them) fails the list: the informer restarts it from scratch.
+ */
+export async function allPages(
+  page: (limit: number, continueToken: string | undefined) => Promise<unknown>,
+): Promise<{ metadata: { resourceVersion: string }; items: unknown[] }> {
+  const items: unknown[] = [];
+  let token: string | undefined;
+  let resourceVersion = '';
+  do {
+    // Typed pages (client-node's classes) carry the token as `_continue`, custom objects' JSON as `continue`.
+    const plain: unknown = JSON.parse(JSON.stringify((await page(INFORMER_PAGE_SIZE, token)) ?? {}));
+    const metadata = isObject(plain) && isObject(plain.metadata) ? plain.metadata : {};
+    if (isObject(plain) && Array.isArray(plain.items)) for (const item of plain.items) items.push(item);
+    if (typeof metadata.resourceVersion === 'string') resourceVersion = metadata.resourceVersion;
+    const next = metadata._continue ?? metadata.continue;
+    token = typeof next === 'string' && next !== '' ? next : undefined;
+  } while (token !== undefined);
+  return { metadata: { resourceVersion }, items };
 }
 
 function sources(kc: KubeConfig, statefulSetSelector: string | undefined): Source[] {
@@ -64,14 +95,20 @@ function sources(kc: KubeConfig, statefulSetSelector: string | undefined): Sourc
       kind,
       apiVersion,
       path: `/apis/${apiVersion}/${plural}`,
-      list: () => custom.listClusterCustomObject({ group, version, plural }),
+      list: () =>
+        allPages((limit, _continue) =>
+          custom.listClusterCustomObject({ group, version, plural, limit, _continue }),
+        ),
     };
   };
   const statefulSets: Source = {
     kind: 'StatefulSet',
     apiVersion: 'apps/v1',
     path: '/apis/apps/v1/statefulsets',
-    list: () => apps.listStatefulSetForAllNamespaces({ labelSelector: statefulSetSelector }),
+    list: () =>
+      allPages((limit, _continue) =>
+        apps.listStatefulSetForAllNamespaces({ labelSelector: statefulSetSelector, limit, _continue }),
+      ),
   };
   if (statefulSetSelector) statefulSets.labelSelector = statefulSetSelector;
   return [
@@ -83,11 +120,16 @@ function sources(kc: KubeConfig, statefulSetSelector: string | undefined): Sourc
       kind: 'Job',
       apiVersion: 'batch/v1',
       path: '/apis/batch/v1/jobs',
-      list: () => batch.listJobForAllNamespaces(),
+      list: () => allPages((limit, _continue) => batch.listJobForAllNamespaces({ limit, _continue })),
     },
     crd('JobSet', 'jobsets'),
     crd('TrainJob', 'trainjobs'),
-    { kind: 'Pod', apiVersion: 'v1', path: '/api/v1/pods', list: () => core.listPodForAllNamespaces() },
+    {
+      kind: 'Pod',
+      apiVersion: 'v1',
+      path: '/api/v1/pods',
+      list: () => allPages((limit, _continue) => core.listPodForAllNamespaces({ limit, _continue })),
+    },
   ];
 }
 
@@ -163,7 +205,15 @@ export function startInformers(kc: KubeConfig, options: InformerSetOptions): Inf
   let stopped = false;
   const timers = new Set<NodeJS.Timeout>();
   const informers: Array<{ stop(): Promise<void> }> = [];
-  const caches = new Map<string, { get(name: string, namespace?: string): KubernetesObject | undefined }>();
+  const caches = new Map<
+    string,
+    {
+      get(name: string, namespace?: string): KubernetesObject | undefined;
+      list(): readonly KubernetesObject[];
+    }
+  >();
+  /** Kinds whose informer has listed and has not failed since: their cache is current. */
+  const current = new Set<string>();
   const syncs: Promise<void>[] = [];
 
   for (const source of all) {
@@ -192,6 +242,7 @@ export function startInformers(kc: KubeConfig, options: InformerSetOptions): Inf
         options.logger.info({ kind: source.kind }, `${source.kind} is now served; watching it`);
       }
       settle(source.kind, 'handled');
+      current.add(source.kind);
       delay = minDelay;
       if (initial) {
         // The informer hands the listed items to its callbacks synchronously once this promise resolves,
@@ -230,6 +281,7 @@ export function startInformers(kc: KubeConfig, options: InformerSetOptions): Inf
       delay = Math.min(delay * 2, absent ? maxAbsentDelay : maxDelay);
     };
     const onError = (error?: unknown) => {
+      current.delete(source.kind);
       if (stopped) return;
       if (!absent)
         options.logger.warn(
@@ -247,6 +299,13 @@ export function startInformers(kc: KubeConfig, options: InformerSetOptions): Inf
   return {
     synced: Promise.all(syncs).then(() => {}),
     has: (kind, namespace, name) => caches.get(kind)?.get(name, namespace) !== undefined,
+    list: (kind) => {
+      if (settled.get(kind) === 'absent' && !current.has(kind)) return [];
+      if (!current.has(kind)) return undefined;
+      const source = all.find((s) => s.kind === kind);
+      if (!source) return undefined;
+      return (caches.get(kind)?.list() ?? []).flatMap((obj) => asWatched(obj, source) ?? []);
+    },
     async stop() {
       stopped = true;
       for (const timer of timers) clearTimeout(timer);

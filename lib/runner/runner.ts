@@ -18,6 +18,7 @@ import { DecisionLog } from './decision-log.js';
 import { EventRouter, type RoutedTask } from './event-router.js';
 import { LeaderFencedClusterClient, type WriteFence } from './fenced-cluster-client.js';
 import { startHttpServer } from './http-server.js';
+import { informerReadSource } from './informer-reads.js';
 import { type InformerSet, startInformers } from './informers.js';
 import { type LeaderElectionTiming, LeaderElector, type LeaseLock } from './leader-election.js';
 import { kubernetesLeaderLabelPatch, type LeaderLabelPatch, LeaderPodLabel } from './leader-pod-label.js';
@@ -182,6 +183,8 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
       ? options.fencedCluster(elector)
       : new LeaderFencedClusterClient(options.deps.cluster, elector),
   };
+  // A tick (and an alert's capacity) reads jobs and pods from the informers' caches (lib/runner/informer-reads.ts).
+  deps.clusterReads = () => (work ? informerReadSource(work.informers, deps.cluster) : undefined);
   if (options.outcomeStoreNamespace)
     outcomeStore = new OutcomeStore({
       cluster: deps.cluster,

@@ -548,7 +548,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   }
 
   /** The simulated cluster runs no Kueue: no Workloads, no queues. */
-  async listWorkloads(_namespace: string, _labelSelector: string): Promise<KubeObject[]> {
+  async listWorkloads(_namespace: string | undefined, _labelSelector: string): Promise<KubeObject[]> {
     return [];
   }
 

@@ -104,8 +104,9 @@ function request(method: Method, match: Partial<Pick<ApiAccess, 'verb' | 'resour
 }
 
 /**
- * The requests KubernetesClusterClient makes per call. None of its lists paginate (no `limit` is sent: the
- * API server answers a whole list in one response), so a list is one request whatever its length.
+ * The requests KubernetesClusterClient makes per call. Its lists are paged (DEFAULT_LIST_PAGE_SIZE objects a
+ * response, lib/cluster/kubernetes-cluster-client.ts): counted here as one request per list, whatever its
+ * length (`apiObjectsListed` says how long; a list of n objects is ceil(n / 500) responses).
  */
 export const PRODUCTION_API_REQUESTS = {
   getJob: (kind: JobKind) => [request('getJob', { resource: JOB_RESOURCE[kind] })],

@@ -206,7 +206,10 @@ export function buildScaleWorld(
       const involved = { ...event.involved, uid: uidIn(event.involved.uid, s.prefix) };
       return s.sim.createEvent({ ...event, involved }, options);
     },
-    listWorkloads: (namespace, selector) => shardOf(namespace).sim.listWorkloads(namespace, selector),
+    listWorkloads: (namespace, selector) =>
+      namespace === undefined
+        ? all((sim) => sim.listWorkloads(undefined, selector))
+        : shardOf(namespace).sim.listWorkloads(namespace, selector),
     getLocalQueue: (namespace, name) => shardOf(namespace).sim.getLocalQueue(namespace, name),
     getClusterQueue: (name) => home.sim.getClusterQueue(name),
     getConfigMap: (namespace, name) => shardOf(namespace).sim.getConfigMap(namespace, name),

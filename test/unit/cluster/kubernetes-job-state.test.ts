@@ -108,7 +108,8 @@ describe('KubernetesClusterClient: ScaledTrainingJobs', () => {
           `GET ${BASE}/pytorchjob-bert`,
           `GET ${BASE}/pytorchjob-bert`,
           `GET ${BASE}/pytorchjob-bert`,
-          'GET /apis/trainscaler.io/v1alpha1/scaledtrainingjobs',
+          // Paged: 500 a response (DEFAULT_LIST_PAGE_SIZE).
+          'GET /apis/trainscaler.io/v1alpha1/scaledtrainingjobs?limit=500',
         ],
       );
     } finally {
