@@ -11,7 +11,7 @@
 
 import type { CoreV1Event, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
 import { ConflictError, NotFoundError } from '../errors.js';
-import { type LabelRequirement, matchesLabels, parseLabelSelector } from '../sim/label-selector.js';
+import { type LabelRequirement, matchesLabels, parseLabelSelector } from '../label-selector.js';
 import type { JobKind, JobRef } from '../types.js';
 import type {
   AuditEventInput,

@@ -31,7 +31,7 @@ import type {
 } from '../types.js';
 import { applyJsonPatchLikeApiServer } from './api-server-patch.js';
 import type { SimulatedAppModel } from './app-model.js';
-import { matchesLabels, parseLabelSelector } from './label-selector.js';
+import { matchesLabels, parseLabelSelector } from '../label-selector.js';
 import { mulberry32, type Prng, uniform } from './prng.js';
 import { bytesToMemoryQuantity, millisToCpuQuantity } from './quantity.js';
 import {

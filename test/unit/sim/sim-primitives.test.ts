@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { readJob } from '../../../lib/adapters/job-adapter.js';
-import { matchesLabels, parseLabelSelector } from '../../../lib/sim/label-selector.js';
+import { matchesLabels, parseLabelSelector } from '../../../lib/label-selector.js';
 import { mulberry32, streamSeed } from '../../../lib/sim/prng.js';
 import {
   bytesToMemoryQuantity,
