@@ -18,6 +18,7 @@ import type {
 } from '../cluster/cluster-client.js';
 import { jobStateName } from '../cluster/job-state.js';
 import { ApiError, ConflictError, MissingMetricsError, NotFoundError } from '../errors.js';
+import { matchesLabels, parseLabelSelector } from '../label-selector.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { MEASURED_RESCALE_PAUSE_SECONDS } from '../torchelastic/recommended-rendezvous.js';
 import type {
@@ -31,7 +32,6 @@ import type {
 } from '../types.js';
 import { applyJsonPatchLikeApiServer } from './api-server-patch.js';
 import type { SimulatedAppModel } from './app-model.js';
-import { matchesLabels, parseLabelSelector } from '../label-selector.js';
 import { mulberry32, type Prng, uniform } from './prng.js';
 import { bytesToMemoryQuantity, millisToCpuQuantity } from './quantity.js';
 import {
