@@ -14,10 +14,8 @@ import {
   profileOwnerOf,
   readProfileStore,
 } from '../lib/decisions/profile-store.js';
-import { measureLastRescale } from '../lib/decisions/rescale-measurement.js';
 import {
   currentPlacement,
-  observeJob,
   type RuntimeObservations,
   remainingSecondsOf,
   workerNodesOf,
@@ -28,6 +26,7 @@ import {
   NO_HISTORIES,
   priorSamples,
 } from '../lib/decisions/signature-histories.js';
+import { readTickMetrics } from '../lib/decisions/tick-metrics.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
@@ -114,6 +113,9 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
   // trainscaler's state of every job (cool-downs, largest runs, measured costs), in one LIST: never a read per
   // job, and never the jobs' own annotations.
   const states = jobStateLookup(await deps.cluster.listJobStates());
+  // Every managed job's metrics in one batch read (a bounded number of PromQL queries, whatever the number of
+  // jobs); the loop takes each job's entry, a failed read being that job's error only.
+  const metrics = await readTickMetrics(deps.metrics, listed, managementScope(deps.config), states);
   for (const obj of listed) {
     const ref = refOf(obj);
     try {
@@ -125,7 +127,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
         states,
       );
       // The rebalance weighs each job's own rescale costs once they are measured.
-      if (snapshot.view.managed) snapshot.view.state = await measureLastRescale(deps.metrics, snapshot.view);
+      if (snapshot.view.managed) snapshot.view.state = await metrics.measure(snapshot.view);
       for (const demand of pendingDemands(snapshot)) {
         if (demand.placed === 0 && snapshot.view.managed) {
           const model = await profileModelOf(profileOwnerOf(snapshot.view));
@@ -135,7 +137,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       }
       if (!snapshot.view.managed || snapshot.pods.every((p) => p.phase === 'Succeeded')) continue;
       if (hasStrandedPods(snapshot)) stranded.push(snapshot);
-      const observed = await observeJob(deps.metrics, ref).catch((error: unknown) => {
+      const observed = await metrics.observe(ref).catch((error: unknown) => {
         if (error instanceof TrainscalerError && error.code === 'MISSING_METRICS') return undefined;
         throw error;
       });
