@@ -174,7 +174,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
             config: deps.config,
             now: deps.clock(),
           }),
-        actuatorDeps(deps, listedAt),
+        actuatorDeps({ ...deps, metrics: metrics.source }, listedAt),
       );
       result.outcomes.push(outcome);
       if (outcome.plan.changes.length > 0) reviewed.add(key(ref));
@@ -228,7 +228,7 @@ export async function handleSchedule(payload: unknown, deps: HandlerDeps): Promi
       const outcome = await actOnJob(
         plan.ref,
         (snapshot) => stillValid(plan, snapshot, planned.get(key(plan.ref))),
-        actuatorDeps(deps, listedAt),
+        actuatorDeps({ ...deps, metrics: metrics.source }, listedAt),
       );
       result.outcomes.push(outcome);
     } catch (error) {

@@ -9,7 +9,7 @@ import type { ManagementScope } from '../management.js';
 import { type JobReading, jobKey, settle } from '../metrics/job-readings.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import type { JobAutoscalerState, JobRef, JobView } from '../types.js';
-import { measureLastRescale, measureLastRescales } from './rescale-measurement.js';
+import { measureLastRescale, withBatchedRescaleReads } from './rescale-measurement.js';
 import { type JobObservation, observeJob, observeJobs, type RuntimeObservations } from './runtime-review.js';
 
 export interface TickMetrics {
@@ -17,6 +17,8 @@ export interface TickMetrics {
   observe(ref: JobRef): Promise<RuntimeObservations>;
   /** measureLastRescale's answer for the job. */
   measure(view: Pick<JobView, 'ref' | 'state'>): Promise<JobAutoscalerState>;
+  /** The metrics, answering the rescale reads from the batch: for the writes' re-reads (actOnJob). */
+  source: MetricsSource;
 }
 
 /** The managed jobs among `listed` as the tick will see them; a job that cannot be read is left to the loop. */
@@ -52,8 +54,10 @@ export async function readTickMetrics(
         views.map((v) => v.ref),
       ),
     ),
-    settle(() => measureLastRescales(metrics, views)),
+    settle(() => withBatchedRescaleReads(metrics, views)),
   ]);
+  // A batch that failed as a whole (a bug: its reads settle per job) leaves each job to its own reads.
+  const source = measured.ok ? measured.value : metrics;
   const entryOf = (ref: JobRef): JobObservation | undefined =>
     observed.ok ? observed.value.get(jobKey(ref)) : { ok: false, error: observed.error };
   return {
@@ -63,6 +67,7 @@ export async function readTickMetrics(
       if (!entry.ok) throw entry.error;
       return entry.value;
     },
-    measure: (view) => (measured.ok ? measured.value(view) : measureLastRescale(metrics, view)),
+    measure: (view) => measureLastRescale(source, view),
+    source,
   };
 }
