@@ -462,6 +462,8 @@ export class PrometheusMetricsSource implements MetricsSource {
   }
 
   async samplesProcessedOfJobs(refs: readonly JobRef[]): Promise<JobReadings<number | undefined>> {
+    const out: JobReadings<number | undefined> = new Map();
+    if (refs.length === 0) return out;
     const sumOf = (series: string) =>
       settle(async () =>
         byIdentity(
@@ -477,7 +479,6 @@ export class PrometheusMetricsSource implements MetricsSource {
       sumOf(SIDECAR_SERIES.trainerSamples),
       sumOf(SIDECAR_SERIES.samples),
     ]);
-    const out: JobReadings<number | undefined> = new Map();
     for (const ref of refs) {
       const id = identityOf(ref);
       const value = (read: typeof trainer) =>
@@ -496,7 +497,8 @@ export class PrometheusMetricsSource implements MetricsSource {
   /**
    * firstStepAfterPause of each job, in one query: the distinct resume instants each job's workers reported
    * over the longest window asked (count_values turns each into a label, at the same subquery steps as the
-   * per-job query), the earliest after each job's own `since` kept. A resume after `since` is seen only at
+   * per-job query), the earliest after each job's own `since` kept. count_values `without` the pod's own
+   * labels, not `by` the job's: Prometheus 2.42 drops a count_values' `by` labels inside a subquery. A resume after `since` is seen only at
    * steps after `since`, all inside the job's own window: the longer window changes no job's answer.
    */
   async firstStepAfterPauseOfJobs(asks: readonly SinceAsk[]): Promise<JobReadings<number | undefined>> {
@@ -513,7 +515,7 @@ export class PrometheusMetricsSource implements MetricsSource {
       async () =>
         byIdentity(
           await this.batchInstant(
-            `max_over_time(count_values by (${JOB_IDENTITY_LABELS}) ("at", ${resumed})[${window}s:${step}s])`,
+            `max by (${JOB_IDENTITY_LABELS}, at) (max_over_time(count_values without (${PER_POD_LABELS}) ("at", ${resumed})[${window}s:${step}s]))`,
             'rescale pause query',
             due.length,
           ),
@@ -811,6 +813,9 @@ function usageFrom(
  * discovery metadata): a batch query groups `by` them, and its answer is split per job on them.
  */
 export const JOB_IDENTITY_LABELS = 'namespace, job_kind, job_name';
+
+/** The labels the scrape job adds that are the pod's, not its job's (infra/prometheus/prometheus.yml). */
+const PER_POD_LABELS = 'instance, job, pod, node, worker, role';
 
 /** A job's identity as a batch answer's series carry it (a TrainJob's series are its JobSet's). */
 function identityOf(ref: JobRef): string {
