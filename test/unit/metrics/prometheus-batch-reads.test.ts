@@ -36,7 +36,8 @@ const identity = (ref: JobRef) => ({
 
 /** What a Prometheus holding series of `jobs` (and of a job nobody asked about) answers to each batch query. */
 function prometheusOf(jobs: readonly JobRef[]): (q: Query) => Answer {
-  const all = [...jobs, job('not-asked', 'team-z')];
+  // A job of the same name in another namespace: its series are not the asked job's.
+  const all = [...jobs, job('a', 'team-z')];
   const vector = (result: unknown[]) => ({
     status: 200,
     body: { status: 'success', data: { resultType: 'vector', result } },
@@ -157,6 +158,9 @@ describe('PrometheusMetricsSource batch reads', () => {
     );
     assert.deepEqual(values(samples as JobReadings<unknown>)[jobKey(job('b', 'team-b'))], [
       { replicas: 2, nodes: 1, localBatchSize: 32, stepTime: 0.2, at: NOW - 60 },
+    ]);
+    assert.deepEqual(values(samples as JobReadings<unknown>)[jobKey(job('a'))], [
+      { replicas: 2, nodes: 1, localBatchSize: 32, stepTime: 0.1, at: NOW - 60 },
     ]);
     // A TrainJob's series are its JobSet's.
     assert.deepEqual(values(processed as JobReadings<unknown>)[jobKey(refs[2] as JobRef)], 300);
