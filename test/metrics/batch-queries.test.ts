@@ -203,16 +203,26 @@ describe('batch metrics reads on the real Prometheus (production identity labels
       // Enough for no query of these jobs' 6 s step time windows: the batch must be refused.
       startPrometheus('prometheus-limited', ['--query.max-samples=20']),
     ]);
-    // Until every pod and cAdvisor is scraped, and beta's resume is seen at a 15 s subquery step after it.
-    const source = new PrometheusMetricsSource(prometheusUrl, () => Date.now() / 1000);
+    // Until, at the instant the test reads (a second back), every pod and cAdvisor is scraped and both resumes
+    // are seen at a 15 s subquery step: on a loaded machine the scrapes start late, and each target at its own
+    // offset within the scrape interval.
     await waitUntil(
       async () => {
-        const late = Date.now() / 1000 > Math.ceil((BETA_RESUMES + 1) / 15) * 15 + 3;
-        const first = await source.firstStepAfterPause(BETA, T0 - 80).catch(() => undefined);
-        return late && first !== undefined ? true : undefined;
+        const source = new PrometheusMetricsSource(prometheusUrl, () => Math.floor(Date.now() / 1000) - 1, {
+          stepSeconds: 2,
+          rateWindowSeconds: 5,
+        });
+        const seen = await Promise.all([
+          source.firstStepAfterPause(ALPHA, T0 - 60),
+          source.firstStepAfterPause(BETA, T0 - 80),
+          source.containerUsage(GAMMA, 20).then((u) => (u.length === 2 ? true : undefined)),
+          source.stepSamples(BETA, 20).then((x) => (x.at(-1)?.nodes === 2 ? true : undefined)),
+          source.samplesProcessed(BETA).then((n) => (n === 1800 ? true : undefined)),
+        ]).catch(() => [undefined]);
+        return seen.every((x) => x !== undefined) ? true : undefined;
       },
-      60_000,
-      "beta's resume in Prometheus",
+      90_000,
+      "every pod's series in Prometheus",
       () => processes.map((p) => p.output().slice(-2000)).join('\n'),
     );
   });
