@@ -8,7 +8,7 @@ import {
 import { STRAGGLER_QUERY_STEP_SECONDS } from '../policies/stragglers.js';
 import { redactUrls } from '../redact-url.js';
 import type { ContainerUsage, JobRef, RoleName, StepSample, WorkerStepTimes } from '../types.js';
-import { type JobReadings, jobKey, type SinceAsk, settle } from './job-readings.js';
+import { type JobReading, type JobReadings, jobKey, type SinceAsk, settle } from './job-readings.js';
 import type { MetricsSource } from './metrics-source.js';
 
 /**
@@ -302,13 +302,13 @@ export class PrometheusMetricsSource implements MetricsSource {
     refs: readonly JobRef[],
     windowSeconds: number,
   ): Promise<JobReadings<StepSample[]>> {
-    const workers = `${SIDECAR_SERIES.stepTime}{role="worker"}`;
     const by = JOB_IDENTITY_LABELS;
     const end = this.clock();
     return this.batch(
       refs,
-      () =>
-        Promise.all([
+      (part) => {
+        const workers = series(SIDECAR_SERIES.stepTime, 'role="worker"', part);
+        return Promise.all([
           this.batchRange(
             `avg by (${by}, replicas, nodes, local_batch_size) (${workers})`,
             windowSeconds,
@@ -317,7 +317,7 @@ export class PrometheusMetricsSource implements MetricsSource {
             end,
           ),
           this.batchRange(
-            `count by (${by}, replicas, local_batch_size) (count by (${by}, replicas, local_batch_size, node) (${SIDECAR_SERIES.stepTime}{role="worker",node!=""}))`,
+            `count by (${by}, replicas, local_batch_size) (count by (${by}, replicas, local_batch_size, node) (${series(SIDECAR_SERIES.stepTime, 'role="worker",node!=""', part)}))`,
             windowSeconds,
             'node count query',
             refs.length,
@@ -332,7 +332,8 @@ export class PrometheusMetricsSource implements MetricsSource {
           ),
         ]).then(
           ([means, nodes, counts]) => [byIdentity(means), byIdentity(nodes), byIdentity(counts)] as const,
-        ),
+        );
+      },
       (ref, [means, nodes, counts]) => {
         const id = identityOf(ref);
         const samples = samplesFrom(means.get(id) ?? [], nodes.get(id) ?? [], counts.get(id) ?? []);
@@ -353,19 +354,23 @@ export class PrometheusMetricsSource implements MetricsSource {
     const n = refs.length;
     const sidecar = await this.batch(
       refs,
-      () =>
+      (part) =>
         Promise.all([
           this.batchInstant(
-            `max by (${by}, pod, role) (max_over_time(rate(${SIDECAR_SERIES.cpuUsage}[${this.rateWindow}s])[${windowSeconds}s:]))`,
+            `max by (${by}, pod, role) (max_over_time(rate(${series(SIDECAR_SERIES.cpuUsage, part)}[${this.rateWindow}s])[${windowSeconds}s:]))`,
             'CPU usage query',
             n,
           ),
           this.batchInstant(
-            `max by (${by}, pod, role) (max_over_time(${SIDECAR_SERIES.memoryWorkingSet}[${windowSeconds}s]))`,
+            `max by (${by}, pod, role) (max_over_time(${series(SIDECAR_SERIES.memoryWorkingSet, part)}[${windowSeconds}s]))`,
             'memory usage query',
             n,
           ),
-          this.batchInstant(`max by (${by}, pod, role) (${SIDECAR_SERIES.stepTime})`, 'role query', n),
+          this.batchInstant(
+            `max by (${by}, pod, role) (${series(SIDECAR_SERIES.stepTime, part)})`,
+            'role query',
+            n,
+          ),
         ]).then(([cpu, memory, roles]) => [byIdentity(cpu), byIdentity(memory), byIdentity(roles)] as const),
       (ref, [cpu, memory, roles]) => {
         const id = identityOf(ref);
@@ -444,14 +449,22 @@ export class PrometheusMetricsSource implements MetricsSource {
     refs: readonly JobRef[],
     windowSeconds: number,
   ): Promise<JobReadings<WorkerStepTimes[]>> {
-    const expr = `max by (${JOB_IDENTITY_LABELS}, pod, worker, node) (${SIDECAR_SERIES.stepTime}{role="worker"})`;
+    const expr = (part: string) =>
+      `max by (${JOB_IDENTITY_LABELS}, pod, worker, node) (${series(SIDECAR_SERIES.stepTime, 'role="worker"', part)})`;
     const step = Math.min(this.stepSeconds, STRAGGLER_QUERY_STEP_SECONDS);
     const window = Math.min(windowSeconds, step * this.maxPoints);
     return this.batch(
       refs,
-      async () =>
+      async (part) =>
         byIdentity(
-          await this.batchRange(expr, window, 'per-worker step time query', refs.length, this.clock(), step),
+          await this.batchRange(
+            expr(part),
+            window,
+            'per-worker step time query',
+            refs.length,
+            this.clock(),
+            step,
+          ),
         ),
       (ref, series) => {
         const workers = workersFrom(series.get(identityOf(ref)) ?? []);
@@ -464,23 +477,25 @@ export class PrometheusMetricsSource implements MetricsSource {
   async samplesProcessedOfJobs(refs: readonly JobRef[]): Promise<JobReadings<number | undefined>> {
     const out: JobReadings<number | undefined> = new Map();
     if (refs.length === 0) return out;
-    const sumOf = (series: string) =>
-      settle(async () =>
+    const sumOf = (name: string) =>
+      this.inParts(async (part) =>
         byIdentity(
           await this.batchInstant(
-            `sum by (${JOB_IDENTITY_LABELS}) (${series})`,
+            `sum by (${JOB_IDENTITY_LABELS}) (${series(name, part)})`,
             'progress query',
             refs.length,
           ),
         ),
       );
     // Both at once; a job whose trainer reports needs only the first, as in the per-job read.
-    const [trainer, sidecars] = await Promise.all([
+    const [trainers, counters] = await Promise.all([
       sumOf(SIDECAR_SERIES.trainerSamples),
       sumOf(SIDECAR_SERIES.samples),
     ]);
     for (const ref of refs) {
       const id = identityOf(ref);
+      const trainer = trainers(ref);
+      const sidecars = counters(ref);
       const value = (read: typeof trainer) =>
         read.ok ? Number(read.value.get(id)?.[0]?.value[1]) : Number.NaN; // NaN when there is no series
       if (!trainer.ok) out.set(jobKey(ref), trainer);
@@ -509,13 +524,12 @@ export class PrometheusMetricsSource implements MetricsSource {
       Math.max(0, ...due.map((a) => Math.ceil(now - a.since) + step)),
       step * this.maxPoints,
     );
-    const resumed = `${SIDECAR_SERIES.resumed}{role="worker"}`;
     return this.batchSince(
       asks,
-      async () =>
+      async (part) =>
         byIdentity(
           await this.batchInstant(
-            `max by (${JOB_IDENTITY_LABELS}, at) (max_over_time(count_values without (${PER_POD_LABELS}) ("at", ${resumed})[${window}s:${step}s]))`,
+            `max by (${JOB_IDENTITY_LABELS}, at) (max_over_time(count_values without (${PER_POD_LABELS}) ("at", ${series(SIDECAR_SERIES.resumed, 'role="worker"', part)})[${window}s:${step}s]))`,
             'rescale pause query',
             due.length,
           ),
@@ -537,18 +551,19 @@ export class PrometheusMetricsSource implements MetricsSource {
   async pauseEndedAfterOfJobs(asks: readonly SinceAsk[]): Promise<JobReadings<number | undefined>> {
     const now = this.clock();
     const due = asks.filter((a) => now > a.since);
-    const resumed = `${SIDECAR_SERIES.resumed}{role="worker"}`;
-    const paused = `${SIDECAR_SERIES.paused}{role="worker"}`;
     return this.batchSince(
       asks,
-      async () =>
-        byIdentity(
+      async (part) => {
+        const resumed = series(SIDECAR_SERIES.resumed, 'role="worker"', part);
+        const paused = series(SIDECAR_SERIES.paused, 'role="worker"', part);
+        return byIdentity(
           await this.batchInstant(
             `max by (${JOB_IDENTITY_LABELS}, at) ((${resumed} - ${paused}) * ignoring(at) group_left(at) count_values without () ("at", ${resumed}))`,
             'rescale pause length query',
             due.length,
           ),
-        ),
+        );
+      },
       (ask, pauses) => {
         const lengths = (pauses.get(identityOf(ask.ref)) ?? [])
           .filter((r) => Number(r.metric.at) > ask.since)
@@ -562,16 +577,17 @@ export class PrometheusMetricsSource implements MetricsSource {
   /** Every ask's reading of one batch read: undefined where `since` is not past (no query then, as per job). */
   private async batchSince<Q>(
     asks: readonly SinceAsk[],
-    read: () => Promise<Q>,
+    read: (part: string) => Promise<Q>,
     answer: (ask: SinceAsk, answered: Q) => number | undefined,
   ): Promise<JobReadings<number | undefined>> {
     const now = this.clock();
     const due = asks.filter((a) => now > a.since);
     const out: JobReadings<number | undefined> = new Map();
-    const answered = due.length > 0 ? await settle(read) : undefined;
+    const answers = due.length > 0 ? await this.inParts(read) : undefined;
     for (const ask of asks) {
       const key = jobKey(ask.ref);
       if (out.has(key)) continue;
+      const answered = answers?.(ask.ref);
       if (!(now > ask.since) || !answered) out.set(key, { ok: true, value: undefined });
       else if (!answered.ok) out.set(key, answered);
       else out.set(key, await settle(async () => answer(ask, answered.value)));
@@ -582,18 +598,34 @@ export class PrometheusMetricsSource implements MetricsSource {
   /** Every job's reading of one batch read: its answer, or the read's error for each of them. */
   private async batch<Q, T>(
     refs: readonly JobRef[],
-    read: () => Promise<Q>,
+    read: (part: string) => Promise<Q>,
     answer: (ref: JobRef, answered: Q) => T,
   ): Promise<JobReadings<T>> {
     const out: JobReadings<T> = new Map();
     if (refs.length === 0) return out;
-    const answered = await settle(read);
+    const answers = await this.inParts(read);
     for (const ref of refs) {
       const key = jobKey(ref);
       if (out.has(key)) continue;
+      const answered = answers(ref);
       out.set(key, answered.ok ? await settle(async () => answer(ref, answered.value)) : answered);
     }
     return out;
+  }
+
+  /**
+   * One batch read of every job (`read('')`); when Prometheus refuses it for too many samples, the same read
+   * again in NAME_PARTS parts, one after the other, each job answered by its part (a part refused again is the
+   * error of its jobs only). At most 1 + NAME_PARTS.length reads, whatever the number of jobs.
+   */
+  private async inParts<Q>(read: (part: string) => Promise<Q>): Promise<(ref: JobRef) => JobReading<Q>> {
+    const whole = await settle(() => read(''));
+    const refused =
+      !whole.ok && whole.error instanceof IncompleteMetricsError && whole.error.reason === 'too-many-samples';
+    if (!refused) return () => whole;
+    const parts: JobReading<Q>[] = [];
+    for (const part of NAME_PARTS) parts.push(await settle(() => read(part.matcher)));
+    return (ref) => parts[NAME_PARTS.findIndex((p) => p.holds.test(ref.name))] ?? whole;
   }
 
   private batchRange(
@@ -813,6 +845,24 @@ function usageFrom(
  * discovery metadata): a batch query groups `by` them, and its answer is split per job on them.
  */
 export const JOB_IDENTITY_LABELS = 'namespace, job_kind, job_name';
+
+/** A series selector: the name, with the matchers given (empty ones left out). */
+function series(name: string, ...matchers: string[]): string {
+  const given = matchers.filter(Boolean);
+  return given.length > 0 ? `${name}{${given.join(',')}}` : name;
+}
+
+/**
+ * Parts of the jobs by the first character of their names, together every name (a Kubernetes name starts with
+ * a lower-case letter or digit; the last part takes anything else too): a batch Prometheus refuses for too
+ * many samples is read again part by part, a bounded number of queries whatever the jobs.
+ */
+export const NAME_PARTS: readonly { matcher: string; holds: RegExp }[] = [
+  { matcher: 'job_name=~"[0-9a-e].*"', holds: /^[0-9a-e]/ },
+  { matcher: 'job_name=~"[f-j].*"', holds: /^[f-j]/ },
+  { matcher: 'job_name=~"[k-o].*"', holds: /^[k-o]/ },
+  { matcher: 'job_name!~"[0-9a-o].*"', holds: /^(?![0-9a-o])/ },
+];
 
 /** The labels the scrape job adds that are the pod's, not its job's (infra/prometheus/prometheus.yml). */
 const PER_POD_LABELS = 'instance, job, pod, node, worker, role';

@@ -200,8 +200,8 @@ describe('batch metrics reads on the real Prometheus (production identity labels
     await writeFile(join(dir, 'prometheus.yml'), dump(config));
     [prometheusUrl, limitedUrl] = await Promise.all([
       startPrometheus('prometheus', []),
-      // Enough for no query of these jobs' 6 s step time windows: the batch must be refused.
-      startPrometheus('prometheus-limited', ['--query.max-samples=20']),
+      // Too few for any step time query of these jobs, even of one job: the batch and each of its parts refused.
+      startPrometheus('prometheus-limited', ['--query.max-samples=10']),
     ]);
     // Until, at the instant the test reads (a second back), every pod and cAdvisor is scraped and both resumes
     // are seen at a 15 s subquery step: on a loaded machine the scrapes start late, and each target at its own

@@ -9,10 +9,19 @@ import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { IncompleteMetricsError, MissingMetricsError } from '../../../lib/errors.js';
 import { type JobReadings, jobKey } from '../../../lib/metrics/job-readings.js';
-import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
+import { NAME_PARTS, PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
 import type { JobRef } from '../../../lib/types.js';
 
 const NOW = 1_767_225_600;
+
+const TOO_MANY_SAMPLES = {
+  status: 422,
+  body: {
+    status: 'error',
+    errorType: 'execution',
+    error: 'query processing would load too many samples into memory in query execution',
+  },
+};
 
 interface Query {
   path: string;
@@ -194,15 +203,8 @@ describe('PrometheusMetricsSource batch reads', () => {
 
   const refusals: Array<[string, Answer, IncompleteMetricsError['reason'], RegExp]> = [
     [
-      'too many samples (HTTP 422)',
-      {
-        status: 422,
-        body: {
-          status: 'error',
-          errorType: 'execution',
-          error: 'query processing would load too many samples into memory in query execution',
-        },
-      },
+      'too many samples (HTTP 422), in each part too',
+      TOO_MANY_SAMPLES,
       'too-many-samples',
       /HTTP 422: execution: query processing would load too many samples/,
     ],
@@ -253,6 +255,43 @@ describe('PrometheusMetricsSource batch reads', () => {
       assert.deepEqual(processed.get(jobKey(job('a'))), { ok: true, value: 100 });
     });
   }
+
+  /** A Prometheus that refuses any query of every job for too many samples, and answers a part's (NAME_PARTS). */
+  const refusingWhole =
+    (jobs: readonly JobRef[], refusedPart?: string) =>
+    (q: Query): Answer => {
+      const part = NAME_PARTS.find((p) => q.query.includes(p.matcher));
+      if (!part || (refusedPart && part.matcher === refusedPart)) return TOO_MANY_SAMPLES;
+      return prometheusOf(jobs.filter((ref) => part.holds.test(ref.name)))(q);
+    };
+  const PARTED = [job('alpha'), job('golf'), job('lima'), job('zulu', 'team-b'), job('4th')];
+
+  it('reads again in parts by job name when Prometheus refuses the whole for too many samples', async () => {
+    answer = refusingWhole(PARTED);
+    const s = source();
+    const samples = await s.stepSamplesOfJobs(PARTED, 3600);
+    const processed = await s.samplesProcessedOfJobs(PARTED);
+    for (const ref of PARTED) {
+      const r = samples.get(jobKey(ref));
+      assert.ok(r?.ok && r.value.length === 1, `${ref.name}: ${String(r && !r.ok && r.error)}`);
+      assert.ok(processed.get(jobKey(ref))?.ok, ref.name);
+    }
+    // Each read: once whole, then once per part; never a job's name.
+    const stepTimeQueries = received.filter((q) => q.query.startsWith('avg by'));
+    assert.equal(stepTimeQueries.length, 1 + NAME_PARTS.length);
+    for (const q of received) assert.doesNotMatch(q.query, /alpha|golf|lima|zulu|4th/);
+  });
+
+  it('gives the error of a part Prometheus refuses again to the jobs of that part only', async () => {
+    const refused = NAME_PARTS[1]?.matcher;
+    answer = refusingWhole(PARTED, refused);
+    const samples = await source().stepSamplesOfJobs(PARTED, 3600);
+    const failed = PARTED.filter((ref) => !samples.get(jobKey(ref))?.ok).map((ref) => ref.name);
+    assert.deepEqual(failed, ['golf']);
+    const golf = samples.get(jobKey(job('golf')));
+    assert.ok(golf && !golf.ok && golf.error instanceof IncompleteMetricsError);
+    assert.equal(golf.error.reason, 'too-many-samples');
+  });
 
   it('gives every asked job an IncompleteMetricsError when Prometheus does not answer in time', async () => {
     answer = () => 'hang';
