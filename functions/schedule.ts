@@ -15,10 +15,8 @@ import {
   profileOwnerOf,
   readProfileStore,
 } from '../lib/decisions/profile-store.js';
-import { measureLastRescale } from '../lib/decisions/rescale-measurement.js';
 import {
   currentPlacement,
-  observeJob,
   type RuntimeObservations,
   remainingSecondsOf,
   workerNodesOf,
@@ -29,6 +27,7 @@ import {
   NO_HISTORIES,
   priorSamples,
 } from '../lib/decisions/signature-histories.js';
+import { readTickMetrics } from '../lib/decisions/tick-metrics.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
@@ -118,6 +117,9 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   // trainscaler's state of every job (cool-downs, largest runs, measured costs), in one LIST: never a read per
   // job, and never the jobs' own annotations.
   const states = jobStateLookup(await deps.cluster.listJobStates());
+  // Every managed job's metrics in one batch read (a bounded number of PromQL queries, whatever the number of
+  // jobs); the loop takes each job's entry, a failed read being that job's error only.
+  const metrics = await readTickMetrics(deps.metrics, listed, managementScope(deps.config), states);
   for (const obj of listed) {
     const ref = refOf(obj);
     try {
@@ -129,7 +131,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
         states,
       );
       // The rebalance weighs each job's own rescale costs once they are measured.
-      if (snapshot.view.managed) snapshot.view.state = await measureLastRescale(deps.metrics, snapshot.view);
+      if (snapshot.view.managed) snapshot.view.state = await metrics.measure(snapshot.view);
       for (const demand of pendingDemands(snapshot)) {
         if (demand.placed === 0 && snapshot.view.managed) {
           const model = await profileModelOf(profileOwnerOf(snapshot.view));
@@ -139,7 +141,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       }
       if (!snapshot.view.managed || snapshot.pods.every((p) => p.phase === 'Succeeded')) continue;
       if (hasStrandedPods(snapshot)) stranded.push(snapshot);
-      const observed = await observeJob(deps.metrics, ref).catch((error: unknown) => {
+      const observed = await metrics.observe(ref).catch((error: unknown) => {
         if (error instanceof TrainscalerError && error.code === 'MISSING_METRICS') return undefined;
         throw error;
       });
@@ -176,7 +178,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
             config: deps.config,
             now: deps.clock(),
           }),
-        actuatorDeps(deps, listedAt),
+        actuatorDeps({ ...deps, metrics: metrics.source }, listedAt),
       );
       result.outcomes.push(outcome);
       if (outcome.plan.changes.length > 0) reviewed.add(key(ref));
@@ -230,7 +232,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       const outcome = await actOnJob(
         plan.ref,
         (snapshot) => stillValid(plan, snapshot, planned.get(key(plan.ref))),
-        actuatorDeps(deps, listedAt),
+        actuatorDeps({ ...deps, metrics: metrics.source }, listedAt),
       );
       result.outcomes.push(outcome);
     } catch (error) {

@@ -92,3 +92,33 @@ export class ConfigError extends TrainscalerError {
     super('CONFIG', `configuration error: ${message}`);
   }
 }
+
+/** How Prometheus left a query's answer incomplete. */
+export type IncompleteMetricsReason = 'too-many-samples' | 'timeout' | 'truncated' | 'refused';
+
+/**
+ * A batch metrics query (every managed job's series at once) that Prometheus refused (too many samples, its
+ * query timeout), that did not answer in time, or whose answer it marked incomplete (warnings): each job it
+ * asked about gets this error, so that no decision is made on a partial answer taken for a whole one.
+ */
+export class IncompleteMetricsError extends ApiError {
+  readonly reason: IncompleteMetricsReason;
+  readonly jobs: number;
+  constructor(
+    what: string,
+    status: number | undefined,
+    reason: IncompleteMetricsReason,
+    jobs: number,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${what} of ${jobs} jobs`,
+      status,
+      `${detail} (${reason}: no decision on a partial answer)`,
+      options,
+    );
+    this.reason = reason;
+    this.jobs = jobs;
+  }
+}

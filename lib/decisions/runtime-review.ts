@@ -1,6 +1,7 @@
 import type { JobSnapshot } from '../actuator.js';
 import type { PolicyConfig } from '../config.js';
 import { MissingMetricsError } from '../errors.js';
+import { type JobReading, type JobReadings, jobKey, readEach } from '../metrics/job-readings.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { fitRuntimeModel } from '../model/observed-bound.js';
 import { modelFor, type Placement, type ThroughputOracle } from '../model/throughput-model.js';
@@ -47,6 +48,69 @@ export async function observeJob(metrics: MetricsSource, ref: JobRef): Promise<R
     optional(() => metrics.samplesProcessed(ref)),
   ]);
   return { samples, usage, series, samplesProcessed };
+}
+
+/** A job's observations from a batch read, or the error its own observeJob would have thrown. */
+export type JobObservation = JobReading<RuntimeObservations>;
+
+/**
+ * observeJob for many jobs in a number of metrics queries that does not grow with them (the source's batch
+ * reads; job by job where it has none). Each job's entry is what observeJob would give it: its step samples
+ * required (MissingMetricsError without), usage, per-worker series and progress optional (a
+ * MissingMetricsError of one of them is no data), any other error the job's own.
+ */
+export async function observeJobs(
+  metrics: MetricsSource,
+  refs: readonly JobRef[],
+): Promise<Map<string, JobObservation>> {
+  const each = <T>(read: (ref: JobRef) => Promise<T>) => readEach(refs, read);
+  const [samples, usage, series, processed] = await Promise.all([
+    metrics.stepSamplesOfJobs?.(refs, WINDOW_SECONDS) ??
+      each((ref) => metrics.stepSamples(ref, WINDOW_SECONDS)),
+    metrics.containerUsageOfJobs?.(refs, WINDOW_SECONDS) ??
+      each((ref) => metrics.containerUsage(ref, WINDOW_SECONDS)),
+    metrics.workerStepTimesOfJobs?.(refs, STRAGGLER_LOOKBACK_SECONDS) ??
+      each((ref) => metrics.workerStepTimes(ref, STRAGGLER_LOOKBACK_SECONDS)),
+    metrics.samplesProcessedOfJobs?.(refs) ?? each((ref) => metrics.samplesProcessed(ref)),
+  ]);
+  const out = new Map<string, JobObservation>();
+  for (const ref of refs) {
+    const key = jobKey(ref);
+    if (!out.has(key)) out.set(key, observationOf(ref, samples, usage, series, processed));
+  }
+  return out;
+}
+
+function observationOf(
+  ref: JobRef,
+  samples: JobReadings<StepSample[]>,
+  usage: JobReadings<ContainerUsage[]>,
+  series: JobReadings<WorkerStepTimes[]>,
+  processed: JobReadings<number | undefined>,
+): JobObservation {
+  const key = jobKey(ref);
+  // A job the batch answer does not hold has no such series: MissingMetricsError, as its own read says.
+  const missing = (what: string) => ({
+    ok: false as const,
+    error: new MissingMetricsError(`no ${what} for ${ref.namespace}/${ref.name}`),
+  });
+  const required = samples.get(key) ?? missing('step samples');
+  if (!required.ok) return required;
+  if (required.value.length === 0) return missing('step samples');
+  const optional = <T>(read: JobReading<T> | undefined): JobReading<T | undefined> => {
+    if (!read || read.ok) return { ok: true, value: read?.value };
+    return read.error instanceof MissingMetricsError ? { ok: true, value: undefined } : read;
+  };
+  const u = optional(usage.get(key));
+  if (!u.ok) return u;
+  const s = optional(series.get(key));
+  if (!s.ok) return s;
+  const p = optional(processed.get(key));
+  if (!p.ok) return p;
+  return {
+    ok: true,
+    value: { samples: required.value, usage: u.value, series: s.value, samplesProcessed: p.value },
+  };
 }
 
 /** Where the job runs now, as the model needs it. */

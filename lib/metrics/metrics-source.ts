@@ -1,4 +1,5 @@
 import type { ContainerUsage, JobRef, StepSample, WorkerStepTimes } from '../types.js';
+import type { JobReadings, SinceAsk } from './job-readings.js';
 
 /**
  * Where step times and resource usage come from: Prometheus in production, the simulated cluster in
@@ -24,4 +25,22 @@ export interface MetricsSource {
    * first after it), when its metrics show one. Optional: without it a growth is charged the default pause.
    */
   pauseEndedAfter?(ref: JobRef, since: number): Promise<number | undefined>;
+  /*
+   * Batch reads: the same readings for many jobs at once, in a number of queries that does not grow with the
+   * jobs (the schedule tick reads every managed job). Each answers every asked job (jobKey) with the value
+   * its per-job read would give or the error it would throw; a job the answer does not hold is its
+   * MissingMetricsError. Optional: without them the tick reads job by job (lib/decisions/runtime-review.ts).
+   */
+  stepSamplesOfJobs?(refs: readonly JobRef[], windowSeconds: number): Promise<JobReadings<StepSample[]>>;
+  containerUsageOfJobs?(
+    refs: readonly JobRef[],
+    windowSeconds: number,
+  ): Promise<JobReadings<ContainerUsage[]>>;
+  workerStepTimesOfJobs?(
+    refs: readonly JobRef[],
+    windowSeconds: number,
+  ): Promise<JobReadings<WorkerStepTimes[]>>;
+  samplesProcessedOfJobs?(refs: readonly JobRef[]): Promise<JobReadings<number | undefined>>;
+  firstStepAfterPauseOfJobs?(asks: readonly SinceAsk[]): Promise<JobReadings<number | undefined>>;
+  pauseEndedAfterOfJobs?(asks: readonly SinceAsk[]): Promise<JobReadings<number | undefined>>;
 }

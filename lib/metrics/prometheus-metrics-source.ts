@@ -1,8 +1,14 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosInstance, isAxiosError } from 'axios';
-import { ApiError, MissingMetricsError } from '../errors.js';
+import {
+  ApiError,
+  IncompleteMetricsError,
+  type IncompleteMetricsReason,
+  MissingMetricsError,
+} from '../errors.js';
 import { STRAGGLER_QUERY_STEP_SECONDS } from '../policies/stragglers.js';
 import { redactUrls } from '../redact-url.js';
 import type { ContainerUsage, JobRef, RoleName, StepSample, WorkerStepTimes } from '../types.js';
+import { type JobReading, type JobReadings, jobKey, type SinceAsk, settle } from './job-readings.js';
 import type { MetricsSource } from './metrics-source.js';
 
 /**
@@ -55,6 +61,7 @@ interface PrometheusResponse {
   data?: { resultType?: string; result?: unknown };
   errorType?: string;
   error?: string;
+  warnings?: unknown;
 }
 
 /** PromQL string literal: the label values come from validated job refs, but quoting must not depend on it. */
@@ -135,6 +142,17 @@ export function scrubbedCause(error: unknown): Error {
   return copy;
 }
 
+/** Prometheus answered, and said in its warnings that the answer is partial. */
+class PartialAnswerError extends ApiError {
+  constructor(
+    what: string,
+    status: number,
+    readonly detail: string,
+  ) {
+    super(what, status, detail);
+  }
+}
+
 export class PrometheusMetricsSource implements MetricsSource {
   private readonly http: AxiosInstance;
   private readonly stepSeconds: number;
@@ -188,34 +206,12 @@ export class PrometheusMetricsSource implements MetricsSource {
         end,
       ),
     ]);
-    // JSON: an absent label (null) and any label value stay apart, whatever characters the values hold.
-    const key = (m: MatrixResult['metric'], at: number) =>
-      JSON.stringify([m.replicas, m.local_batch_size, at]);
-    const pointsOf = (series: MatrixResult[]) => {
-      const map = new Map<string, number>();
-      for (const s of series) for (const [at, v] of s.values) map.set(key(s.metric, at), Number(v));
-      return map;
-    };
-    const nodesAt = pointsOf(nodeCounts);
-    const workersAt = pointsOf(workerCounts);
-
-    const samples: (StepSample & { at: number })[] = [];
-    for (const s of means) {
-      const localBatchSize = positiveCount(s.metric.local_batch_size);
-      if (localBatchSize === undefined) continue; // a step time at an unknown batch size cannot be modelled
-      for (const [at, value] of s.values) {
-        const stepTime = Number(value);
-        const replicas = positiveCount(s.metric.replicas) ?? workersAt.get(key(s.metric, at));
-        const nodes = positiveCount(s.metric.nodes) ?? nodesAt.get(key(s.metric, at));
-        if (!(stepTime > 0 && Number.isFinite(stepTime)) || !replicas || !nodes) continue;
-        samples.push({ replicas, nodes: Math.min(nodes, replicas), localBatchSize, stepTime, at });
-      }
-    }
+    const samples = samplesFrom(means, nodeCounts, workerCounts);
     if (samples.length === 0)
       throw new MissingMetricsError(
         `no ${SIDECAR_SERIES.stepTime} series with a known scale for ${job(ref)} in the last ${windowSeconds} s`,
       );
-    return samples.sort((a, b) => a.at - b.at);
+    return samples;
   }
 
   async containerUsage(ref: JobRef, windowSeconds: number): Promise<ContainerUsage[]> {
@@ -244,21 +240,7 @@ export class PrometheusMetricsSource implements MetricsSource {
     // The straggler policy needs the resolution more than the length: at most maxPoints points at its step.
     const window = Math.min(windowSeconds, step * this.maxPoints);
     const series = await this.range(expr, window, 'per-worker step time query', this.clock(), step);
-    const byWorker = new Map<string, WorkerStepTimes>();
-    for (const s of series) {
-      const worker = Number(s.metric.worker ?? 0);
-      const key = JSON.stringify([s.metric.pod, worker]);
-      const entry = byWorker.get(key) ?? { worker, samples: [] };
-      if (s.metric.pod) entry.pod = s.metric.pod;
-      for (const [at, v] of s.values) {
-        const stepTime = Number(v);
-        if (!(stepTime > 0 && Number.isFinite(stepTime))) continue;
-        entry.samples.push({ at, stepTime, ...(s.metric.node ? { node: s.metric.node } : {}) });
-      }
-      byWorker.set(key, entry);
-    }
-    const workers = [...byWorker.values()].filter((w) => w.samples.length > 0);
-    for (const w of workers) w.samples.sort((a, b) => a.at - b.at);
+    const workers = workersFrom(series);
     if (workers.length === 0) throw new MissingMetricsError(`no per-worker step times for ${job(ref)}`);
     return workers;
   }
@@ -310,25 +292,409 @@ export class PrometheusMetricsSource implements MetricsSource {
     return Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
   }
 
+  // ---- Batch reads: every asked job in a fixed number of queries -------------------------------------
+  //
+  // Each query selects the sidecar series by name only (every series of that name is a trainscaler-managed
+  // pod's), groups `by` the job's identity labels, and is split per job here; the jobs not asked about are
+  // dropped. A query refused or marked incomplete by Prometheus is every asked job's IncompleteMetricsError.
+
+  async stepSamplesOfJobs(
+    refs: readonly JobRef[],
+    windowSeconds: number,
+  ): Promise<JobReadings<StepSample[]>> {
+    const by = JOB_IDENTITY_LABELS;
+    const end = this.clock();
+    return this.batch(
+      refs,
+      (part) => {
+        const workers = series(SIDECAR_SERIES.stepTime, 'role="worker"', part);
+        return Promise.all([
+          this.batchRange(
+            `avg by (${by}, replicas, nodes, local_batch_size) (${workers})`,
+            windowSeconds,
+            'step time query',
+            refs.length,
+            end,
+          ),
+          this.batchRange(
+            `count by (${by}, replicas, local_batch_size) (count by (${by}, replicas, local_batch_size, node) (${series(SIDECAR_SERIES.stepTime, 'role="worker",node!=""', part)}))`,
+            windowSeconds,
+            'node count query',
+            refs.length,
+            end,
+          ),
+          this.batchRange(
+            `count by (${by}, replicas, local_batch_size) (${workers})`,
+            windowSeconds,
+            'worker count query',
+            refs.length,
+            end,
+          ),
+        ]).then(
+          ([means, nodes, counts]) => [byIdentity(means), byIdentity(nodes), byIdentity(counts)] as const,
+        );
+      },
+      (ref, [means, nodes, counts]) => {
+        const id = identityOf(ref);
+        const samples = samplesFrom(means.get(id) ?? [], nodes.get(id) ?? [], counts.get(id) ?? []);
+        if (samples.length === 0)
+          throw new MissingMetricsError(
+            `no ${SIDECAR_SERIES.stepTime} series with a known scale for ${job(ref)} in the last ${windowSeconds} s`,
+          );
+        return samples;
+      },
+    );
+  }
+
+  async containerUsageOfJobs(
+    refs: readonly JobRef[],
+    windowSeconds: number,
+  ): Promise<JobReadings<ContainerUsage[]>> {
+    const by = JOB_IDENTITY_LABELS;
+    const n = refs.length;
+    const sidecar = await this.batch(
+      refs,
+      (part) =>
+        Promise.all([
+          this.batchInstant(
+            `max by (${by}, pod, role) (max_over_time(rate(${series(SIDECAR_SERIES.cpuUsage, part)}[${this.rateWindow}s])[${windowSeconds}s:]))`,
+            'CPU usage query',
+            n,
+          ),
+          this.batchInstant(
+            `max by (${by}, pod, role) (max_over_time(${series(SIDECAR_SERIES.memoryWorkingSet, part)}[${windowSeconds}s]))`,
+            'memory usage query',
+            n,
+          ),
+          this.batchInstant(
+            `max by (${by}, pod, role) (${series(SIDECAR_SERIES.stepTime, part)})`,
+            'role query',
+            n,
+          ),
+        ]).then(([cpu, memory, roles]) => [byIdentity(cpu), byIdentity(memory), byIdentity(roles)] as const),
+      (ref, [cpu, memory, roles]) => {
+        const id = identityOf(ref);
+        return {
+          usage: usageFrom(cpu.get(id) ?? [], memory.get(id) ?? [], roles.get(id) ?? []),
+          roles: roles.get(id) ?? [],
+        };
+      },
+    );
+    // Jobs without the sidecar's cgroup series: cAdvisor's, in the namespaces of those jobs only (cAdvisor has
+    // a series per container of the cluster), split per job by its pods' names as the per-job query is.
+    const fallback = refs.filter((ref) => {
+      const read = sidecar.get(jobKey(ref));
+      return read?.ok === true && read.value.usage.length === 0;
+    });
+    const cadvisor =
+      fallback.length === 0
+        ? undefined
+        : await settle(() => {
+            const namespaces = [...new Set(fallback.map((r) => r.namespace))].sort().map(regexLiteral);
+            const pods = `namespace=~${literal(namespaces.join('|'))},container!="",container!="POD"`;
+            return Promise.all([
+              this.batchInstant(
+                `max by (namespace, pod) (max_over_time(rate(${CADVISOR.cpu}{${pods}}[${this.rateWindow}s])[${windowSeconds}s:]))`,
+                'CPU usage query',
+                fallback.length,
+              ),
+              this.batchInstant(
+                `max by (namespace, pod) (max_over_time(${CADVISOR.memory}{${pods}}[${windowSeconds}s]))`,
+                'memory usage query',
+                fallback.length,
+              ),
+            ]);
+          });
+    const out: JobReadings<ContainerUsage[]> = new Map();
+    for (const ref of refs) {
+      const key = jobKey(ref);
+      const read = sidecar.get(key);
+      if (!read?.ok) {
+        out.set(
+          key,
+          read ?? { ok: false, error: new MissingMetricsError(`no container usage for ${job(ref)}`) },
+        );
+        continue;
+      }
+      if (read.value.usage.length > 0 || !cadvisor) {
+        out.set(key, { ok: true, value: read.value.usage });
+        continue;
+      }
+      if (!cadvisor.ok) {
+        out.set(key, cadvisor);
+        continue;
+      }
+      const own = podNameMatcher(ref);
+      const mine = (r: VectorResult) => r.metric.namespace === ref.namespace && own.test(r.metric.pod ?? '');
+      const [cpu, memory] = cadvisor.value;
+      // The per-job query's own labels: the pod's alone (the namespace is the job's).
+      const strip = (r: VectorResult): VectorResult => ({ metric: { pod: r.metric.pod }, value: r.value });
+      const usage = usageFrom(cpu.filter(mine).map(strip), memory.filter(mine).map(strip), read.value.roles);
+      out.set(
+        key,
+        usage.length > 0
+          ? { ok: true, value: usage }
+          : {
+              ok: false,
+              error: new MissingMetricsError(
+                `no container usage (sidecar cgroup or cAdvisor series) for ${job(ref)}`,
+              ),
+            },
+      );
+    }
+    return out;
+  }
+
+  async workerStepTimesOfJobs(
+    refs: readonly JobRef[],
+    windowSeconds: number,
+  ): Promise<JobReadings<WorkerStepTimes[]>> {
+    const expr = (part: string) =>
+      `max by (${JOB_IDENTITY_LABELS}, pod, worker, node) (${series(SIDECAR_SERIES.stepTime, 'role="worker"', part)})`;
+    const step = Math.min(this.stepSeconds, STRAGGLER_QUERY_STEP_SECONDS);
+    const window = Math.min(windowSeconds, step * this.maxPoints);
+    return this.batch(
+      refs,
+      async (part) =>
+        byIdentity(
+          await this.batchRange(
+            expr(part),
+            window,
+            'per-worker step time query',
+            refs.length,
+            this.clock(),
+            step,
+          ),
+        ),
+      (ref, series) => {
+        const workers = workersFrom(series.get(identityOf(ref)) ?? []);
+        if (workers.length === 0) throw new MissingMetricsError(`no per-worker step times for ${job(ref)}`);
+        return workers;
+      },
+    );
+  }
+
+  async samplesProcessedOfJobs(refs: readonly JobRef[]): Promise<JobReadings<number | undefined>> {
+    const out: JobReadings<number | undefined> = new Map();
+    if (refs.length === 0) return out;
+    const sumOf = (name: string) =>
+      this.inParts(async (part) =>
+        byIdentity(
+          await this.batchInstant(
+            `sum by (${JOB_IDENTITY_LABELS}) (${series(name, part)})`,
+            'progress query',
+            refs.length,
+          ),
+        ),
+      );
+    // Both at once; a job whose trainer reports needs only the first, as in the per-job read.
+    const [trainers, counters] = await Promise.all([
+      sumOf(SIDECAR_SERIES.trainerSamples),
+      sumOf(SIDECAR_SERIES.samples),
+    ]);
+    for (const ref of refs) {
+      const id = identityOf(ref);
+      const trainer = trainers(ref);
+      const sidecars = counters(ref);
+      const value = (read: typeof trainer) =>
+        read.ok ? Number(read.value.get(id)?.[0]?.value[1]) : Number.NaN; // NaN when there is no series
+      if (!trainer.ok) out.set(jobKey(ref), trainer);
+      else if (Number.isFinite(value(trainer))) out.set(jobKey(ref), { ok: true, value: value(trainer) });
+      else if (!sidecars.ok) out.set(jobKey(ref), sidecars);
+      else {
+        const counted = value(sidecars);
+        out.set(jobKey(ref), { ok: true, value: Number.isFinite(counted) ? counted : undefined });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * firstStepAfterPause of each job, in one query: the distinct resume instants each job's workers reported
+   * over the longest window asked (count_values turns each into a label, at the same subquery steps as the
+   * per-job query), the earliest after each job's own `since` kept. count_values `without` the pod's own
+   * labels, not `by` the job's: Prometheus 2.42 drops a count_values' `by` labels inside a subquery. A resume after `since` is seen only at
+   * steps after `since`, all inside the job's own window: the longer window changes no job's answer.
+   */
+  async firstStepAfterPauseOfJobs(asks: readonly SinceAsk[]): Promise<JobReadings<number | undefined>> {
+    const now = this.clock();
+    const step = STRAGGLER_QUERY_STEP_SECONDS;
+    const due = asks.filter((a) => now > a.since);
+    const window = Math.min(
+      Math.max(0, ...due.map((a) => Math.ceil(now - a.since) + step)),
+      step * this.maxPoints,
+    );
+    return this.batchSince(
+      asks,
+      async (part) =>
+        byIdentity(
+          await this.batchInstant(
+            `max by (${JOB_IDENTITY_LABELS}, at) (max_over_time(count_values without (${PER_POD_LABELS}) ("at", ${series(SIDECAR_SERIES.resumed, 'role="worker"', part)})[${window}s:${step}s]))`,
+            'rescale pause query',
+            due.length,
+          ),
+        ),
+      (ask, seen) => {
+        const after = (seen.get(identityOf(ask.ref)) ?? [])
+          .map((r) => Number(r.metric.at))
+          .filter((at) => Number.isFinite(at) && at > ask.since);
+        return after.length > 0 ? Math.min(...after) : undefined;
+      },
+    );
+  }
+
+  /**
+   * pauseEndedAfter of each job, in one query: each worker's pause length labelled with the instant it ended
+   * (its resume, turned into a label by count_values and joined back onto the pause), the longest per job and
+   * resume instant; each job keeps those that ended after its own `since`, as the per-job query's `> since`.
+   */
+  async pauseEndedAfterOfJobs(asks: readonly SinceAsk[]): Promise<JobReadings<number | undefined>> {
+    const now = this.clock();
+    const due = asks.filter((a) => now > a.since);
+    return this.batchSince(
+      asks,
+      async (part) => {
+        const resumed = series(SIDECAR_SERIES.resumed, 'role="worker"', part);
+        const paused = series(SIDECAR_SERIES.paused, 'role="worker"', part);
+        return byIdentity(
+          await this.batchInstant(
+            `max by (${JOB_IDENTITY_LABELS}, at) ((${resumed} - ${paused}) * ignoring(at) group_left(at) count_values without () ("at", ${resumed}))`,
+            'rescale pause length query',
+            due.length,
+          ),
+        );
+      },
+      (ask, pauses) => {
+        const lengths = (pauses.get(identityOf(ask.ref)) ?? [])
+          .filter((r) => Number(r.metric.at) > ask.since)
+          .map((r) => Number(r.value[1]));
+        const seconds = lengths.length > 0 ? Math.max(...lengths) : Number.NaN;
+        return Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
+      },
+    );
+  }
+
+  /** Every ask's reading of one batch read: undefined where `since` is not past (no query then, as per job). */
+  private async batchSince<Q>(
+    asks: readonly SinceAsk[],
+    read: (part: string) => Promise<Q>,
+    answer: (ask: SinceAsk, answered: Q) => number | undefined,
+  ): Promise<JobReadings<number | undefined>> {
+    const now = this.clock();
+    const due = asks.filter((a) => now > a.since);
+    const out: JobReadings<number | undefined> = new Map();
+    const answers = due.length > 0 ? await this.inParts(read) : undefined;
+    for (const ask of asks) {
+      const key = jobKey(ask.ref);
+      if (out.has(key)) continue;
+      const answered = answers?.(ask.ref);
+      if (!(now > ask.since) || !answered) out.set(key, { ok: true, value: undefined });
+      else if (!answered.ok) out.set(key, answered);
+      else out.set(key, await settle(async () => answer(ask, answered.value)));
+    }
+    return out;
+  }
+
+  /** Every job's reading of one batch read: its answer, or the read's error for each of them. */
+  private async batch<Q, T>(
+    refs: readonly JobRef[],
+    read: (part: string) => Promise<Q>,
+    answer: (ref: JobRef, answered: Q) => T,
+  ): Promise<JobReadings<T>> {
+    const out: JobReadings<T> = new Map();
+    if (refs.length === 0) return out;
+    const answers = await this.inParts(read);
+    for (const ref of refs) {
+      const key = jobKey(ref);
+      if (out.has(key)) continue;
+      const answered = answers(ref);
+      out.set(key, answered.ok ? await settle(async () => answer(ref, answered.value)) : answered);
+    }
+    return out;
+  }
+
+  /**
+   * One batch read of every job (`read('')`); when Prometheus refuses it for too many samples, the same read
+   * again in NAME_PARTS parts, one after the other, each job answered by its part (a part refused again is the
+   * error of its jobs only). At most 1 + NAME_PARTS.length reads, whatever the number of jobs.
+   */
+  private async inParts<Q>(read: (part: string) => Promise<Q>): Promise<(ref: JobRef) => JobReading<Q>> {
+    const whole = await settle(() => read(''));
+    const refused =
+      !whole.ok && whole.error instanceof IncompleteMetricsError && whole.error.reason === 'too-many-samples';
+    if (!refused) return () => whole;
+    const parts: JobReading<Q>[] = [];
+    for (const part of NAME_PARTS) parts.push(await settle(() => read(part.matcher)));
+    return (ref) => parts[NAME_PARTS.findIndex((p) => p.holds.test(ref.name))] ?? whole;
+  }
+
+  private batchRange(
+    expr: string,
+    windowSeconds: number,
+    what: string,
+    jobs: number,
+    end: number,
+    stepSeconds = this.stepSeconds,
+  ): Promise<MatrixResult[]> {
+    const step = Math.max(stepSeconds, Math.ceil(windowSeconds / this.maxPoints));
+    return this.complete<MatrixResult>(
+      '/api/v1/query_range',
+      { query: expr, start: end - windowSeconds, end, step },
+      'matrix',
+      what,
+      jobs,
+    );
+  }
+
+  private batchInstant(expr: string, what: string, jobs: number): Promise<VectorResult[]> {
+    return this.complete<VectorResult>(
+      '/api/v1/query',
+      { query: expr, time: this.clock() },
+      'vector',
+      what,
+      jobs,
+    );
+  }
+
+  /**
+   * A batch query, POSTed (a long query stays out of the URL), whose answer is used only when whole: a refusal
+   * (too many samples, Prometheus's query timeout), no answer in time, or an answer with warnings (Prometheus
+   * says it is partial) is an IncompleteMetricsError for the `jobs` asked.
+   */
+  private async complete<T>(
+    path: string,
+    params: Record<string, string | number>,
+    resultType: 'matrix' | 'vector',
+    what: string,
+    jobs: number,
+  ): Promise<T[]> {
+    const label = `Prometheus batch ${what}`;
+    try {
+      return await this.query<T>(path, params, resultType, label, 'POST');
+    } catch (error) {
+      if (error instanceof PartialAnswerError)
+        throw new IncompleteMetricsError(label, error.status, 'truncated', jobs, error.detail);
+      const cause = error instanceof ApiError ? error.cause : undefined;
+      const reason = incompleteReason(cause);
+      if (!reason) throw error;
+      throw new IncompleteMetricsError(
+        label,
+        error instanceof ApiError ? error.status : undefined,
+        reason,
+        jobs,
+        redactUrls(this.describe(cause)),
+        { cause },
+      );
+    }
+  }
+
   private async usageQueries(cpuExpr: string, memoryExpr: string, ref: JobRef): Promise<ContainerUsage[]> {
     const [cpu, memory, roles] = await Promise.all([
       this.instant(cpuExpr, 'CPU usage query'),
       this.instant(memoryExpr, 'memory usage query'),
       this.instant(`max by (pod, role) (${SIDECAR_SERIES.stepTime}{${selector(ref)}})`, 'role query'),
     ]);
-    const roleOf = new Map<string, string | undefined>();
-    for (const r of [...roles, ...cpu, ...memory])
-      if (r.metric.pod && r.metric.role) roleOf.set(r.metric.pod, r.metric.role);
-    const cpuOf = new Map(cpu.map((r) => [r.metric.pod, Number(r.value[1])]));
-    const memoryOf = new Map(memory.map((r) => [r.metric.pod, Number(r.value[1])]));
-    const pods = new Set([...cpuOf.keys(), ...memoryOf.keys()].filter((p): p is string => Boolean(p)));
-    return [...pods].sort().map((pod) => ({
-      pod,
-      role: roleName(roleOf.get(pod)),
-      // A missing reading is 0, which right-sizing treats as "no data" for that resource.
-      cpuMillis: Math.round(finiteOr0(cpuOf.get(pod)) * 1000),
-      memoryBytes: finiteOr0(memoryOf.get(pod)),
-    }));
+    return usageFrom(cpu, memory, roles);
   }
 
   private range(
@@ -356,12 +722,19 @@ export class PrometheusMetricsSource implements MetricsSource {
     params: Record<string, string | number>,
     resultType: 'matrix' | 'vector',
     what: string,
+    method: 'GET' | 'POST' = 'GET',
   ): Promise<T[]> {
-    const label = `Prometheus ${what}`;
+    const batch = method === 'POST';
+    const label = batch ? what : `Prometheus ${what}`;
     let body: PrometheusResponse | null;
     let status: number;
     try {
-      const response = await this.http.get<PrometheusResponse>(path, { params });
+      const form = new URLSearchParams(
+        Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]),
+      );
+      const response = batch
+        ? await this.http.post<PrometheusResponse>(path, form)
+        : await this.http.get<PrometheusResponse>(path, { params });
       body = response.data;
       status = response.status;
     } catch (error) {
@@ -376,6 +749,10 @@ export class PrometheusMetricsSource implements MetricsSource {
     if (body?.status !== 'success')
       throw new ApiError(label, status, body?.error ?? `unexpected response from ${this.shownURL}${path}`);
     const data = body.data;
+    // A batch answer with warnings may lack some jobs' series (a partial answer, a limit hit): not used.
+    const warnings = Array.isArray(body.warnings) ? body.warnings.map(String) : [];
+    if (batch && warnings.length > 0)
+      throw new PartialAnswerError(label, status, `answered with warnings: ${warnings.join('; ')}`);
     if (data?.resultType !== resultType || !Array.isArray(data.result))
       throw new ApiError(label, status, `expected a ${resultType} result, got ${data?.resultType ?? 'none'}`);
     return data.result as T[];
@@ -389,6 +766,146 @@ export class PrometheusMetricsSource implements MetricsSource {
     if (error.code === 'ETIMEDOUT') return `no answer from ${this.shownURL} within ${this.timeoutMs} ms`;
     return `${this.shownURL} unreachable (${error.code ?? error.message})`;
   }
+}
+
+/** The step time series of one job (means, and the node and worker counts of the same scales), as model samples. */
+function samplesFrom(
+  means: readonly MatrixResult[],
+  nodeCounts: readonly MatrixResult[],
+  workerCounts: readonly MatrixResult[],
+): StepSample[] {
+  // JSON: an absent label (null) and any label value stay apart, whatever characters the values hold.
+  const key = (m: MatrixResult['metric'], at: number) => JSON.stringify([m.replicas, m.local_batch_size, at]);
+  const pointsOf = (series: readonly MatrixResult[]) => {
+    const map = new Map<string, number>();
+    for (const s of series) for (const [at, v] of s.values) map.set(key(s.metric, at), Number(v));
+    return map;
+  };
+  const nodesAt = pointsOf(nodeCounts);
+  const workersAt = pointsOf(workerCounts);
+
+  const samples: (StepSample & { at: number })[] = [];
+  for (const s of means) {
+    const localBatchSize = positiveCount(s.metric.local_batch_size);
+    if (localBatchSize === undefined) continue; // a step time at an unknown batch size cannot be modelled
+    for (const [at, value] of s.values) {
+      const stepTime = Number(value);
+      const replicas = positiveCount(s.metric.replicas) ?? workersAt.get(key(s.metric, at));
+      const nodes = positiveCount(s.metric.nodes) ?? nodesAt.get(key(s.metric, at));
+      if (!(stepTime > 0 && Number.isFinite(stepTime)) || !replicas || !nodes) continue;
+      samples.push({ replicas, nodes: Math.min(nodes, replicas), localBatchSize, stepTime, at });
+    }
+  }
+  return samples.sort((a, b) => a.at - b.at);
+}
+
+/** One job's per-worker step time series, joined by pod and worker (a replaced pod keeps its name). */
+function workersFrom(series: readonly MatrixResult[]): WorkerStepTimes[] {
+  const byWorker = new Map<string, WorkerStepTimes>();
+  for (const s of series) {
+    const worker = Number(s.metric.worker ?? 0);
+    const key = JSON.stringify([s.metric.pod, worker]);
+    const entry = byWorker.get(key) ?? { worker, samples: [] };
+    if (s.metric.pod) entry.pod = s.metric.pod;
+    for (const [at, v] of s.values) {
+      const stepTime = Number(v);
+      if (!(stepTime > 0 && Number.isFinite(stepTime))) continue;
+      entry.samples.push({ at, stepTime, ...(s.metric.node ? { node: s.metric.node } : {}) });
+    }
+    byWorker.set(key, entry);
+  }
+  const workers = [...byWorker.values()].filter((w) => w.samples.length > 0);
+  for (const w of workers) w.samples.sort((a, b) => a.at - b.at);
+  return workers;
+}
+
+/** One job's peak CPU and memory per pod, each pod's role from whichever series names it. */
+function usageFrom(
+  cpu: readonly VectorResult[],
+  memory: readonly VectorResult[],
+  roles: readonly VectorResult[],
+): ContainerUsage[] {
+  const roleOf = new Map<string, string | undefined>();
+  for (const r of [...roles, ...cpu, ...memory])
+    if (r.metric.pod && r.metric.role) roleOf.set(r.metric.pod, r.metric.role);
+  const cpuOf = new Map(cpu.map((r) => [r.metric.pod, Number(r.value[1])]));
+  const memoryOf = new Map(memory.map((r) => [r.metric.pod, Number(r.value[1])]));
+  const pods = new Set([...cpuOf.keys(), ...memoryOf.keys()].filter((p): p is string => Boolean(p)));
+  return [...pods].sort().map((pod) => ({
+    pod,
+    role: roleName(roleOf.get(pod)),
+    // A missing reading is 0, which right-sizing treats as "no data" for that resource.
+    cpuMillis: Math.round(finiteOr0(cpuOf.get(pod)) * 1000),
+    memoryBytes: finiteOr0(memoryOf.get(pod)),
+  }));
+}
+
+/**
+ * The labels that say which job a series is of (infra/prometheus/prometheus.yml relabels them from the pod's
+ * discovery metadata): a batch query groups `by` them, and its answer is split per job on them.
+ */
+export const JOB_IDENTITY_LABELS = 'namespace, job_kind, job_name';
+
+/** A series selector: the name, with the matchers given (empty ones left out). */
+function series(name: string, ...matchers: string[]): string {
+  const given = matchers.filter(Boolean);
+  return given.length > 0 ? `${name}{${given.join(',')}}` : name;
+}
+
+/**
+ * Parts of the jobs by the first character of their names, together every name (a Kubernetes name starts with
+ * a lower-case letter or digit; the last part takes anything else too): a batch Prometheus refuses for too
+ * many samples is read again part by part, a bounded number of queries whatever the jobs.
+ */
+export const NAME_PARTS: readonly { matcher: string; holds: RegExp }[] = [
+  { matcher: 'job_name=~"[0-9a-e].*"', holds: /^[0-9a-e]/ },
+  { matcher: 'job_name=~"[f-j].*"', holds: /^[f-j]/ },
+  { matcher: 'job_name=~"[k-o].*"', holds: /^[k-o]/ },
+  { matcher: 'job_name!~"[0-9a-o].*"', holds: /^(?![0-9a-o])/ },
+];
+
+/** The labels the scrape job adds that are the pod's, not its job's (infra/prometheus/prometheus.yml). */
+const PER_POD_LABELS = 'instance, job, pod, node, worker, role';
+
+/** A job's identity as a batch answer's series carry it (a TrainJob's series are its JobSet's). */
+function identityOf(ref: JobRef): string {
+  return JSON.stringify([ref.namespace, ref.kind === 'TrainJob' ? 'JobSet' : ref.kind, ref.name]);
+}
+
+function identityOfSeries(metric: Record<string, string | undefined>): string {
+  return JSON.stringify([metric.namespace, metric.job_kind, metric.job_name]);
+}
+
+/** A batch answer's series per job identity. */
+function byIdentity<T extends { metric: Record<string, string | undefined> }>(
+  results: readonly T[],
+): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const r of results) {
+    const id = identityOfSeries(r.metric);
+    const list = out.get(id);
+    if (list) list.push(r);
+    else out.set(id, [r]);
+  }
+  return out;
+}
+
+/** The pods of the job by their names, as podNamePattern matches them in Prometheus (anchored). */
+function podNameMatcher(ref: JobRef): RegExp {
+  return new RegExp(`^(?:${podNamePattern(ref)})$`);
+}
+
+/** Why Prometheus's answer is incomplete, from what it said; undefined when it is a plain failure. */
+function incompleteReason(error: unknown): IncompleteMetricsReason | undefined {
+  if (!isAxiosError(error)) return undefined;
+  const body = error.response?.data as PrometheusResponse | undefined;
+  const said = `${body?.errorType ?? ''} ${body?.error ?? ''}`.toLowerCase();
+  if (said.includes('too many samples')) return 'too-many-samples';
+  if (body?.errorType === 'timeout' || error.code === 'ETIMEDOUT' || said.includes('timeout'))
+    return 'timeout';
+  // Prometheus is overloaded (too many concurrent queries) or restarting: it answered nothing of it.
+  if (error.response?.status === 503) return 'refused';
+  return undefined;
 }
 
 function finiteOr0(value = 0): number {

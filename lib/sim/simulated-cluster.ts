@@ -19,6 +19,7 @@ import type {
 import { jobStateName } from '../cluster/job-state.js';
 import { ApiError, ConflictError, MissingMetricsError, NotFoundError } from '../errors.js';
 import { matchesLabels, parseLabelSelector } from '../label-selector.js';
+import { type JobReadings, readEach, type SinceAsk } from '../metrics/job-readings.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { MEASURED_RESCALE_PAUSE_SECONDS } from '../torchelastic/recommended-rendezvous.js';
 import type {
@@ -724,6 +725,37 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     const now = this.now();
     const pause = this.#job(ref).pauses.find((p) => p.to > since && p.to <= now);
     return pause ? pause.to - pause.from : undefined;
+  }
+
+  // The batch reads: in process, each job read on its own (no queries to save).
+  stepSamplesOfJobs(refs: readonly JobRef[], windowSeconds: number): Promise<JobReadings<StepSample[]>> {
+    return readEach(refs, (ref) => this.stepSamples(ref, windowSeconds));
+  }
+
+  containerUsageOfJobs(
+    refs: readonly JobRef[],
+    windowSeconds: number,
+  ): Promise<JobReadings<ContainerUsage[]>> {
+    return readEach(refs, (ref) => this.containerUsage(ref, windowSeconds));
+  }
+
+  workerStepTimesOfJobs(
+    refs: readonly JobRef[],
+    windowSeconds: number,
+  ): Promise<JobReadings<WorkerStepTimes[]>> {
+    return readEach(refs, (ref) => this.workerStepTimes(ref, windowSeconds));
+  }
+
+  samplesProcessedOfJobs(refs: readonly JobRef[]): Promise<JobReadings<number | undefined>> {
+    return readEach(refs, (ref) => this.samplesProcessed(ref));
+  }
+
+  firstStepAfterPauseOfJobs(asks: readonly SinceAsk[]): Promise<JobReadings<number | undefined>> {
+    return readEach(asks, (ask) => this.firstStepAfterPause(ask.ref, ask.since));
+  }
+
+  pauseEndedAfterOfJobs(asks: readonly SinceAsk[]): Promise<JobReadings<number | undefined>> {
+    return readEach(asks, (ask) => this.pauseEndedAfter(ask.ref, ask.since));
   }
 
   /** Restarts the job's torchrun agents have spent on re-formed worlds (at most maxRestarts, or it failed). */

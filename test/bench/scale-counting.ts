@@ -7,6 +7,7 @@
 import { type ApiAccess, CLUSTER_CLIENT_ACCESS } from '../../lib/cluster/api-access.js';
 import type { ClusterClient, JobStateObject } from '../../lib/cluster/cluster-client.js';
 import { MissingMetricsError } from '../../lib/errors.js';
+import type { JobReadings, SinceAsk } from '../../lib/metrics/job-readings.js';
 import type { MetricsSource } from '../../lib/metrics/metrics-source.js';
 import type { JobKind } from '../../lib/types.js';
 
@@ -228,7 +229,26 @@ export const PRODUCTION_PROMQL_QUERIES = {
   samplesProcessed: (found: boolean, series: ExportedSeries) => (found && series.trainerSamples ? 1 : 2),
   firstStepAfterPause: (now: number, since: number) => (now > since ? 1 : 0),
   pauseEndedAfter: (now: number, since: number) => (now > since ? 1 : 0),
+  // The batch reads: a fixed number per call whatever the number of jobs, none for no job. Usage adds
+  // cAdvisor's CPU and memory (2) when any job has no sidecar usage; the rescale reads only when a `since` is past.
+  stepSamplesOfJobs: (jobs: number) => (jobs > 0 ? 3 : 0),
+  containerUsageOfJobs: (jobs: number, anyWithoutSidecarUsage: boolean) =>
+    jobs > 0 ? 3 + (anyWithoutSidecarUsage ? 2 : 0) : 0,
+  workerStepTimesOfJobs: (jobs: number) => (jobs > 0 ? 1 : 0),
+  samplesProcessedOfJobs: (jobs: number) => (jobs > 0 ? 2 : 0),
+  firstStepAfterPauseOfJobs: (now: number, asks: readonly SinceAsk[]) =>
+    asks.some((a) => now > a.since) ? 1 : 0,
+  pauseEndedAfterOfJobs: (now: number, asks: readonly SinceAsk[]) =>
+    asks.some((a) => now > a.since) ? 1 : 0,
 } as const;
+
+/** A job the production source found no sidecar usage for (then it asks cAdvisor). */
+function withoutSidecarUsage(readings: JobReadings<unknown[]>, series: ExportedSeries): boolean {
+  if (!series.sidecarUsage) return readings.size > 0;
+  return [...readings.values()].some((r) =>
+    r.ok ? r.value.length === 0 : r.error instanceof MissingMetricsError,
+  );
+}
 
 /** The same metrics source with each call counted as the production source's PromQL queries. */
 export function countingMetricsSource(
@@ -270,6 +290,49 @@ export function countingMetricsSource(
       }
     },
   };
+  // The batch reads only where the target has them: without, the tick reads job by job (counted above).
+  const {
+    stepSamplesOfJobs,
+    containerUsageOfJobs,
+    workerStepTimesOfJobs,
+    samplesProcessedOfJobs,
+    firstStepAfterPauseOfJobs,
+    pauseEndedAfterOfJobs,
+  } = target;
+  if (stepSamplesOfJobs)
+    source.stepSamplesOfJobs = (refs, window) =>
+      counted('stepSamplesOfJobs', Q.stepSamplesOfJobs(refs.length), () =>
+        stepSamplesOfJobs.call(target, refs, window),
+      );
+  if (containerUsageOfJobs)
+    source.containerUsageOfJobs = async (refs, window) => {
+      const readings = await containerUsageOfJobs.call(target, refs, window);
+      count(
+        'containerUsageOfJobs',
+        Q.containerUsageOfJobs(refs.length, withoutSidecarUsage(readings, series)),
+      );
+      return readings;
+    };
+  if (workerStepTimesOfJobs)
+    source.workerStepTimesOfJobs = (refs, window) =>
+      counted('workerStepTimesOfJobs', Q.workerStepTimesOfJobs(refs.length), () =>
+        workerStepTimesOfJobs.call(target, refs, window),
+      );
+  if (samplesProcessedOfJobs)
+    source.samplesProcessedOfJobs = (refs) =>
+      counted('samplesProcessedOfJobs', Q.samplesProcessedOfJobs(refs.length), () =>
+        samplesProcessedOfJobs.call(target, refs),
+      );
+  if (firstStepAfterPauseOfJobs)
+    source.firstStepAfterPauseOfJobs = (asks) =>
+      counted('firstStepAfterPauseOfJobs', Q.firstStepAfterPauseOfJobs(clock(), asks), () =>
+        firstStepAfterPauseOfJobs.call(target, asks),
+      );
+  if (pauseEndedAfterOfJobs)
+    source.pauseEndedAfterOfJobs = (asks) =>
+      counted('pauseEndedAfterOfJobs', Q.pauseEndedAfterOfJobs(clock(), asks), () =>
+        pauseEndedAfterOfJobs.call(target, asks),
+      );
   const { firstStepAfterPause, pauseEndedAfter } = target;
   if (firstStepAfterPause)
     source.firstStepAfterPause = (ref, since) =>

@@ -16,6 +16,7 @@ import type {
   WriteOptions,
 } from '../../lib/cluster/cluster-client.js';
 import { NotFoundError } from '../../lib/errors.js';
+import { readEach } from '../../lib/metrics/job-readings.js';
 import type { MetricsSource } from '../../lib/metrics/metrics-source.js';
 import { APP_PROFILES } from '../../lib/sim/app-profiles.js';
 import { SimulatedCluster, type SimulatedNodeSpec } from '../../lib/sim/simulated-cluster.js';
@@ -242,6 +243,19 @@ export function buildScaleWorld(
     samplesProcessed: (ref) => shardOf(ref.namespace).sim.samplesProcessed(ref),
     firstStepAfterPause: (ref, since) => shardOf(ref.namespace).sim.firstStepAfterPause(ref, since),
     pauseEndedAfter: (ref, since) => shardOf(ref.namespace).sim.pauseEndedAfter(ref, since),
+    // The simulator's batch reads, across the shards: each job read in its own.
+    stepSamplesOfJobs: (refs, window) =>
+      readEach(refs, (ref) => shardOf(ref.namespace).sim.stepSamples(ref, window)),
+    containerUsageOfJobs: (refs, window) =>
+      readEach(refs, (ref) => shardOf(ref.namespace).sim.containerUsage(ref, window)),
+    workerStepTimesOfJobs: (refs, window) =>
+      readEach(refs, (ref) => shardOf(ref.namespace).sim.workerStepTimes(ref, window)),
+    samplesProcessedOfJobs: (refs) =>
+      readEach(refs, (ref) => shardOf(ref.namespace).sim.samplesProcessed(ref)),
+    firstStepAfterPauseOfJobs: (asks) =>
+      readEach(asks, (a) => shardOf(a.ref.namespace).sim.firstStepAfterPause(a.ref, a.since)),
+    pauseEndedAfterOfJobs: (asks) =>
+      readEach(asks, (a) => shardOf(a.ref.namespace).sim.pauseEndedAfter(a.ref, a.since)),
   };
   const world: ScaleWorld = {
     cluster,

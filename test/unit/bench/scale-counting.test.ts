@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../../lib/cluster/cluster-client.js';
 import { KubernetesClusterClient } from '../../../lib/cluster/kubernetes-cluster-client.js';
+import type { JobReadings } from '../../../lib/metrics/job-readings.js';
 import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
 import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
@@ -195,6 +196,11 @@ interface PrometheusScenario {
 const NOW = 1_767_225_600;
 const optional = (answer: Promise<number | undefined> | undefined) =>
   answer ?? Promise.reject(new Error('absent'));
+/** A batch answer as compared: each job's value or error, in order. */
+const batch = async (answer: Promise<JobReadings<unknown>> | undefined) => {
+  if (!answer) throw new Error('absent');
+  return [...(await answer)].map(([key, r]) => [key, r.ok ? r.value : String(r.error)]);
+};
 
 describe('countingMetricsSource counts the PromQL queries PrometheusMetricsSource sends', () => {
   let queries = 0;
@@ -203,11 +209,18 @@ describe('countingMetricsSource counts the PromQL queries PrometheusMetricsSourc
 
   before(async () => {
     prometheus = await listen(
-      createServer((request, response) => {
+      createServer(async (request, response) => {
         queries += 1;
         const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-        const query = url.searchParams.get('query') ?? '';
+        // The batch reads POST their query (a form), the per-job reads put it in the URL.
+        let form = '';
+        for await (const chunk of request) form += String(chunk);
+        const query =
+          (request.method === 'POST' ? new URLSearchParams(form) : url.searchParams).get('query') ?? '';
         const labels = {
+          namespace: 'team-a',
+          job_kind: 'PyTorchJob',
+          job_name: 'train',
           replicas: '2',
           nodes: '1',
           local_batch_size: '32',
@@ -228,7 +241,12 @@ describe('countingMetricsSource counts the PromQL queries PrometheusMetricsSourc
           (has('trainscaler_samples_total') && scenario.sidecarSamples) ||
           has('trainscaler_resumed_timestamp_seconds');
         const result = present
-          ? [{ metric: { pod: 'train-worker-0', role: 'worker' }, value: [NOW, '5'] }]
+          ? [
+              {
+                metric: { ...labels, pod: 'train-worker-0', role: 'worker', at: String(NOW - 60) },
+                value: [NOW, '5'],
+              },
+            ]
           : [];
         response.end(JSON.stringify({ status: 'success', data: { resultType: 'vector', result } }));
       }),
@@ -237,6 +255,8 @@ describe('countingMetricsSource counts the PromQL queries PrometheusMetricsSourc
   after(() => close(prometheus.server));
 
   const job: JobRef = { kind: 'PyTorchJob', namespace: 'team-a', name: 'train' };
+  const jobs: JobRef[] = [job, { ...job, name: 'other' }, { ...job, namespace: 'team-b' }];
+  const since = (at: number) => jobs.map((ref) => ({ ref, since: at }));
   const all: PrometheusScenario = {
     stepTimes: true,
     sidecarUsage: true,
@@ -277,6 +297,31 @@ describe('countingMetricsSource counts the PromQL queries PrometheusMetricsSourc
     ['firstStepAfterPause since now', all, (m) => optional(m.firstStepAfterPause?.(job, NOW))],
     ['pauseEndedAfter since a past rescale', all, (m) => optional(m.pauseEndedAfter?.(job, NOW - 600))],
     ['pauseEndedAfter since now', all, (m) => optional(m.pauseEndedAfter?.(job, NOW + 1))],
+    // The batch reads: as many queries for 3 jobs as for 1, cAdvisor's when a job has no sidecar usage.
+    ['stepSamplesOfJobs', all, (m) => batch(m.stepSamplesOfJobs?.(jobs, 3600))],
+    ['stepSamplesOfJobs of no job', all, (m) => batch(m.stepSamplesOfJobs?.([], 3600))],
+    ['containerUsageOfJobs from the sidecar', all, (m) => batch(m.containerUsageOfJobs?.(jobs, 3600))],
+    [
+      'containerUsageOfJobs from cAdvisor',
+      { ...all, sidecarUsage: false },
+      (m) => batch(m.containerUsageOfJobs?.(jobs, 3600)),
+    ],
+    ['containerUsageOfJobs without series', none, (m) => batch(m.containerUsageOfJobs?.(jobs, 3600))],
+    ['workerStepTimesOfJobs', all, (m) => batch(m.workerStepTimesOfJobs?.(jobs, 3600))],
+    ['samplesProcessedOfJobs', all, (m) => batch(m.samplesProcessedOfJobs?.(jobs))],
+    ['samplesProcessedOfJobs without series', none, (m) => batch(m.samplesProcessedOfJobs?.(jobs))],
+    [
+      'firstStepAfterPauseOfJobs since a past rescale',
+      all,
+      (m) => batch(m.firstStepAfterPauseOfJobs?.(since(NOW - 600))),
+    ],
+    ['firstStepAfterPauseOfJobs since now', all, (m) => batch(m.firstStepAfterPauseOfJobs?.(since(NOW)))],
+    [
+      'pauseEndedAfterOfJobs since a past rescale',
+      all,
+      (m) => batch(m.pauseEndedAfterOfJobs?.(since(NOW - 600))),
+    ],
+    ['pauseEndedAfterOfJobs since now', all, (m) => batch(m.pauseEndedAfterOfJobs?.(since(NOW + 1)))],
   ];
   for (const [what, given, call] of cases) {
     it(what, async () => {
