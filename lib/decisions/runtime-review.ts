@@ -4,6 +4,7 @@ import { MissingMetricsError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { fitRuntimeModel } from '../model/observed-bound.js';
 import { modelFor, type Placement, type ThroughputOracle } from '../model/throughput-model.js';
+import { keptWithoutSamples, MissingSamplesError } from '../policies/missing-samples.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers, STRAGGLER_LOOKBACK_SECONDS } from '../policies/stragglers.js';
@@ -37,16 +38,36 @@ async function optional<T>(read: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
-/** Step samples are required (no decision on missing data); usage and per-worker series are optional. */
+/**
+ * Step samples are required (no decision on missing data: MissingSamplesError, saying whether the job's sidecar
+ * reports at all); usage and per-worker series are optional.
+ */
 export async function observeJob(metrics: MetricsSource, ref: JobRef): Promise<RuntimeObservations> {
-  const samples = await metrics.stepSamples(ref, WINDOW_SECONDS);
-  if (samples.length === 0) throw new MissingMetricsError(`no step samples for ${ref.namespace}/${ref.name}`);
+  const samples = await metrics.stepSamples(ref, WINDOW_SECONDS).catch(async (error: unknown) => {
+    if (error instanceof MissingMetricsError && !(error instanceof MissingSamplesError))
+      throw await withoutSamples(metrics, ref, error.message.replace(/^missing metrics: /, ''));
+    throw error;
+  });
+  if (samples.length === 0) throw await withoutSamples(metrics, ref);
   const [usage, series, samplesProcessed] = await Promise.all([
     optional(() => metrics.containerUsage(ref, WINDOW_SECONDS)),
     optional(() => metrics.workerStepTimes(ref, STRAGGLER_LOOKBACK_SECONDS)),
     optional(() => metrics.samplesProcessed(ref)),
   ]);
   return { samples, usage, series, samplesProcessed };
+}
+
+/**
+ * Which of the two a job without step samples lacks: its sidecar counts samples from its start (a series at 0
+ * before the first step), so a progress reading of any value means the sidecar is there and scraped.
+ */
+async function withoutSamples(
+  metrics: MetricsSource,
+  ref: JobRef,
+  detail?: string,
+): Promise<MissingSamplesError> {
+  const processed = await optional(() => metrics.samplesProcessed(ref));
+  return new MissingSamplesError(ref, processed === undefined ? 'no-series' : 'no-progress', detail);
 }
 
 /** Where the job runs now, as the model needs it. */
@@ -151,6 +172,11 @@ export function decideRuntime(
       changes: [],
       reason: `paused: ${view.state.pauseReason ?? 'by trainscaler'}`,
     };
+  }
+  // Its own samples, or no decision: priors alone (a profile's samples) never grow a running job on a review.
+  if (observed.samples.length === 0) {
+    const kept = keptWithoutSamples(findRole(view, 'Worker')?.replicas, 'no-progress');
+    return { ref: view.ref, policy: 'tuning', changes: [], reason: kept.reason, details: kept.details };
   }
   if (observed.series && observed.series.length > 1) {
     // The remaining run at the job's latest measured pace: what replacing its bottleneck can save.

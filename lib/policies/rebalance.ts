@@ -20,6 +20,7 @@ import type { Placement, ThroughputModel } from '../model/throughput-model.js';
 import type { ClusterCapacity, JobView, NodeView, Plan, Resources, RoleView } from '../types.js';
 import { formatPercent } from './format.js';
 import { planWithinKind } from './kind-limits.js';
+import type { MissingSamples } from './missing-samples.js';
 import {
   expectedThroughput,
   findRole,
@@ -48,7 +49,15 @@ import {
 
 export interface RebalanceJob {
   job: JobView;
+  /** Fitted from the job's own step-time samples; undefined when it has none. */
   model: ThroughputModel | undefined;
+  /** What a job without samples lacks (missing-samples.ts), for its keep reason. */
+  missing?: MissingSamples;
+  /**
+   * For a job without samples: the model of its signature's profile (earlier runs), the only ground on which
+   * it may grow (probeUnmodelled). Undefined without a profile: then it is never grown.
+   */
+  priors?: ThroughputModel;
   current: Placement;
   remainingSeconds?: number;
   /**
@@ -665,9 +674,14 @@ function probeOnOptimism(
 }
 
 /**
- * Jobs without a model get one extra worker, so that the next fit sees a second scale. Not across a node
- * boundary: unmeasured, the extra worker would pay for the inter-node all-reduce of all the others (a 4-GPU
- * job made 5 on 4-GPU nodes ran 1.7x slower in the measured world) and nothing observed says it is worth it.
+ * A job without step-time samples of its own (no model) grows only on the priors of its signature's profile:
+ * earlier runs of the same program, which reported through a sidecar and survived rescales. One extra worker,
+ * when those priors predict it gains at least the hysteresis, so that the next fit sees a second scale. With no
+ * profile it is never grown: nothing says it has a sidecar, that it trains, or that it is elastic, and growing
+ * it would be a write made blind (it was: "4 -> 5 workers: +1 probe: no throughput model yet" for jobs that had
+ * never reported a step). Not across a node boundary: unmeasured, the extra worker would pay for the
+ * inter-node all-reduce of all the others (a 4-GPU job made 5 on 4-GPU nodes ran 1.7x slower in the measured
+ * world).
  */
 function probeUnmodelled(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
   let cap = capacity;
@@ -681,11 +695,28 @@ function probeUnmodelled(slots: Slot[], capacity: ClusterCapacity, config: Polic
     if (podsFitting(cap, s.worker.requests) < 1) continue;
     const spanned = Math.max(s.entry.current.nodes, nodesSpanned(s.k, s.perNode));
     if (nodesAfterResize(s.entry.current, s.k + 1, s.perNode) > spanned) continue;
+    // No profile, no gain to judge: never grown.
+    const gain = priorGain(s, s.k + 1);
+    if (gain === undefined || gain < config.minRelativeGain) continue;
     cap = reserve(cap, s.worker.requests, 1);
     grow(s);
-    addNote(s, 'probe', 1, 'probe: no throughput model yet, a second scale lets one be fitted');
+    addNote(
+      s,
+      'priors',
+      1,
+      `on priors (no samples yet): its signature's profile predicts ${formatChange(gain)}`,
+    );
   }
   return cap;
+}
+
+/** The gain of k workers over the current size by the priors of the job's profile; undefined without them. */
+function priorGain(s: Slot, k: number): number | undefined {
+  const { priors } = s.entry;
+  if (!priors) return undefined;
+  const now = expectedThroughput(priors, placementAt(s, s.k0));
+  const at = expectedThroughput(priors, placementAt(s, k));
+  return now !== undefined && at !== undefined && now > 0 ? at / now - 1 : undefined;
 }
 
 /**

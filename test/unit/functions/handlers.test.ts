@@ -146,15 +146,39 @@ describe('alarm handler', () => {
     assert.deepEqual(writesSince(sim, mark), []);
   });
 
-  it('makes no decision on missing metrics and says so', async () => {
+  it('never grows a job without step-time samples on an alert: a keep saying what is missing', async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob());
     sim.step(10); // no training yet: no samples
     const mark = sim.writeLog().length;
     const result = await handleAlarm(alarmFor(), deps);
-    assert.deepEqual(result.outcomes, []);
-    assert.equal(result.errors[0]?.code, 'MISSING_METRICS');
+    assert.deepEqual(result.errors, []);
+    const [outcome] = result.outcomes;
+    assert.equal(outcome?.skipped, 'no-change');
+    assert.deepEqual(outcome?.plan.changes, []);
+    assert.match(
+      outcome?.plan.reason ?? '',
+      /^keep \d+ workers?: no step-time samples: no sidecar series for this job$/,
+    );
+    assert.match(outcome?.plan.details?.join(' ') ?? '', /add the trainscaler sidecar/);
     assert.deepEqual(writesSince(sim, mark), []);
+  });
+
+  it('tells a sidecar that reports no step from no sidecar at all', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(10);
+    deps.metrics = {
+      stepSamples: async () => [],
+      containerUsage: (ref, window) => sim.containerUsage(ref, window),
+      workerStepTimes: (ref, window) => sim.workerStepTimes(ref, window),
+      samplesProcessed: async () => 0, // the sidecar's counter, at 0 before the first step
+    };
+    const result = await handleAlarm(alarmFor(), deps);
+    assert.match(
+      result.outcomes[0]?.plan.reason ?? '',
+      /no step-time samples: its sidecar reports no training step yet$/,
+    );
   });
 
   it('reports an unknown job as NOT_FOUND and still handles the other jobs of the webhook', async () => {

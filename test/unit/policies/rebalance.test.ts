@@ -52,6 +52,8 @@ interface JobSpec {
   nodes?: number;
   /** The job's signature (its name unless said): jobs of one signature are alike. */
   signature?: string;
+  /** For a job without samples (no table): its signature's profile, as a table. */
+  priors?: Record<number, number>;
 }
 
 function view(
@@ -99,6 +101,7 @@ function entry(spec: JobSpec): RebalanceJob {
   return {
     job,
     model: spec.table ? tableModel(spec.table) : undefined,
+    ...(spec.priors ? { priors: tableModel(spec.priors) } : {}),
     current: { replicas: spec.k, nodes: spec.nodes ?? 1, localBatchSize: 32 },
     // An hour left unless said otherwise; `null` for a job whose remaining time is unknown.
     ...(spec.remainingSeconds !== null ? { remainingSeconds: spec.remainingSeconds ?? 3600 } : {}),
@@ -452,11 +455,28 @@ describe('decideRebalance: reclaiming workers that add nearly nothing', () => {
 
 describe('decideRebalance: jobs without a model', () => {
   const unknown = { name: 'unknown', k: 4 };
+  // Earlier runs of its signature: +20% from 4 to 5 workers.
+  const profiled = { name: 'unknown', k: 4, priors: { 4: 400, 5: 480 } };
 
-  it('get one probe worker from idle capacity, and only one', () => {
-    const plans = rebalance([unknown], { capacity: capacity(4, 8) });
+  it('are never grown without samples, however much room is idle', () => {
+    assert.deepEqual(rebalance([unknown], { capacity: capacity(4, 32) }), []);
+    assert.deepEqual(rebalance([{ ...unknown, asked: 8 }], { capacity: capacity(0, 32) }), []);
+  });
+
+  it("get one probe worker on their signature's profile, and only one, saying so", () => {
+    const plans = rebalance([profiled], { capacity: capacity(4, 8) });
     assert.deepEqual(sizes(plans), { unknown: 5 });
-    assert.match(plans[0]?.reason ?? '', /\+1 probe: no throughput model yet/);
+    assert.match(
+      plans[0]?.reason ?? '',
+      /^4 -> 5 workers: \+1 on priors \(no samples yet\): its signature's profile predicts \+20\.0%/,
+    );
+  });
+
+  it('are not probed on priors that predict less than the hysteresis', () => {
+    assert.deepEqual(
+      rebalance([{ ...profiled, priors: { 4: 400, 5: 410 } }], { capacity: capacity(4, 8) }),
+      [],
+    );
   });
 
   it('are not probed across a node boundary', () => {
@@ -467,16 +487,19 @@ describe('decideRebalance: jobs without a model', () => {
       schedulable: true,
     });
     const full = { nodes: [node('n1', 4), node('n2', 0)] };
-    assert.deepEqual(rebalance([unknown], { capacity: full }), []);
+    assert.deepEqual(rebalance([profiled], { capacity: full }), []);
     // Three workers on a 4-GPU node: the fourth stays on it and is probed.
     const three = { nodes: [node('n1', 3), node('n2', 0)] };
-    assert.deepEqual(sizes(rebalance([{ name: 'unknown', k: 3 }], { capacity: three })), { unknown: 4 });
+    assert.deepEqual(
+      sizes(rebalance([{ ...profiled, k: 3, priors: { 3: 300, 4: 400 } }], { capacity: three })),
+      { unknown: 4 },
+    );
   });
 
   it('probe after modelled jobs have taken what they gain from', () => {
     const small = { name: 'small', k: 2, table: SMALL };
-    assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 7) })), { small: 3 });
-    assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 10) })), {
+    assert.deepEqual(sizes(rebalance([profiled, small], { capacity: capacity(6, 7) })), { small: 3 });
+    assert.deepEqual(sizes(rebalance([profiled, small], { capacity: capacity(6, 10) })), {
       small: 5,
       unknown: 5,
     });
