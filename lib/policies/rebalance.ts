@@ -35,6 +35,7 @@ import {
   plural,
   podsPerNode,
 } from './placement.js';
+import { explained, oneLine, SUMMARY_LIMIT, workersChange } from './reason.js';
 import { describeCost, type RescaleCosts, rescaleCostsOf, scaleDownsLeft } from './rescale-cost.js';
 import {
   ASSUMED_REMAINING_SECONDS,
@@ -1246,27 +1247,30 @@ function addNote(s: Slot, key: string, delta: number, detail: string): void {
 }
 
 function planFor(s: Slot, config: PolicyConfig): Plan {
-  const parts: string[] = [];
+  const details: string[] = [];
   const tp: Predictor = s.onOptimism ? optimisticPredict : s.onMean ? meanPredict : predict;
   const before = tp(s, s.k0);
   const after = tp(s, s.k);
-  if (before !== undefined && after !== undefined) {
-    parts.push(`${s.onOptimism ? 'at best' : 'predicted'} ${formatRateChange(before, after)}`);
-  }
+  const predicted =
+    before !== undefined && after !== undefined
+      ? `${s.onOptimism ? 'at best' : 'predicted'} ${formatRateChange(before, after)}`
+      : undefined;
+  if (predicted) details.push(predicted);
   if (s.onOptimism) {
     const mean = meanPredict(s, s.k);
     if (mean !== undefined && before !== undefined)
-      parts.push(`on the mean ${formatRateChange(before, mean)}`);
+      details.push(`on the mean ${formatRateChange(before, mean)}`);
   }
-  for (const note of s.notes.values()) {
-    parts.push(`${note.delta > 0 ? '+' : ''}${note.delta} ${note.detail}`);
-  }
+  const notes = [...s.notes.values()].map((n) => `${n.delta > 0 ? '+' : ''}${n.delta} ${n.detail}`);
+  const summary = rebalanceSummary(s, notes, before, after);
+  // The moves the summary does not tell whole.
+  details.push(...notes.filter((n) => !summary.includes(n)));
   const limit = slotGrowthLimit(s, config);
-  if (s.k > s.k0 && limit.why) parts.push(`growth rule: ${limit.why}`);
+  if (s.k > s.k0 && limit.why) details.push(`growth rule: ${limit.why}`);
   const landing = s.k > s.k0 ? s.layout?.roomiest : undefined;
-  if (landing) parts.push(`new Worker pods prefer node ${landing}, the one it runs on with the most room`);
+  if (landing) details.push(`new Worker pods prefer node ${landing}, the one it runs on with the most room`);
   if (s.k > s.k0 && before !== undefined && after !== undefined) {
-    parts.push(
+    details.push(
       `gain over ${describeRemaining(s.entry.remainingSeconds)} = ${formatDuration(timeSaved(s.remaining, before, after))} ` +
         `> ${config.gainOverCostFactor} x ${describeCost(s.costs, 'up')}`,
     );
@@ -1280,8 +1284,35 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
       // are steered there, or the scheduler opens other nodes.
       ...(landing ? [{ kind: 'prefer-node' as const, role: 'Worker' as const, node: landing }] : []),
     ],
-    reason: `${s.k0} -> ${s.k} workers: ${parts.join('; ')}`,
+    ...explained(summary, details),
   });
+}
+
+/**
+ * The one line: the size change, the move that made it (the first note, with more moves counted) and the
+ * predicted change of speed, the number that justified it.
+ */
+function rebalanceSummary(
+  s: Slot,
+  notes: readonly string[],
+  before: number | undefined,
+  after: number | undefined,
+): string {
+  const head = workersChange(s.k0, s.k);
+  const [first, ...others] = notes;
+  const why =
+    first === undefined
+      ? ''
+      : `${first}${others.length > 0 ? ` (+${plural(others.length, 'more move')})` : ''}`;
+  const gain =
+    before !== undefined && after !== undefined && before > 0
+      ? `${s.onOptimism ? 'at best' : 'predicted'} ${formatChange(after / before - 1)}`
+      : '';
+  const tail = [why, gain].filter((x) => x !== '').join('; ');
+  const line = tail === '' ? head : `${head}: ${tail}`;
+  if (line.length <= SUMMARY_LIMIT || gain === '') return oneLine(line);
+  // The number stays; the move's wording gives way.
+  return `${oneLine(`${head}: ${why}`, SUMMARY_LIMIT - gain.length - 2)}; ${gain}`;
 }
 
 function refKey(job: JobView): string {
