@@ -6,6 +6,7 @@ import { fitRuntimeModel } from '../model/observed-bound.js';
 import { modelFor, type Placement, type ThroughputOracle } from '../model/throughput-model.js';
 import { keptWithoutSamples, MissingSamplesError } from '../policies/missing-samples.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
+import { explained } from '../policies/reason.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers, STRAGGLER_LOOKBACK_SECONDS } from '../policies/stragglers.js';
 import { decideTuning } from '../policies/tuning.js';
@@ -160,11 +161,12 @@ export function decideRuntime(
   prior: readonly StepSample[] = [],
 ): Plan {
   const { view, pods } = snapshot;
-  const reasons: string[] = [];
+  // A review that changes nothing says why in one line (the worker count's); every policy's account is a detail.
+  const details: string[] = [];
   const own = ownObservations(snapshot, observed);
   observed = own.observed;
   if (own.foreign.length > 0)
-    reasons.push(`ignored metrics of pods the job does not own: ${own.foreign.join(', ')}`);
+    details.push(`ignored metrics of pods the job does not own: ${own.foreign.join(', ')}`);
   if (view.state.paused) {
     return {
       ref: view.ref,
@@ -192,7 +194,7 @@ export function decideRuntime(
       ...(remainingSeconds !== undefined ? { remainingSeconds } : {}),
     });
     if (plan.changes.length > 0) return plan;
-    reasons.push(plan.reason);
+    details.push(...(plan.details ?? [plan.reason]));
   }
   const model = modelFor(fitRuntimeModel(observed.samples, prior), view.signature, oracle);
   const current = currentPlacement(snapshot, observed.samples);
@@ -200,13 +202,13 @@ export function decideRuntime(
   const remainingSeconds = remainingSecondsOf(view, observed, throughput);
   const tuning = decideTuning({ job: view, model, current, capacity, remainingSeconds, config, now });
   if (tuning.changes.length > 0) return tuning;
-  reasons.push(tuning.reason);
+  details.push(...(tuning.details ?? []));
   if (observed.usage) {
     const sizing = decideRightsizing({ job: view, usage: observed.usage, config, now });
     if (sizing.changes.length > 0) return sizing;
-    reasons.push(sizing.reason);
+    details.push(...(sizing.details ?? [sizing.reason]));
   } else {
-    reasons.push('right-sizing: no usage data');
+    details.push('right-sizing: no usage data');
   }
-  return { ref: view.ref, policy: 'tuning', changes: [], reason: reasons.join('; ') };
+  return { ref: view.ref, policy: 'tuning', changes: [], ...explained(tuning.reason, details) };
 }
