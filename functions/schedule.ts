@@ -40,6 +40,7 @@ import {
 } from '../lib/policies/missing-samples.js';
 import { findRole, plural } from '../lib/policies/placement.js';
 import { profileModel } from '../lib/policies/profiles.js';
+import { summarized } from '../lib/policies/reason.js';
 import {
   decideRebalance,
   type PendingDemand,
@@ -296,7 +297,7 @@ function keepOutcome(view: JobSnapshot['view'], deps: HandlerDeps, missing?: Mis
     plan.reason = kept.reason;
     plan.details = kept.details;
   }
-  return { ref: view.ref, plan, applied: false, skipped: 'no-change' };
+  return { ref: view.ref, plan: summarized(plan), applied: false, skipped: 'no-change' };
 }
 
 function keepReason(view: JobSnapshot['view'], deps: HandlerDeps): string {

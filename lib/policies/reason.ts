@@ -40,6 +40,6 @@ export function summarized(plan: Plan): Plan {
   if (reason.length <= SUMMARY_LIMIT && !/[\r\n]/.test(reason)) return plan;
   const [first = '', ...rest] = reason.split('; ');
   const summary = oneLine(first);
-  const moved = summary === first ? rest : [reason];
+  const moved = summary === first ? rest.filter((r) => r !== '') : [reason];
   return { ...plan, reason: summary, details: [...moved, ...(plan.details ?? [])] };
 }

@@ -543,7 +543,7 @@ function shedSlowingWorkers(slots: Slot[], capacity: ClusterCapacity, config: Po
         s,
         'slower',
         -1,
-        `its last worker slows it down (${formatRateChange(now, less)} with one fewer)`,
+        `its last worker slows it down (${formatChange(less / now - 1)} with one fewer)`,
       );
     }
   }
@@ -1304,8 +1304,9 @@ function rebalanceSummary(
     first === undefined
       ? ''
       : `${first}${others.length > 0 ? ` (+${plural(others.length, 'more move')})` : ''}`;
+  // A move that states its own figure needs no second one.
   const gain =
-    before !== undefined && after !== undefined && before > 0
+    before !== undefined && after !== undefined && before > 0 && !why.includes('%')
       ? `${s.onOptimism ? 'at best' : 'predicted'} ${formatChange(after / before - 1)}`
       : '';
   const tail = [why, gain].filter((x) => x !== '').join('; ');
