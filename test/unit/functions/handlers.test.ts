@@ -303,7 +303,8 @@ describe('submit handler', () => {
     const result = await handleSubmit({ kind: 'PyTorchJob', namespace: 'team-a', name: 'toy' }, deps);
     assert.equal(result.outcomes[0]?.applied, true, result.outcomes[0]?.plan.reason);
     assert.equal(workers(await sim.getJob(TOY)), 4);
-    assert.match(result.outcomes[0]?.plan.reason ?? '', /bounds \[1, 4\]/);
+    const plan = result.outcomes[0]?.plan;
+    assert.match([plan?.reason, ...(plan?.details ?? [])].join('; '), /bounds \[1, 4\]/);
   });
 
   it("sizes a new job from its own namespace's profile of the signature, never another's", async () => {
@@ -334,7 +335,11 @@ describe('submit handler', () => {
         toyJob({ name: 'tight', workers: 4, sizing: { gpus: 1, cpuMillis: 4000, memoryBytes: 6 * GiB } }),
       );
       const result = await handleSubmit(ref, deps);
-      return { limit: memoryLimit(await sim.getJob(ref)), reason: result.outcomes[0]?.plan.reason ?? '' };
+      const plan = result.outcomes[0]?.plan;
+      return {
+        limit: memoryLimit(await sim.getJob(ref)),
+        reason: [plan?.reason, ...(plan?.details ?? [])].join('; '),
+      };
     };
     const raised = await limitAfterSubmit(TOY.namespace);
     assert.match(
@@ -565,7 +570,8 @@ describe('a job with pods that cannot be placed (1 master + 16 workers, room for
   it('the submit reason counts the room the job itself already holds (11 workers, not 10)', async () => {
     const { sim, deps } = strandedCluster(16);
     const result = await handleSubmit(TOY, deps);
-    const reason = result.outcomes[0]?.plan.reason ?? '';
+    const plan = result.outcomes[0]?.plan;
+    const reason = [plan?.reason, ...(plan?.details ?? [])].join('; ');
     assert.match(reason, /free capacity holds 11 workers/);
     // 16 -> 11 removes only workers that never started: the step guardrail does not hold it at 12.
     assert.equal(workers(await sim.getJob(TOY)), 11, reason);
