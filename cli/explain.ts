@@ -25,6 +25,8 @@ export interface ExplainedPolicy {
   at: number;
   outcome: string;
   reason: string;
+  /** What the one-line reason leaves out (advice, priors, the arithmetic): shown with --verbose. */
+  details?: string[];
   changes: Change[];
   trigger?: string;
   decisionId?: string;
@@ -52,17 +54,21 @@ export async function explainJob(
       source: 'outcome-store',
     };
     if (s.decisionId) entry.decisionId = s.decisionId;
+    const details = stringsOf(s.details);
+    if (details) entry.details = details;
     byPolicy.set(policy, entry);
   }
   for (const r of history) {
     // What trainscaler stored wins whatever the annotation's dates say (its owner may have written them).
     const known = byPolicy.get(r.policy);
     if (known?.source === 'outcome-store' || (known && known.at >= r.at)) continue;
+    const details = stringsOf(r.details);
     byPolicy.set(r.policy, {
       policy: r.policy,
       at: r.at,
       outcome: 'applied',
       reason: r.reason,
+      ...(details ? { details } : {}),
       changes: r.changes,
       decisionId: r.id,
       source: 'job-history',
@@ -71,7 +77,18 @@ export async function explainJob(
   return [...byPolicy.values()].sort((a, b) => a.policy.localeCompare(b.policy));
 }
 
-export function renderExplanation(ref: JobRef, policies: readonly ExplainedPolicy[]): string {
+/** Details as read back: strings only (the annotation is the job owner's to edit), none when empty. */
+function stringsOf(value: unknown): string[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const strings = value.filter((d): d is string => typeof d === 'string');
+  return strings.length > 0 ? strings : undefined;
+}
+
+export function renderExplanation(
+  ref: JobRef,
+  policies: readonly ExplainedPolicy[],
+  options: { verbose?: boolean } = {},
+): string {
   const head = `${ref.kind} ${ref.namespace}/${ref.name}`;
   if (policies.length === 0)
     return `${terminalSafe(head)}: no decision stored yet (trainscaler run stores them; a dry run stores none)\n`;
@@ -81,6 +98,7 @@ export function renderExplanation(ref: JobRef, policies: readonly ExplainedPolic
     lines.push(`${p.policy}: ${p.outcome}${via}, since ${new Date(p.at * 1000).toISOString()}`);
     if (p.source === 'job-history') lines.push(`  (${HISTORY_SOURCE_NOTE})`);
     lines.push(`  reason: ${p.reason}`);
+    if (options.verbose) for (const d of p.details ?? []) lines.push(`  detail: ${d}`);
     for (const c of p.changes) lines.push(`  - ${describeChange(c)}`);
   }
   return `${lines.map(terminalSafe).join('\n')}\n`;
@@ -103,10 +121,17 @@ export function registerExplainCommand(program: Command): Command {
       "trainscaler's namespace (default: TRAINSCALER_PROFILES_NAMESPACE or trainscaler-system)",
     )
     .option('--json', 'print the decisions as JSON')
+    .option('--verbose', 'also print the details of each decision (advice, priors, the arithmetic)')
     .action(
       async (
         job: string,
-        options: { kubeconfig?: string; kind: JobKind; json?: boolean; storeNamespace?: string },
+        options: {
+          kubeconfig?: string;
+          kind: JobKind;
+          json?: boolean;
+          verbose?: boolean;
+          storeNamespace?: string;
+        },
       ) => {
         const ref = jobRef(job, options.kind);
         const { KubernetesClusterClient, loadKubeConfig } = await import(
@@ -117,7 +142,9 @@ export function registerExplainCommand(program: Command): Command {
           options.storeNamespace || process.env.TRAINSCALER_PROFILES_NAMESPACE || 'trainscaler-system';
         const policies = await explainJob(new KubernetesClusterClient(kc), storeNamespace, ref);
         process.stdout.write(
-          options.json ? `${terminalSafeJson(policies)}\n` : renderExplanation(ref, policies),
+          options.json
+            ? `${terminalSafeJson(policies)}\n`
+            : renderExplanation(ref, policies, { verbose: options.verbose === true }),
         );
       },
     );

@@ -14,6 +14,8 @@ export interface HistoryRecord {
   at: number;
   policy: string;
   reason: string;
+  /** The decision's details, when it was recorded with them (not checked: the annotation is the owner's). */
+  details?: unknown;
   changes: Change[];
 }
 

@@ -6,7 +6,10 @@ import { profileOwnerOf, readProfileStore } from '../lib/decisions/profile-store
 import { decideRuntime, observeJob } from '../lib/decisions/runtime-review.js';
 import { historiesOf, NO_HISTORIES, priorSamples } from '../lib/decisions/signature-histories.js';
 import { MissingMetricsError } from '../lib/errors.js';
+import { keptWithoutSamples, MissingSamplesError } from '../lib/policies/missing-samples.js';
+import { findRole } from '../lib/policies/placement.js';
 import { parseAlarm } from '../lib/triggers/alarm-payload.js';
+import type { JobView, Plan } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
 import { containJobError } from './job-errors.js';
@@ -35,8 +38,22 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
       const observed = await observeJob(deps.metrics, ref).catch(async (error: unknown) => {
         // No series for a job that does not exist: say "not found" (getJob throws NotFoundError).
         if (error instanceof MissingMetricsError) await deps.cluster.getJob(ref);
+        // A job without step-time samples is never grown on an alert: a "keep" that says what is missing, so
+        // that the alert leaves a trace `explain` shows.
+        if (error instanceof MissingSamplesError) return error;
         throw error;
       });
+      if (observed instanceof MissingSamplesError) {
+        const { missing } = observed;
+        result.outcomes.push(
+          await actOnJob(
+            ref,
+            (snapshot) => keepWithoutSamples(snapshot.view, missing),
+            actuatorDeps(deps, triggeredAt),
+          ),
+        );
+        continue;
+      }
       const outcome = await actOnJob(
         ref,
         (snapshot) =>
@@ -62,4 +79,10 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
     }
   }
   return result;
+}
+
+/** The review of a job that has no step-time samples: nothing changes, and the reason says what is missing. */
+function keepWithoutSamples(view: JobView, missing: MissingSamplesError['missing']): Plan {
+  const kept = keptWithoutSamples(findRole(view, 'Worker')?.replicas, missing);
+  return { ref: view.ref, policy: 'tuning', changes: [], reason: kept.reason, details: kept.details };
 }

@@ -33,8 +33,14 @@ import { managementScope } from '../lib/management.js';
 import { fitRuntimeModel } from '../lib/model/observed-bound.js';
 import { modelFor, type ThroughputModel } from '../lib/model/throughput-model.js';
 import { decideOnFault } from '../lib/policies/faults.js';
-import { findRole } from '../lib/policies/placement.js';
+import {
+  keptWithoutSamples,
+  type MissingSamples,
+  MissingSamplesError,
+} from '../lib/policies/missing-samples.js';
+import { findRole, plural } from '../lib/policies/placement.js';
 import { profileModel } from '../lib/policies/profiles.js';
+import { summarized } from '../lib/policies/reason.js';
 import {
   decideRebalance,
   type PendingDemand,
@@ -51,6 +57,9 @@ interface Observed {
   snapshot: JobSnapshot;
   observed: RuntimeObservations | undefined;
   prior: StepSample[];
+  /** Without samples: what the job lacks, and its signature's profile model (the only ground to grow it on). */
+  missing?: MissingSamples;
+  priors?: ThroughputModel;
 }
 
 async function listAllJobs(deps: HandlerDeps) {
@@ -141,10 +150,16 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       }
       if (!snapshot.view.managed || snapshot.pods.every((p) => p.phase === 'Succeeded')) continue;
       if (hasStrandedPods(snapshot)) stranded.push(snapshot);
+      let missing: MissingSamples | undefined;
       const observed = await metrics.observe(ref).catch((error: unknown) => {
+        if (error instanceof MissingSamplesError) missing = error.missing;
         if (error instanceof TrainscalerError && error.code === 'MISSING_METRICS') return undefined;
         throw error;
       });
+      // A job without samples may grow only on its signature's profile (rebalance.ts probeUnmodelled).
+      const priors = observed
+        ? undefined
+        : await profileModelOf(profileOwnerOf(snapshot.view)).catch(() => undefined);
       const prior = observed
         ? priorSamples(
             observed.samples,
@@ -153,7 +168,13 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
             deps.logger,
           )
         : [];
-      jobs.push({ snapshot, observed, prior });
+      jobs.push({
+        snapshot,
+        observed,
+        prior,
+        ...(observed ? {} : { missing: missing ?? 'no-series' }),
+        ...(priors ? { priors } : {}),
+      });
     } catch (error) {
       result.errors.push(containJobError(ref, error, deps.logger));
     }
@@ -241,8 +262,8 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   }
   // Jobs the rebalance considered and left alone: a "keep" outcome each, so that why is answerable.
   const moved = new Set([...plans.map((p) => key(p.ref)), ...reviewed]);
-  for (const { job } of rebalanced) {
-    if (!moved.has(key(job.ref))) result.outcomes.push(keepOutcome(job, deps));
+  for (const { job, missing } of rebalanced) {
+    if (!moved.has(key(job.ref))) result.outcomes.push(keepOutcome(job, deps, missing));
   }
   deps.logger.info(
     {
@@ -274,14 +295,20 @@ export function hasStrandedPods(snapshot: JobSnapshot): boolean {
   );
 }
 
-function keepOutcome(view: JobSnapshot['view'], deps: HandlerDeps): Outcome {
+function keepOutcome(view: JobSnapshot['view'], deps: HandlerDeps, missing?: MissingSamples): Outcome {
   const plan: Plan = { ref: view.ref, policy: 'rebalance', changes: [], reason: keepReason(view, deps) };
-  return { ref: view.ref, plan, applied: false, skipped: 'no-change' };
+  // Left alone for lack of samples, where nothing that comes first (paused, Kueue, not elastic) says why.
+  if (missing && view.elastic && !view.state.paused && !view.kueue) {
+    const kept = keptWithoutSamples(findRole(view, 'Worker')?.replicas, missing);
+    plan.reason = kept.reason;
+    plan.details = kept.details;
+  }
+  return { ref: view.ref, plan: summarized(plan), applied: false, skipped: 'no-change' };
 }
 
 function keepReason(view: JobSnapshot['view'], deps: HandlerDeps): string {
   const workers = findRole(view, 'Worker')?.replicas;
-  const what = workers === undefined ? 'no Worker role' : `keep ${workers} workers`;
+  const what = workers === undefined ? 'no Worker role' : `keep ${plural(workers, 'worker')}`;
   if (workers === 0) return `${what}: scaled to 0 workers by its owner; trainscaler starts none`;
   if (view.state.paused) return `${what}: paused (${view.state.pauseReason ?? 'by trainscaler'})`;
   if (view.kueue)
@@ -315,13 +342,18 @@ export function pendingDemands(snapshot: JobSnapshot): PendingDemand[] {
 }
 
 /** One running job as the rebalance sees it: its model, where it runs, how long it has left. */
-function rebalanceEntryOf({ snapshot, observed, prior }: Observed, deps: HandlerDeps): RebalanceJob {
+function rebalanceEntryOf(
+  { snapshot, observed, prior, missing, priors }: Observed,
+  deps: HandlerDeps,
+): RebalanceJob {
   const { view } = snapshot;
   const current = currentPlacement(snapshot, observed?.samples ?? []);
   const fitted = observed
     ? modelFor(fitRuntimeModel(observed.samples, prior), view.signature, deps.throughputOracle)
     : undefined;
   const entry: RebalanceJob = { job: view, model: fitted && answeringFor(view.ref, fitted), current };
+  if (missing) entry.missing = missing;
+  if (priors) entry.priors = answeringFor(view.ref, priors);
   const workerNodes = workerNodesOf(snapshot.pods, current.replicas);
   if (workerNodes) entry.workerNodes = workerNodes;
   const remaining =

@@ -124,18 +124,18 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
  * replayed submit records it once. A decision that writes gets its Event from the actuator.
  */
 async function recordAdvice(deps: HandlerDeps, view: JobView, plan: Plan): Promise<void> {
-  if (plan.reason.length > EVENT_MESSAGE_LIMIT)
-    deps.logger.info(
-      { job: view.ref, reason: plan.reason },
-      'torchelastic advice (the Event carries it cut)',
-    );
+  // The advice is this Event's whole point (nothing else reaches the job's owner), so it carries the details
+  // the decision's one-line reason leaves out, once per submit.
+  const advice = [plan.reason, ...(plan.details ?? [])].join('; ');
+  if (advice.length > EVENT_MESSAGE_LIMIT)
+    deps.logger.info({ job: view.ref, reason: advice }, 'torchelastic advice (the Event carries it cut)');
   try {
     await deps.cluster.createEvent(
       {
         involved: { ref: view.ref, uid: view.uid, apiVersion: 'kubeflow.org/v1' },
         type: 'Normal',
         reason: 'TrainscalerInitial',
-        message: eventMessage(plan.reason, FULL_REASON_IN_LOG),
+        message: eventMessage(advice, FULL_REASON_IN_LOG),
         decisionId: decisionIdOf(view, plan),
       },
       { dryRun: false },

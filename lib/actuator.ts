@@ -46,6 +46,7 @@ import {
   sendPodResizes,
   withPodResizes,
 } from './pod-resizes.js';
+import { summarized } from './policies/reason.js';
 import { withStragglerReplacement } from './policies/stragglers.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
@@ -123,6 +124,8 @@ export interface DecisionRecord {
   at: number;
   policy: Plan['policy'];
   reason: string;
+  /** The plan's details (advice, priors, the arithmetic): what the one-line reason leaves out. */
+  details?: string[];
   changes: Change[];
   /**
    * Unique per write attempt. Duplicate triggers make the same decision (same id); after a lost response,
@@ -364,6 +367,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       }
       plan = ruled.plan;
     }
+    // One line for Events, history and the log; the rest of a long reason goes to the plan's details.
+    plan = summarized(plan);
     if (plan.changes.length === 0)
       return { ref, plan, applied: false, skipped: heldByKueue ? 'kueue' : 'no-change', conflicts };
     // CPU/memory changes reach the running pods in place where the API server serves pods/resize (discovery).
@@ -394,6 +399,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       at: deps.clock(),
       policy: plan.policy,
       reason: plan.reason,
+      ...(plan.details && plan.details.length > 0 ? { details: plan.details } : {}),
       changes: plan.changes,
       write: randomBytes(6).toString('hex'),
     };

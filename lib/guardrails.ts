@@ -5,6 +5,8 @@
 // a plan carries: a plan saying {from: 41, to: 40} on a job at 2 replicas is a step of 38, not of 1. The plan
 // that comes out carries the live `from`, so what is written and audited is what really changes.
 import type { PolicyConfig } from './config.js';
+import { plural } from './policies/placement.js';
+import { oneLine, SUMMARY_LIMIT } from './policies/reason.js';
 import type { Change, JobView, Plan, PodView, RoleView } from './types.js';
 
 export type GuardrailConfig = Pick<
@@ -225,7 +227,7 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
   const violations: string[] = [];
   const drop = (why: string): GuardedPlan => {
     violations.push(why);
-    return { plan: { ...plan, changes: [], reason: `${plan.reason} [guardrail: ${why}]` }, violations };
+    return { plan: { ...withViolations(plan, violations), changes: [] }, violations };
   };
   if (plan.changes.length === 0) return { plan, violations };
   if (config.namespaceAllowlist.length > 0 && !config.namespaceAllowlist.includes(job.ref.namespace)) {
@@ -262,9 +264,31 @@ export function applyGuardrails(plan: Plan, ctx: GuardrailContext): GuardedPlan 
   guardedChanges = rendezvousOnlyWhereAllowed(guardedChanges, ctx, violations);
   // Last: every bound above is then already met, and rounding towards the live count keeps it met.
   guardedChanges = guardedChanges.map((located) => roundToMultiple(located, violations));
-  const guarded: Plan = { ...plan, changes: guardedChanges.map((l) => l.change) };
-  if (violations.length > 0) guarded.reason = `${plan.reason} [guardrail: ${violations.join('; ')}]`;
+  const guarded: Plan = {
+    ...(violations.length > 0 ? withViolations(plan, violations) : plan),
+    changes: guardedChanges.map((l) => l.change),
+  };
   return { plan: guarded, violations };
+}
+
+/**
+ * The plan's one-line reason says a guardrail changed it, with what it did when that fits in the line; every
+ * clamp in full is a detail.
+ */
+function withViolations(plan: Plan, violations: readonly string[]): Plan {
+  const told = `${plan.reason} [guardrail: ${violations.join('; ')}]`;
+  if (told.length <= SUMMARY_LIMIT) return { ...plan, reason: told };
+  const more = violations.length > 1 ? ` (+${violations.length - 1} more)` : '';
+  const room = SUMMARY_LIMIT - plan.reason.length - ' [guardrail: ]'.length - more.length;
+  const mark =
+    room >= 30
+      ? ` [guardrail: ${oneLine(violations[0] ?? '', room)}${more}]`
+      : ` [${plural(violations.length, 'guardrail')}]`;
+  return {
+    ...plan,
+    reason: `${oneLine(plan.reason, SUMMARY_LIMIT - mark.length)}${mark}`,
+    details: [...(plan.details ?? []), ...violations.map((v) => `guardrail: ${v}`)],
+  };
 }
 
 function withinGpuBudget(changes: Located[], ctx: GuardrailContext, violations: string[]): Located[] {

@@ -9,6 +9,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { type PodResizePlan, planPodResize, type ResizeTarget } from './adapters/pod-resize.js';
 import type { ClusterClient } from './cluster/cluster-client.js';
 import { ConflictError, TrainscalerError } from './errors.js';
+import { plural } from './policies/placement.js';
+import { SUMMARY_LIMIT } from './policies/reason.js';
 import type { Change, JobView, Plan, PodView, RoleName } from './types.js';
 
 /** Per role, the changed fields' new values. */
@@ -70,9 +72,20 @@ export function withPodResizes(plan: Plan, resizes: readonly PodResizePlan[]): P
       : 'keeps its size until recreated';
     notes.push(`${r.pod} not in place: ${r.why}; ${then}`);
   }
-  return notes.length > 0
-    ? { ...plan, changes, reason: `${plan.reason}; ${notes.join('; ')}` }
-    : { ...plan, changes };
+  if (notes.length === 0) return { ...plan, changes };
+  // The one-line reason says how the pods get their new size when that fits; which pods and why are details.
+  const fallbacks = resizes.filter((r) => r.action === 'fallback').length;
+  const how = [
+    inPlaceNames.length > 0 ? `${plural(inPlaceNames.length, 'pod')} resized in place` : '',
+    fallbacks > 0 ? `${plural(fallbacks, 'pod')} not in place` : '',
+  ].filter((x) => x !== '');
+  const told = `${plan.reason}; ${how.join(', ')}`;
+  return {
+    ...plan,
+    changes,
+    reason: told.length <= SUMMARY_LIMIT ? told : plan.reason,
+    details: [...(plan.details ?? []), ...notes],
+  };
 }
 
 export interface PodResizeResult {

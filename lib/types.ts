@@ -284,5 +284,11 @@ export interface Plan {
   ref: JobRef;
   policy: PolicyName;
   changes: Change[];
+  /** One line of at most 120 characters: what changed (or why nothing) and the one number that justified it. */
   reason: string;
+  /**
+   * What the one-line reason leaves out (advice, pauses, priors, the rest of the arithmetic), one item per
+   * point: shown by `explain --verbose`, kept in the decision record, logged once per job; never in an Event.
+   */
+  details?: string[];
 }

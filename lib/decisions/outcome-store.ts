@@ -30,8 +30,28 @@ export interface StoredOutcome {
   outcome: string;
   reason: string;
   changes: Change[];
+  /** The decision's details (explain --verbose), at most DETAILS_LIMIT characters in all. */
+  details?: string[];
   decisionId?: string;
   signature: string;
+}
+
+/**
+ * Characters of details kept per stored outcome: one ConfigMap holds every job of a namespace (1 MiB in all),
+ * and the full details of an applied decision are in its record on the job (trainscaler.io/history).
+ */
+export const DETAILS_LIMIT = 1000;
+
+function storedDetails(details: readonly string[] | undefined): string[] | undefined {
+  if (!details || details.length === 0) return undefined;
+  const kept: string[] = [];
+  let left = DETAILS_LIMIT;
+  for (const d of details) {
+    if (left <= 0) break;
+    kept.push(d.length <= left ? d : `${d.slice(0, Math.max(0, left - 1))}…`);
+    left -= d.length;
+  }
+  return kept;
 }
 
 /** policy -> its last outcome on the job */
@@ -143,6 +163,8 @@ export class OutcomeStore {
           signature,
         };
         if (outcome.decisionId) entry.decisionId = outcome.decisionId;
+        const details = storedDetails(plan.details);
+        if (details) entry.details = details;
         entries[plan.policy] = entry;
         data[key] = JSON.stringify(entries);
         changed = true;

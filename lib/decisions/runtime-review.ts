@@ -5,7 +5,9 @@ import { type JobReading, type JobReadings, jobKey, readEach } from '../metrics/
 import type { MetricsSource } from '../metrics/metrics-source.js';
 import { fitRuntimeModel } from '../model/observed-bound.js';
 import { modelFor, type Placement, type ThroughputOracle } from '../model/throughput-model.js';
+import { keptWithoutSamples, MissingSamplesError } from '../policies/missing-samples.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
+import { explained } from '../policies/reason.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
 import { decideOnStragglers, STRAGGLER_LOOKBACK_SECONDS } from '../policies/stragglers.js';
 import { decideTuning } from '../policies/tuning.js';
@@ -38,10 +40,17 @@ async function optional<T>(read: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
-/** Step samples are required (no decision on missing data); usage and per-worker series are optional. */
+/**
+ * Step samples are required (no decision on missing data: MissingSamplesError, saying whether the job's sidecar
+ * reports at all); usage and per-worker series are optional.
+ */
 export async function observeJob(metrics: MetricsSource, ref: JobRef): Promise<RuntimeObservations> {
-  const samples = await metrics.stepSamples(ref, WINDOW_SECONDS);
-  if (samples.length === 0) throw new MissingMetricsError(`no step samples for ${ref.namespace}/${ref.name}`);
+  const samples = await metrics.stepSamples(ref, WINDOW_SECONDS).catch(async (error: unknown) => {
+    if (error instanceof MissingMetricsError && !(error instanceof MissingSamplesError))
+      throw await withoutSamples(metrics, ref, error.message.replace(/^missing metrics: /, ''));
+    throw error;
+  });
+  if (samples.length === 0) throw await withoutSamples(metrics, ref);
   const [usage, series, samplesProcessed] = await Promise.all([
     optional(() => metrics.containerUsage(ref, WINDOW_SECONDS)),
     optional(() => metrics.workerStepTimes(ref, STRAGGLER_LOOKBACK_SECONDS)),
@@ -89,14 +98,20 @@ function observationOf(
   processed: JobReadings<number | undefined>,
 ): JobObservation {
   const key = jobKey(ref);
-  // A job the batch answer does not hold has no such series: MissingMetricsError, as its own read says.
-  const missing = (what: string) => ({
+  // A job the batch answer does not hold has no step samples: MissingSamplesError, as its own read says, told
+  // apart by the batch's progress reading (no extra query).
+  const progress = processed.get(key);
+  const missing = () => ({
     ok: false as const,
-    error: new MissingMetricsError(`no ${what} for ${ref.namespace}/${ref.name}`),
+    error: new MissingSamplesError(
+      ref,
+      progress?.ok && progress.value !== undefined ? 'no-progress' : 'no-series',
+    ),
   });
-  const required = samples.get(key) ?? missing('step samples');
-  if (!required.ok) return required;
-  if (required.value.length === 0) return missing('step samples');
+  const required = samples.get(key);
+  if (!required) return missing();
+  if (!required.ok) return required.error instanceof MissingMetricsError ? missing() : required;
+  if (required.value.length === 0) return missing();
   const optional = <T>(read: JobReading<T> | undefined): JobReading<T | undefined> => {
     if (!read || read.ok) return { ok: true, value: read?.value };
     return read.error instanceof MissingMetricsError ? { ok: true, value: undefined } : read;
@@ -111,6 +126,19 @@ function observationOf(
     ok: true,
     value: { samples: required.value, usage: u.value, series: s.value, samplesProcessed: p.value },
   };
+}
+
+/**
+ * Which of the two a job without step samples lacks: its sidecar counts samples from its start (a series at 0
+ * before the first step), so a progress reading of any value means the sidecar is there and scraped.
+ */
+async function withoutSamples(
+  metrics: MetricsSource,
+  ref: JobRef,
+  detail?: string,
+): Promise<MissingSamplesError> {
+  const processed = await optional(() => metrics.samplesProcessed(ref));
+  return new MissingSamplesError(ref, processed === undefined ? 'no-series' : 'no-progress', detail);
 }
 
 /** Where the job runs now, as the model needs it. */
@@ -203,11 +231,12 @@ export function decideRuntime(
   prior: readonly StepSample[] = [],
 ): Plan {
   const { view, pods } = snapshot;
-  const reasons: string[] = [];
+  // A review that changes nothing says why in one line (the worker count's); every policy's account is a detail.
+  const details: string[] = [];
   const own = ownObservations(snapshot, observed);
   observed = own.observed;
   if (own.foreign.length > 0)
-    reasons.push(`ignored metrics of pods the job does not own: ${own.foreign.join(', ')}`);
+    details.push(`ignored metrics of pods the job does not own: ${own.foreign.join(', ')}`);
   if (view.state.paused) {
     return {
       ref: view.ref,
@@ -215,6 +244,11 @@ export function decideRuntime(
       changes: [],
       reason: `paused: ${view.state.pauseReason ?? 'by trainscaler'}`,
     };
+  }
+  // Its own samples, or no decision: priors alone (a profile's samples) never grow a running job on a review.
+  if (observed.samples.length === 0) {
+    const kept = keptWithoutSamples(findRole(view, 'Worker')?.replicas, 'no-progress');
+    return { ref: view.ref, policy: 'tuning', changes: [], reason: kept.reason, details: kept.details };
   }
   if (observed.series && observed.series.length > 1) {
     // The remaining run at the job's latest measured pace: what replacing its bottleneck can save.
@@ -230,7 +264,7 @@ export function decideRuntime(
       ...(remainingSeconds !== undefined ? { remainingSeconds } : {}),
     });
     if (plan.changes.length > 0) return plan;
-    reasons.push(plan.reason);
+    details.push(...(plan.details ?? [plan.reason]));
   }
   const model = modelFor(fitRuntimeModel(observed.samples, prior), view.signature, oracle);
   const current = currentPlacement(snapshot, observed.samples);
@@ -238,13 +272,13 @@ export function decideRuntime(
   const remainingSeconds = remainingSecondsOf(view, observed, throughput);
   const tuning = decideTuning({ job: view, model, current, capacity, remainingSeconds, config, now });
   if (tuning.changes.length > 0) return tuning;
-  reasons.push(tuning.reason);
+  details.push(...(tuning.details ?? []));
   if (observed.usage) {
     const sizing = decideRightsizing({ job: view, usage: observed.usage, config, now });
     if (sizing.changes.length > 0) return sizing;
-    reasons.push(sizing.reason);
+    details.push(...(sizing.details ?? [sizing.reason]));
   } else {
-    reasons.push('right-sizing: no usage data');
+    details.push('right-sizing: no usage data');
   }
-  return { ref: view.ref, policy: 'tuning', changes: [], reason: reasons.join('; ') };
+  return { ref: view.ref, policy: 'tuning', changes: [], ...explained(tuning.reason, details) };
 }

@@ -8,6 +8,7 @@ import type { Change, ClusterCapacity, JobView, Plan, PodView, Resources, RoleVi
 import { formatBytes, formatRatio } from './format.js';
 import { planWithinKind } from './kind-limits.js';
 import { plural } from './placement.js';
+import { explained, oneLine, workersChange } from './reason.js';
 
 export interface FaultInput {
   job: JobView;
@@ -22,8 +23,8 @@ const MEMORY_STEP_BYTES = 1024 ** 2;
 
 export function decideOnFault(input: FaultInput): Plan {
   const { job, pods, capacity, config } = input;
-  const plan = (changes: Change[], reason: string): Plan =>
-    planWithinKind(job, { ref: job.ref, policy: 'fault', changes, reason });
+  const plan = (changes: Change[], reason: string, details: string[] = []): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'fault', changes, ...explained(reason, details) });
 
   if (job.state.paused) {
     return plan([], `job is paused (${job.state.pauseReason ?? 'no reason recorded'}); not acting on faults`);
@@ -33,18 +34,62 @@ export function decideOnFault(input: FaultInput): Plan {
   if (crashLooping.length > 0) {
     // Restarting or resizing a job that fails on its own would only hide the bug; a person must look.
     const reason = `crash loop: ${crashLooping.map(describeRestarts).join(', ')} (limit ${config.crashLoopRestarts} restarts); pausing trainscaler on this job`;
-    return plan([{ kind: 'pause', reason }], reason);
+    return plan(
+      [{ kind: 'pause', reason }],
+      `crash loop of ${plural(crashLooping.length, 'pod')} (limit ${config.crashLoopRestarts} restarts): trainscaler paused on this job`,
+      [reason],
+    );
   }
 
   const oom = decideOnOom(job, pods, config);
   if (oom.pause) {
-    return plan([{ kind: 'pause', reason: oom.pause }], [...oom.notes, oom.pause].join('; '));
+    return plan(
+      [{ kind: 'pause', reason: oom.pause }],
+      `${plural(pods.filter(isOomKilled).length, 'pod')} OOMKilled at the memory cap ` +
+        `${formatBytes(config.maxMemoryBytes)}: trainscaler paused on this job`,
+      [...oom.notes, oom.pause],
+    );
   }
   const lost = decideOnLostPods(job, pods, capacity);
 
   const changes = [...oom.changes, ...lost.changes];
   const notes = [...oom.notes, ...lost.notes];
-  return plan(changes, notes.length > 0 ? notes.join('; ') : 'no fault');
+  if (notes.length === 0) return plan(changes, 'no fault');
+  return plan(changes, faultSummary(changes, pods, capacity, notes), notes);
+}
+
+/**
+ * One line: how many pods met which fault, and what the plan changes (sizes, memory, pods recreated); the pods
+ * by name and the arithmetic are the details. Without changes, the first note (cut to one line).
+ */
+function faultSummary(
+  changes: Change[],
+  pods: PodView[],
+  capacity: ClusterCapacity,
+  notes: string[],
+): string {
+  if (changes.length === 0) return oneLine(notes[0] ?? 'no fault');
+  const causes = new Map<string, number>();
+  for (const pod of pods) {
+    const cause = isOomKilled(pod) ? 'OOMKilled' : lostPodCause(pod, capacity);
+    if (cause !== undefined) causes.set(cause, (causes.get(cause) ?? 0) + 1);
+  }
+  const what: string[] = [];
+  for (const c of changes) {
+    if (c.kind === 'replicas')
+      what.push(c.role === 'Worker' ? workersChange(c.from, c.to) : `${c.role} ${c.from} -> ${c.to}`);
+    // The limit when there is one, else the request: the size the pod is held to.
+    else if (
+      c.kind === 'resources' &&
+      c.resource === 'memory' &&
+      !what.some((w) => w.startsWith(`${c.role} memory`))
+    )
+      what.push(`${c.role} memory ${formatBytes(c.from)} -> ${formatBytes(c.to)}`);
+  }
+  const evicted = changes.filter((c) => c.kind === 'evict-pod').length;
+  if (evicted > 0) what.push(`${plural(evicted, 'pod')} recreated`);
+  const cause = [...causes].map(([why, n]) => `${plural(n, 'pod')} ${why}`).join(', ');
+  return oneLine(cause ? `${cause}: ${what.join(', ')}` : what.join(', '));
 }
 
 interface Decision {

@@ -16,6 +16,7 @@ import { formatBytes, formatMillicores, formatPercent } from './format.js';
 import { planWithinKind } from './kind-limits.js';
 import {
   findRole,
+  formatChange,
   formatRate,
   formatRateChange,
   localBatchFor,
@@ -26,6 +27,7 @@ import {
   withinHysteresis,
 } from './placement.js';
 import { type JobProfile, type PeakUsage, psPerWorker } from './profiles.js';
+import { explained, oneLine, workersChange } from './reason.js';
 import { growthLimit } from './tuning.js';
 
 export interface InitialConfigInput {
@@ -53,8 +55,8 @@ const MEMORY_STEP_BYTES = 1024 ** 2;
 
 export function decideInitialConfig(input: InitialConfigInput): Plan {
   const { job, profile, model, capacity, config } = input;
-  const plan = (changes: Change[], reason: string): Plan =>
-    planWithinKind(job, { ref: job.ref, policy: 'initial', changes, reason });
+  const plan = (changes: Change[], reason: string, details: string[] = []): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'initial', changes, ...explained(reason, details) });
 
   if (!job.managed) return plan([], 'not managed by trainscaler (trainscaler.io/managed=false)');
   const worker = findRole(job, 'Worker');
@@ -122,7 +124,7 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
     const notes: string[] = [];
     const workers = clampedToFit(requested, worker, maxFit, notes);
     const what =
-      workers === requested ? `keep ${plural(workers, 'worker')}` : `${requested} -> ${workers} workers`;
+      workers === requested ? `keep ${plural(workers, 'worker')}` : workersChange(requested, workers);
     chosen = { workers, notes: [`${blocker}: ${what}`, ...notes] };
   }
   const { workers, notes } = chosen;
@@ -150,9 +152,16 @@ export function decideInitialConfig(input: InitialConfigInput): Plan {
   const rendezvous = rendezvousAdvice(job);
   if (rendezvous) {
     changes.push(...rendezvous.changes);
-    notes.push(rendezvous.note);
+    notes.push(...rendezvous.notes);
   }
-  return plan(changes, notes.join('; '));
+  // One line: the size and why, and what else the plan writes; the advice and the figures are details.
+  const also = [
+    workerSize.changes.length > 0 || (psSize?.changes.length ?? 0) > 0 ? 'requests right-sized' : '',
+    locality ? `Worker pods prefer node ${locality.node}` : '',
+    rendezvous && rendezvous.changes.length > 0 ? 'rendezvous settings set' : '',
+  ].filter((x) => x !== '');
+  const [first = '', ...rest] = notes;
+  return plan(changes, oneLine(also.length > 0 ? `${first}; ${also.join(', ')}` : first), rest);
 }
 
 /**
@@ -191,7 +200,9 @@ function preferredNode(
  * command naming a module the image lacks would crash-loop every worker, so the command stays the user's);
  * and that elasticPolicy.maxRestarts bounds how often the job can be shrunk. Undefined for other jobs.
  */
-export function rendezvousAdvice(job: JobView): { changes: Change[]; note: string } | undefined {
+export function rendezvousAdvice(
+  job: JobView,
+): { changes: Change[]; note: string; notes: string[] } | undefined {
   const te = job.torchElastic;
   if (!te) return undefined;
   const missing: { setting: 'PET_MONITOR_INTERVAL' | 'last_call_timeout'; current: string | undefined }[] =
@@ -243,6 +254,7 @@ export function rendezvousAdvice(job: JobView): { changes: Change[]; note: strin
         }))
       : [],
     note: notes.join('; '),
+    notes,
   };
 }
 
@@ -420,9 +432,14 @@ function workersFromModel(
     userTp === undefined || pick.k === requested
       ? `predicted ${formatRate(pick.tp)}`
       : `predicted ${formatRateChange(userTp, pick.tp)}`;
-  const what =
-    pick.k === requested ? `keep ${plural(pick.k, 'worker')}` : `${requested} -> ${pick.k} workers`;
-  const notes = [`${head}: ${what}: ${predicted} at step time + 1 sd`];
+  const what = pick.k === requested ? `keep ${plural(pick.k, 'worker')}` : workersChange(requested, pick.k);
+  const notes =
+    userTp === undefined || pick.k === requested
+      ? [`${head}: ${what}: ${predicted} at step time + 1 sd`]
+      : [
+          `${head}: ${what}: predicted ${formatChange(pick.tp / userTp - 1)}`,
+          `${predicted} at step time + 1 sd`,
+        ];
   if (growth.why && limit < room && pick.k === limit) notes.push(`growth rule: ${growth.why}`);
   if (top.k !== pick.k) {
     notes.push(

@@ -20,6 +20,7 @@ import type { Placement, ThroughputModel } from '../model/throughput-model.js';
 import type { ClusterCapacity, JobView, NodeView, Plan, Resources, RoleView } from '../types.js';
 import { formatPercent } from './format.js';
 import { planWithinKind } from './kind-limits.js';
+import type { MissingSamples } from './missing-samples.js';
 import {
   expectedThroughput,
   findRole,
@@ -34,6 +35,7 @@ import {
   plural,
   podsPerNode,
 } from './placement.js';
+import { explained, oneLine, SUMMARY_LIMIT, workersChange } from './reason.js';
 import { describeCost, type RescaleCosts, rescaleCostsOf, scaleDownsLeft } from './rescale-cost.js';
 import {
   ASSUMED_REMAINING_SECONDS,
@@ -48,7 +50,15 @@ import {
 
 export interface RebalanceJob {
   job: JobView;
+  /** Fitted from the job's own step-time samples; undefined when it has none. */
   model: ThroughputModel | undefined;
+  /** What a job without samples lacks (missing-samples.ts), for its keep reason. */
+  missing?: MissingSamples;
+  /**
+   * For a job without samples: the model of its signature's profile (earlier runs), the only ground on which
+   * it may grow (probeUnmodelled). Undefined without a profile: then it is never grown.
+   */
+  priors?: ThroughputModel;
   current: Placement;
   remainingSeconds?: number;
   /**
@@ -533,7 +543,7 @@ function shedSlowingWorkers(slots: Slot[], capacity: ClusterCapacity, config: Po
         s,
         'slower',
         -1,
-        `its last worker slows it down (${formatRateChange(now, less)} with one fewer)`,
+        `its last worker slows it down (${formatChange(less / now - 1)} with one fewer)`,
       );
     }
   }
@@ -665,9 +675,14 @@ function probeOnOptimism(
 }
 
 /**
- * Jobs without a model get one extra worker, so that the next fit sees a second scale. Not across a node
- * boundary: unmeasured, the extra worker would pay for the inter-node all-reduce of all the others (a 4-GPU
- * job made 5 on 4-GPU nodes ran 1.7x slower in the measured world) and nothing observed says it is worth it.
+ * A job without step-time samples of its own (no model) grows only on the priors of its signature's profile:
+ * earlier runs of the same program, which reported through a sidecar and survived rescales. One extra worker,
+ * when those priors predict it gains at least the hysteresis, so that the next fit sees a second scale. With no
+ * profile it is never grown: nothing says it has a sidecar, that it trains, or that it is elastic, and growing
+ * it would be a write made blind (it was: "4 -> 5 workers: +1 probe: no throughput model yet" for jobs that had
+ * never reported a step). Not across a node boundary: unmeasured, the extra worker would pay for the
+ * inter-node all-reduce of all the others (a 4-GPU job made 5 on 4-GPU nodes ran 1.7x slower in the measured
+ * world).
  */
 function probeUnmodelled(slots: Slot[], capacity: ClusterCapacity, config: PolicyConfig): ClusterCapacity {
   let cap = capacity;
@@ -681,11 +696,28 @@ function probeUnmodelled(slots: Slot[], capacity: ClusterCapacity, config: Polic
     if (podsFitting(cap, s.worker.requests) < 1) continue;
     const spanned = Math.max(s.entry.current.nodes, nodesSpanned(s.k, s.perNode));
     if (nodesAfterResize(s.entry.current, s.k + 1, s.perNode) > spanned) continue;
+    // No profile, no gain to judge: never grown.
+    const gain = priorGain(s, s.k + 1);
+    if (gain === undefined || gain < config.minRelativeGain) continue;
     cap = reserve(cap, s.worker.requests, 1);
     grow(s);
-    addNote(s, 'probe', 1, 'probe: no throughput model yet, a second scale lets one be fitted');
+    addNote(
+      s,
+      'priors',
+      1,
+      `on priors (no samples yet): its signature's profile predicts ${formatChange(gain)}`,
+    );
   }
   return cap;
+}
+
+/** The gain of k workers over the current size by the priors of the job's profile; undefined without them. */
+function priorGain(s: Slot, k: number): number | undefined {
+  const { priors } = s.entry;
+  if (!priors) return undefined;
+  const now = expectedThroughput(priors, placementAt(s, s.k0));
+  const at = expectedThroughput(priors, placementAt(s, k));
+  return now !== undefined && at !== undefined && now > 0 ? at / now - 1 : undefined;
 }
 
 /**
@@ -1215,27 +1247,30 @@ function addNote(s: Slot, key: string, delta: number, detail: string): void {
 }
 
 function planFor(s: Slot, config: PolicyConfig): Plan {
-  const parts: string[] = [];
+  const details: string[] = [];
   const tp: Predictor = s.onOptimism ? optimisticPredict : s.onMean ? meanPredict : predict;
   const before = tp(s, s.k0);
   const after = tp(s, s.k);
-  if (before !== undefined && after !== undefined) {
-    parts.push(`${s.onOptimism ? 'at best' : 'predicted'} ${formatRateChange(before, after)}`);
-  }
+  const predicted =
+    before !== undefined && after !== undefined
+      ? `${s.onOptimism ? 'at best' : 'predicted'} ${formatRateChange(before, after)}`
+      : undefined;
+  if (predicted) details.push(predicted);
   if (s.onOptimism) {
     const mean = meanPredict(s, s.k);
     if (mean !== undefined && before !== undefined)
-      parts.push(`on the mean ${formatRateChange(before, mean)}`);
+      details.push(`on the mean ${formatRateChange(before, mean)}`);
   }
-  for (const note of s.notes.values()) {
-    parts.push(`${note.delta > 0 ? '+' : ''}${note.delta} ${note.detail}`);
-  }
+  const notes = [...s.notes.values()].map((n) => `${n.delta > 0 ? '+' : ''}${n.delta} ${n.detail}`);
+  const summary = rebalanceSummary(s, notes, before, after);
+  // The moves the summary does not tell whole.
+  details.push(...notes.filter((n) => !summary.includes(n)));
   const limit = slotGrowthLimit(s, config);
-  if (s.k > s.k0 && limit.why) parts.push(`growth rule: ${limit.why}`);
+  if (s.k > s.k0 && limit.why) details.push(`growth rule: ${limit.why}`);
   const landing = s.k > s.k0 ? s.layout?.roomiest : undefined;
-  if (landing) parts.push(`new Worker pods prefer node ${landing}, the one it runs on with the most room`);
+  if (landing) details.push(`new Worker pods prefer node ${landing}, the one it runs on with the most room`);
   if (s.k > s.k0 && before !== undefined && after !== undefined) {
-    parts.push(
+    details.push(
       `gain over ${describeRemaining(s.entry.remainingSeconds)} = ${formatDuration(timeSaved(s.remaining, before, after))} ` +
         `> ${config.gainOverCostFactor} x ${describeCost(s.costs, 'up')}`,
     );
@@ -1249,8 +1284,36 @@ function planFor(s: Slot, config: PolicyConfig): Plan {
       // are steered there, or the scheduler opens other nodes.
       ...(landing ? [{ kind: 'prefer-node' as const, role: 'Worker' as const, node: landing }] : []),
     ],
-    reason: `${s.k0} -> ${s.k} workers: ${parts.join('; ')}`,
+    ...explained(summary, details),
   });
+}
+
+/**
+ * The one line: the size change, the move that made it (the first note, with more moves counted) and the
+ * predicted change of speed, the number that justified it.
+ */
+function rebalanceSummary(
+  s: Slot,
+  notes: readonly string[],
+  before: number | undefined,
+  after: number | undefined,
+): string {
+  const head = workersChange(s.k0, s.k);
+  const [first, ...others] = notes;
+  const why =
+    first === undefined
+      ? ''
+      : `${first}${others.length > 0 ? ` (+${plural(others.length, 'more move')})` : ''}`;
+  // A move that states its own figure needs no second one.
+  const gain =
+    before !== undefined && after !== undefined && before > 0 && !why.includes('%')
+      ? `${s.onOptimism ? 'at best' : 'predicted'} ${formatChange(after / before - 1)}`
+      : '';
+  const tail = [why, gain].filter((x) => x !== '').join('; ');
+  const line = tail === '' ? head : `${head}: ${tail}`;
+  if (line.length <= SUMMARY_LIMIT || gain === '') return oneLine(line);
+  // The number stays; the move's wording gives way.
+  return `${oneLine(`${head}: ${why}`, SUMMARY_LIMIT - gain.length - 2)}; ${gain}`;
 }
 
 function refKey(job: JobView): string {

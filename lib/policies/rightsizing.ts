@@ -6,6 +6,7 @@ import type { PolicyConfig } from '../config.js';
 import type { Change, ContainerUsage, JobView, Plan, RoleName, RoleView } from '../types.js';
 import { formatBytes, formatMillicores, formatPercent } from './format.js';
 import { planWithinKind } from './kind-limits.js';
+import { explained, oneLine } from './reason.js';
 
 export interface RightsizingInput {
   job: JobView;
@@ -22,8 +23,8 @@ type Resource = 'cpu' | 'memory';
 
 export function decideRightsizing(input: RightsizingInput): Plan {
   const { job, usage, config, now } = input;
-  const plan = (changes: Change[], reason: string): Plan =>
-    planWithinKind(job, { ref: job.ref, policy: 'rightsizing', changes, reason });
+  const plan = (changes: Change[], reason: string, details: string[] = []): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'rightsizing', changes, ...explained(reason, details) });
 
   if (job.state.paused) {
     return plan([], `job is paused (${job.state.pauseReason ?? 'no reason recorded'}); not right-sizing`);
@@ -38,16 +39,22 @@ export function decideRightsizing(input: RightsizingInput): Plan {
 
   const changes: Change[] = [];
   const notes: string[] = [];
+  const changed: string[] = [];
+  const kept: string[] = [];
   for (const role of rightsizedRoles(job)) {
     const samples = usage.filter((u) => u.role === role.role);
     for (const resource of ['cpu', 'memory'] as const) {
       const result = rightsizeResource(role, resource, samples, config);
       changes.push(...result.changes);
       notes.push(result.note);
+      (result.changes.length > 0 ? changed : kept).push(result.short);
     }
   }
   if (notes.length === 0) return plan([], 'no Worker or PS role to right-size');
-  return plan(changes, notes.join('; '));
+  // One line: what changed, each with the peak that justified it (or why each request stays).
+  const summary =
+    changed.length > 0 ? `requests: ${changed.join(', ')}` : `keep requests: ${kept.join(', ')}`;
+  return plan(changes, oneLine(summary), notes);
 }
 
 /** Workers (and parameter servers of TFJobs) are the replicated roles whose size is worth tuning. */
@@ -61,13 +68,14 @@ function rightsizeResource(
   resource: Resource,
   samples: ContainerUsage[],
   config: PolicyConfig,
-): { changes: Change[]; note: string } {
+): { changes: Change[]; note: string; short: string } {
   const label = `${role.role} ${resource}`;
   const format = resource === 'cpu' ? formatMillicores : formatBytes;
   const read = (u: ContainerUsage) => (resource === 'cpu' ? u.cpuMillis : u.memoryBytes);
   // A running training container never uses zero CPU or memory: zero or garbage means the metric is missing.
   const observed = samples.map(read).filter((v) => Number.isFinite(v) && v > 0);
-  if (observed.length === 0) return { changes: [], note: `${label}: no usage data, leaving it` };
+  if (observed.length === 0)
+    return { changes: [], note: `${label}: no usage data, leaving it`, short: `${label} no usage data` };
 
   const peak = Math.max(...observed);
   const step = resource === 'cpu' ? CPU_STEP_MILLIS : MEMORY_STEP_BYTES;
@@ -77,6 +85,7 @@ function rightsizeResource(
       return {
         changes: [],
         note: `${label}: peak ${format(peak)} is above the cap ${format(config.maxMemoryBytes)}, leaving it`,
+        short: `${label} peak above the cap`,
       };
     }
     target = config.maxMemoryBytes;
@@ -89,6 +98,7 @@ function rightsizeResource(
     return {
       changes: [],
       note: `${label}: request ${format(current)} is within ${formatPercent(config.rightsizeTolerance)} of ${basis}, keeping it`,
+      short: `${label} within ${formatPercent(config.rightsizeTolerance)}`,
     };
   }
 
@@ -103,7 +113,7 @@ function rightsizeResource(
     changes.push({ kind: 'resources', role: role.role, resource, field: 'limits', from: limit, to: target });
     note += `, limit raised ${format(limit)} -> ${format(target)}`;
   }
-  return { changes, note };
+  return { changes, note, short: `${label} ${format(current)} -> ${format(target)} (peak ${format(peak)})` };
 }
 
 /** Rounds up to a multiple of `step`, ignoring float noise (3000 * 1.1 must stay 3300, not become 3400). */

@@ -27,6 +27,7 @@ import type {
 import { formatPercent, formatRatio } from './format.js';
 import { planWithinKind } from './kind-limits.js';
 import { formatDuration, plural } from './placement.js';
+import { explained, oneLine } from './reason.js';
 import { rescaleCostsOf } from './rescale-cost.js';
 import { ASSUMED_REMAINING_SECONDS, describeRemaining, timeSaved } from './tuning.js';
 
@@ -369,8 +370,8 @@ interface Candidate {
 
 export function decideOnStragglers(input: StragglerInput): Plan {
   const { job, series, pods, config, now } = input;
-  const plan = (changes: Change[], reason: string): Plan =>
-    planWithinKind(job, { ref: job.ref, policy: 'straggler', changes, reason });
+  const plan = (changes: Change[], reason: string, details: string[] = []): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'straggler', changes, ...explained(reason, details) });
 
   if (job.state.paused) {
     return plan(
@@ -451,7 +452,7 @@ export function decideOnStragglers(input: StragglerInput): Plan {
   const repeat = repeatNodes(report, pods);
   if (repeat.length > 0) lines.push(repeat.join('; '));
   if (stragglers.length === 0) lines.unshift('no straggler');
-  return plan(changes, lines.join('; '));
+  return plan(changes, stragglerSummary(changes, stragglers, slow.length, first), lines);
 }
 
 function notTheBottleneck(stepTime: number | undefined, slowest: number, tolerance: number): string {
@@ -578,6 +579,26 @@ function describeStraggler(w: WorkerStragglerStatus, pod: PodView | undefined, c
   const node = pod?.nodeName ?? w.node;
   const where = node !== undefined ? ` on node ${node}` : '';
   return `${who} straggling${where} since t=${w.since}: pace ${formatRatio(w.recentRatio ?? 0)} the job's fast pace vs its usual ${formatRatio(w.baselineRatio ?? 0)} (threshold ${formatRatio(config.stragglerFactor)} its usual for ${config.stragglerMinSamples} samples)`;
+}
+
+/**
+ * One line: the pod replaced and its pace (the number that justified it), or how many stragglers were seen and
+ * left alone; which workers, where, and the pay-off arithmetic are the details.
+ */
+function stragglerSummary(
+  changes: Change[],
+  stragglers: WorkerStragglerStatus[],
+  persistentlySlow: number,
+  first: Candidate | undefined,
+): string {
+  const evicted = changes.find((c) => c.kind === 'evict-pod');
+  if (evicted && first) {
+    const pace = formatRatio(first.straggler.recentRatio ?? 0);
+    return oneLine(`replace ${evicted.pod}: straggling at ${pace} the job's fast pace`);
+  }
+  const slow = persistentlySlow > 0 ? `, ${persistentlySlow} persistently slow` : '';
+  if (stragglers.length === 0) return `no straggler${slow}`;
+  return `${plural(stragglers.length, 'straggler')} reported, none evicted${slow}`;
 }
 
 // --- Statistics and alignment ----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import {
   podsPerNode,
   withinHysteresis,
 } from './placement.js';
+import { explained, oneLine, workersChange } from './reason.js';
 import {
   describeCost,
   type RescaleCosts,
@@ -146,8 +147,8 @@ interface Candidate {
 
 export function decideTuning(input: TuningInput): Plan {
   const { job, model, current, capacity, config, now } = input;
-  const plan = (changes: Change[], reason: string): Plan =>
-    planWithinKind(job, { ref: job.ref, policy: 'tuning', changes, reason });
+  const plan = (changes: Change[], reason: string, details: (string | undefined)[] = []): Plan =>
+    planWithinKind(job, { ref: job.ref, policy: 'tuning', changes, ...explained(reason, details) });
 
   if (!job.managed) return plan([], 'not managed by trainscaler (trainscaler.io/managed=false)');
   if (job.state.paused) {
@@ -201,7 +202,7 @@ export function decideTuning(input: TuningInput): Plan {
     },
     config,
   );
-  const limitNote = limit.why ? ` (growth rule: ${limit.why})` : '';
+  const limitNote = limit.why ? `growth rule: ${limit.why}` : undefined;
   const ups = scaleUpCandidates(input, worker, psRole, ps, build, limit.workers);
   const upsPassing = ups.filter(
     (c) => c.tp / baseTp - 1 >= mrg && scaleUpPaysOff(remaining, baseTp, c.tp, costs, config),
@@ -212,14 +213,18 @@ export function decideTuning(input: TuningInput): Plan {
     const saved = timeSaved(remaining, baseTp, chosen.tp);
     const tail =
       chosen === best
-        ? ''
-        : `; ${plural(best.to, best.role === 'Worker' ? 'worker' : 'PS')} would reach ${formatRate(best.tp)}, ` +
+        ? undefined
+        : `${plural(best.to, best.role === 'Worker' ? 'worker' : 'PS')} would reach ${formatRate(best.tp)}, ` +
           `less than ${formatPercent(mrg)} more for ${plural(best.deltaPods - chosen.deltaPods, 'more pod')}`;
     return plan(
       [changeOf(chosen)],
-      `${describe(chosen)}: predicted ${formatRateChange(baseTp, chosen.tp)} at step time + 1 sd; ` +
-        `gain over ${remainingText} = ${formatDuration(saved)} > ${config.gainOverCostFactor} x ` +
-        `${describeCost(costs, 'up')}${tail}${limitNote}`,
+      `${describe(chosen)}: predicted ${formatChange(chosen.tp / baseTp - 1)} at step time + 1 sd`,
+      [
+        `predicted ${formatRateChange(baseTp, chosen.tp)} at step time + 1 sd`,
+        `gain over ${remainingText} = ${formatDuration(saved)} > ${config.gainOverCostFactor} x ${describeCost(costs, 'up')}`,
+        tail,
+        limitNote,
+      ],
     );
   }
 
@@ -237,9 +242,13 @@ export function decideTuning(input: TuningInput): Plan {
   ) {
     return plan(
       [changeOf(probe)],
-      `${describe(probe)}: probe, only one scale observed so far; expected ${formatRateChange(baseTp, probeTp)} ` +
-        `(mean prediction), gain over ${remainingText} = ${formatDuration(timeSaved(remaining, baseTp, probeTp))} > ` +
-        `${config.gainOverCostFactor} x ${describeCost(costs, 'up')}${limitNote}`,
+      `${describe(probe)}: probe, only one scale observed so far; expected ${formatChange(probeTp / baseTp - 1)}`,
+      [
+        `expected ${formatRateChange(baseTp, probeTp)} (mean prediction)`,
+        `gain over ${remainingText} = ${formatDuration(timeSaved(remaining, baseTp, probeTp))} > ` +
+          `${config.gainOverCostFactor} x ${describeCost(costs, 'up')}`,
+        limitNote,
+      ],
     );
   }
 
@@ -260,19 +269,23 @@ export function decideTuning(input: TuningInput): Plan {
   if (chosenDown) {
     return plan(
       [changeOf(chosenDown)],
-      `${describe(chosenDown)}: predicted ${formatRateChange(baseTp, chosenDown.tp)} at step time + 1 sd, ` +
-        `within ${formatPercent(mrg)} of the best ${formatRate(bestTp)}: ` +
-        `${plural(-chosenDown.deltaPods, 'pod')} freed that added nearly nothing`,
+      `${describe(chosenDown)}: ${plural(-chosenDown.deltaPods, 'pod')} freed that added nearly nothing ` +
+        `(predicted ${formatChange(chosenDown.tp / baseTp - 1)})`,
+      [
+        `predicted ${formatRateChange(baseTp, chosenDown.tp)} at step time + 1 sd, ` +
+          `within ${formatPercent(mrg)} of the best ${formatRate(bestTp)}`,
+      ],
     );
   }
 
-  const why = [
-    whyNoScaleUp(ups, input, worker, baseTp, remaining, remainingText, costs),
-    shrinkable
-      ? whyNoScaleDown(downs, bestTp, remaining, podsBefore, costs, config)
-      : `no scale-down: ${restartBudgetNote(job)}`,
-  ];
-  return plan([], `keep ${plural(k, 'worker')} at ${formatRate(baseTp)}: ${why.join('; ')}`);
+  const up = whyNoScaleUp(ups, input, worker, baseTp, remaining, remainingText, costs);
+  const down = shrinkable
+    ? whyNoScaleDown(downs, bestTp, remaining, podsBefore, costs, config)
+    : `no scale-down: ${restartBudgetNote(job)}`;
+  return plan([], oneLine(`keep ${plural(k, 'worker')} at ${formatRate(baseTp)}: ${up.summary}`), [
+    up.detail,
+    down,
+  ]);
 }
 
 type Build = (workers: number, ps: number | undefined) => Placement;
@@ -350,22 +363,27 @@ function whyNoScaleUp(
   remaining: number,
   remainingText: string,
   costs: RescaleCosts,
-): string {
+): { summary: string; detail?: string } {
   const { config, current } = input;
   if (ups.length === 0) {
-    if (current.replicas >= worker.maxReplicas) return `at max ${plural(worker.maxReplicas, 'worker')}`;
-    return 'no free capacity for another worker';
+    if (current.replicas >= worker.maxReplicas)
+      return { summary: `at max ${plural(worker.maxReplicas, 'worker')}` };
+    return { summary: 'no free capacity for another worker' };
   }
   const best = maxBy(ups, (c) => c.tp);
   const gain = best.tp / baseTp - 1;
   if (gain < config.minRelativeGain) {
-    return `${describe(best)} predicts ${formatChange(gain)} (< ${formatPercent(config.minRelativeGain)} hysteresis)`;
+    return {
+      summary: `${describe(best)} predicts ${formatChange(gain)} (< ${formatPercent(config.minRelativeGain)} hysteresis)`,
+    };
   }
-  return (
-    `${describe(best)} predicts ${formatChange(gain)} but saves only ` +
-    `${formatDuration(Math.max(0, timeSaved(remaining, baseTp, best.tp)))} over ${remainingText} ` +
-    `(needs > ${config.gainOverCostFactor} x ${describeCost(costs, 'up')})`
-  );
+  const saved = formatDuration(Math.max(0, timeSaved(remaining, baseTp, best.tp)));
+  return {
+    summary: `${describe(best)} predicts ${formatChange(gain)} but saves only ${saved}`,
+    detail:
+      `${describe(best)} saves ${saved} over ${remainingText}, ` +
+      `needs > ${config.gainOverCostFactor} x ${describeCost(costs, 'up')}`,
+  };
 }
 
 function whyNoScaleDown(
@@ -390,7 +408,7 @@ function whyNoScaleDown(
 }
 
 function describe(c: Candidate): string {
-  return c.role === 'Worker' ? `${c.from} -> ${c.to} workers` : `${c.from} -> ${c.to} PS`;
+  return c.role === 'Worker' ? workersChange(c.from, c.to) : `${c.from} -> ${c.to} PS`;
 }
 
 function changeOf(c: Candidate): Change {

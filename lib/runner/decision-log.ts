@@ -31,6 +31,8 @@ interface Seen {
   repeats: number;
   last: Outcome;
   trigger: HandlerResult['trigger'];
+  /** The details last logged for the job and policy: logged again only when they change. */
+  details: string | undefined;
 }
 
 export interface DecisionLogOptions {
@@ -82,6 +84,9 @@ export class DecisionLog {
       reason: plan.reason,
     };
     if (outcome.decisionId) fields.decisionId = outcome.decisionId;
+    // Details (advice, priors, the arithmetic) once per job and policy, not on every line that repeats them.
+    const details = plan.details && plan.details.length > 0 ? plan.details.join('\n') : undefined;
+    if (details !== undefined && details !== seen?.details) fields.details = plan.details;
     if (seen && seen.repeats > 0) {
       // The unchanged decision's count, on the line that ends it (or renews it after the interval).
       fields.repeatedBefore = { times: seen.repeats, since: new Date(seen.loggedAt).toISOString() };
@@ -89,7 +94,14 @@ export class DecisionLog {
     }
     this.#logger.info(fields, 'decision');
     this.#seen.delete(key);
-    this.#seen.set(key, { signature, loggedAt: now, repeats: 0, last: outcome, trigger });
+    this.#seen.set(key, {
+      signature,
+      loggedAt: now,
+      repeats: 0,
+      last: outcome,
+      trigger,
+      details: details ?? seen?.details,
+    });
     if (this.#seen.size > this.#maxJobs) {
       const oldest = this.#seen.keys().next().value;
       if (oldest !== undefined) this.#seen.delete(oldest);

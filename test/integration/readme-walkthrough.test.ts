@@ -236,14 +236,14 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
       const tick = log.find((l) => l.msg === 'schedule tick');
       assert.ok((tick?.managed as number) >= 1, JSON.stringify(tick));
       const rebalance = decisionOn(log, 'rebalance');
+      // bert's image does not exist here, so it reports no step time: it is never grown blind, and its keep
+      // says what is missing (a job with a sidecar that trains is grown on a real alert: test/training).
+      assert.equal(rebalance?.outcome, 'no-change', JSON.stringify(rebalance));
+      assert.match(String(rebalance?.reason), /^keep 4 workers: no step-time samples: no sidecar series/);
       if (dryRun) {
-        assert.equal(rebalance?.outcome, 'dry-run', JSON.stringify(rebalance));
         const job = await bert();
         assert.equal(job.spec.pytorchReplicaSpecs.Worker.replicas, 4, 'dry run wrote nothing');
         assert.equal(job.metadata.annotations?.['trainscaler.io/last-decision'], undefined);
-      } else {
-        assert.equal(rebalance?.outcome, 'applied', JSON.stringify(rebalance));
-        assert.match(String(rebalance?.reason), /growth rule|probe/);
       }
     }
     assert.match(explained, /^PyTorchJob team-a\/bert: last decision of each policy$/m);

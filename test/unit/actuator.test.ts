@@ -310,7 +310,7 @@ describe('actOnJob: the write and its audit trail', () => {
     }
   });
 
-  it('a reason too long for an Event is cut visibly there, and kept whole in the annotation', async () => {
+  it('a long reason is one line in the Event; the rest is kept whole in the decision record, as details', async () => {
     const { sim, deps } = setup();
     const reason = `grow: ${'because of a long measured story; '.repeat(40)}`;
     await actOnJob(
@@ -318,14 +318,12 @@ describe('actOnJob: the write and its audit trail', () => {
       () => plan([{ kind: 'replicas', role: 'Worker', from: 2, to: 3 }], 'tuning', reason),
       deps,
     );
-    assert.equal((await job(sim)).last?.reason, reason);
+    const last = (await job(sim)).last;
+    assert.equal(last?.reason, 'grow: because of a long measured story');
+    assert.equal([last?.reason, ...(last?.details ?? [])].join('; '), reason.slice(0, -2));
     const message = sim.recordedEvents()[0]?.message ?? '';
     assert.ok(message.length <= EVENT_MESSAGE_LIMIT, String(message.length));
-    assert.ok(reason.startsWith(message.slice(0, 900)));
-    assert.match(
-      message,
-      /more characters; the full reason is in the job's trainscaler.io\/last-decision annotation\]$/,
-    );
+    assert.equal(message, 'grow: because of a long measured story');
   });
 
   it('a plan with a pause among other changes is still audited as a Warning', async () => {
@@ -824,8 +822,9 @@ describe('actOnJob: the state it bounds itself with is only its own (a tenant ed
     assert.equal(outcome.applied, true);
     const { status, last } = await job(sim);
     const decided = status?.lastDecision as { reason: string } | undefined;
-    assert.equal(decided?.reason, long.slice(0, STATUS_REASON_LIMIT));
-    assert.equal(last?.reason, long, 'the job keeps it whole');
+    assert.equal(decided?.reason, outcome.plan.reason.slice(0, STATUS_REASON_LIMIT));
+    assert.ok(outcome.plan.reason.length <= 120, 'a one-line summary');
+    assert.deepEqual(last?.details, [long], 'the job keeps it whole');
     assert.equal(status?.observedWorkers, 2);
   });
 

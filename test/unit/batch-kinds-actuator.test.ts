@@ -333,7 +333,7 @@ describe('a policy meeting what the kind forbids: a reason, not an error', () =>
     assert.equal(outcome.skipped, 'no-change');
     assert.deepEqual(outcome.plan.changes, []);
     assert.match(
-      outcome.plan.reason,
+      [outcome.plan.reason, ...(outcome.plan.details ?? [])].join('; '),
       /ddp-1-x7k2p OOMKilled .* memory not raised: Job cannot change \/spec: a running Job's pod template is immutable/,
     );
     assert.equal(store.patches.length, 0);

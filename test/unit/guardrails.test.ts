@@ -493,7 +493,12 @@ describe('guardrails: what each one says and does', () => {
       'Worker replicas 40 clamped to 6 (bounds, max step)',
       `Worker memory ${100 * GiB} capped at ${64 * GiB} bytes`,
     ]);
-    assert.equal(out.plan.reason, `why [guardrail: ${out.violations.join('; ')}]`);
+    // One line for the reason; every clamp in full among the details.
+    assert.equal(out.plan.reason, `why [guardrail: ${out.violations[0]} (+5 more)]`);
+    assert.deepEqual(
+      out.plan.details,
+      out.violations.map((v) => `guardrail: ${v}`),
+    );
     assert.deepEqual(out.plan.changes, [
       { kind: 'replicas', role: 'Worker', from: 4, to: 6 },
       {
@@ -782,7 +787,10 @@ describe('actuator applies the guardrails before writing', () => {
         [10 * GiB, 256 * GiB],
       ],
     );
-    assert.match(outcome.plan.reason, /from 41 is stale: live 2/);
+    assert.match(
+      [outcome.plan.reason, ...(outcome.plan.details ?? [])].join('; '),
+      /from 41 is stale: live 2/,
+    );
   });
 
   it('clamps a policy that asks for too much, and writes the clamped plan', async () => {

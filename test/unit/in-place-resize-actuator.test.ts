@@ -10,8 +10,13 @@ import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { ClusterClient, JsonPatchOp } from '../../lib/cluster/cluster-client.js';
 import { ApiError, ConflictError } from '../../lib/errors.js';
-import type { Change } from '../../lib/types.js';
+import type { Change, Plan } from '../../lib/types.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
+
+/** The reason and its details, as `explain --verbose` shows them. */
+function told(plan: Plan): string {
+  return [plan.reason, ...(plan.details ?? [])].join('; ');
+}
 
 const GiB = 1024 ** 3;
 
@@ -143,13 +148,17 @@ describe('in-place right-sizing through pods/resize', () => {
       { op: 'add', path: '/spec/containers/0/resources/requests/memory', value: '12Gi' },
       { op: 'add', path: '/spec/containers/0/resources/limits/memory', value: '12Gi' },
     ]);
-    assert.match(outcome.plan.reason, /resized in place \(pods\/resize\): toy-worker-0, toy-worker-1/);
+    assert.match(told(outcome.plan), /resized in place \(pods\/resize\): toy-worker-0, toy-worker-1/);
     assert.deepEqual(
       outcome.podResizes?.map((r) => r.result),
       ['resized', 'resized'],
     );
     const last = JSON.parse((await sim.getJob(TOY)).metadata.annotations?.[ANNOTATION.lastDecision] ?? '{}');
-    assert.match(last.reason, /resized in place/, 'the audit annotation says which pods change in place');
+    assert.match(
+      [last.reason, ...(last.details ?? [])].join('; '),
+      /resized in place/,
+      'the audit annotation says which pods change in place',
+    );
   });
 
   it('not served: the template only, no resize sent, and the reason says why', async () => {
@@ -158,7 +167,7 @@ describe('in-place right-sizing through pods/resize', () => {
     assert.equal(await templateMemory(sim), 12 * GiB);
     assert.ok(!calls.some((c) => c.startsWith('resize')));
     assert.match(
-      outcome.plan.reason,
+      told(outcome.plan),
       /toy-worker-0 not in place: the API server does not serve pods\/resize; keeps its size/,
     );
   });
@@ -167,7 +176,7 @@ describe('in-place right-sizing through pods/resize', () => {
     const { deps, calls } = setup({ served: true, nodeReports: false });
     const outcome = await actOnJob(TOY, raiseMemory(), deps);
     assert.ok(!calls.some((c) => c.startsWith('resize')));
-    assert.match(outcome.plan.reason, /does not report container resources/);
+    assert.match(told(outcome.plan), /does not report container resources/);
   });
 
   it('an OOM-killed pod: resized in place instead of evicted when served; evicted when not', async () => {
@@ -234,7 +243,7 @@ describe('in-place right-sizing through pods/resize', () => {
     const outcome = await actOnJob(TOY, raiseMemory(), deps);
     assert.equal(outcome.applied, true);
     assert.ok(!calls.some((c) => c.startsWith('resize')));
-    assert.match(outcome.plan.reason, /does not serve pods\/resize/);
+    assert.match(told(outcome.plan), /does not serve pods\/resize/);
   });
 
   it('a replicas-only plan asks no discovery and resizes nothing', async () => {

@@ -162,7 +162,7 @@ describe('rule 1: worker-0 of an elastic c10d PyTorchJob is never evicted or rep
       );
       assert.deepEqual(out.plan.changes, [], policy);
       assert.match(
-        out.plan.reason,
+        [out.plan.reason, ...(out.plan.details ?? [])].join('; '),
         /not evicting bert-worker-0 is worker-0, the host of the job's c10d rendezvous store/,
       );
     }
@@ -280,7 +280,7 @@ describe('rule 1 in the actuator: the protected pods come from the live pods it 
     const refused = await actOnJob(TOY, evict('toy-worker-0'), base);
     assert.equal(refused.applied, false);
     assert.match(
-      refused.plan.reason,
+      [refused.plan.reason, ...(refused.plan.details ?? [])].join('; '),
       /toy-worker-0 is worker-0, the host of the job's c10d rendezvous store/,
     );
     assert.deepEqual(sim.writeLog().slice(mark), []);
@@ -298,7 +298,7 @@ describe('rule 2: scale-downs stop while one of maxRestarts is left', () => {
     const out = guard(elasticJob(te, 3), shrink, {}, 'rebalance');
     assert.deepEqual(out.plan.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 4 }]);
     assert.match(
-      out.plan.reason,
+      [out.plan.reason, ...(out.plan.details ?? [])].join('; '),
       /3 of the job's maxRestarts 4 already spent on scale-downs.*reserve for a real failure/,
     );
   });
@@ -396,7 +396,10 @@ describe('rule 2: scale-downs stop while one of maxRestarts is left', () => {
     sim.step(60);
     const held = await actOnJob(TOY, to(2), deps0);
     assert.equal(held.applied, false, 'maxRestarts 3, 2 spent: the last is kept');
-    assert.match(held.plan.reason, /2 of the job's maxRestarts 3 already spent/);
+    assert.match(
+      [held.plan.reason, ...(held.plan.details ?? [])].join('; '),
+      /2 of the job's maxRestarts 3 already spent/,
+    );
     assert.equal(
       (await sim.getJob(TOY)).spec && (await readJob(await sim.getJob(TOY))).roles[0]?.replicas,
       3,
@@ -544,7 +547,10 @@ describe('rule 3: rendezvous settings that make rescales cheap, recommended on s
     const change: Change = { kind: 'rendezvous', setting: 'last_call_timeout', value: '2' };
     const denied = guard(elasticJob(C10D), [change], {}, 'initial');
     assert.deepEqual(denied.plan.changes, []);
-    assert.match(denied.plan.reason, /does not allow trainscaler.io\/tune-rendezvous/);
+    assert.match(
+      [denied.plan.reason, ...(denied.plan.details ?? [])].join('; '),
+      /does not allow trainscaler.io\/tune-rendezvous/,
+    );
     const allowed = guard(elasticJob({ ...C10D, tuneRendezvous: true }), [change], {}, 'initial');
     assert.deepEqual(allowed.plan.changes, [change]);
   });
@@ -555,7 +561,7 @@ describe('rule 3: rendezvous settings that make rescales cheap, recommended on s
     const mark = advised.sim.writeLog().length;
     const out = (await handleSubmit(TOY, advised.deps)).outcomes[0];
     assert.equal(out?.applied, false);
-    assert.match(out?.plan.reason ?? '', /rendezvous: recommend/);
+    assert.match(out?.plan.details?.join('; ') ?? '', /rendezvous: recommend/);
     assert.ok(
       advised.sim
         .recordedEvents()
@@ -578,6 +584,8 @@ describe('rule 3: rendezvous settings that make rescales cheap, recommended on s
     const te = readJob(await allowed.sim.getJob(TOY)).torchElastic;
     assert.equal(te?.monitorInterval, '1');
     assert.equal(te?.rdzvConf.last_call_timeout, '2');
-    assert.ok(allowed.sim.recordedEvents().some((e) => e.message?.includes('rendezvous: setting')));
+    // The Event says what was written in one line; which settings and why are the decision's details.
+    assert.ok(allowed.sim.recordedEvents().some((e) => e.message?.includes('rendezvous settings set')));
+    assert.match(set?.plan.details?.join('; ') ?? '', /rendezvous: setting/);
   });
 });

@@ -56,6 +56,30 @@ describe('decision log', () => {
     assert.equal((lines[3]?.fields.repeatedBefore as { times: number } | undefined)?.times, 1);
   });
 
+  it("logs a decision's details once per job and policy, and again only when they change", () => {
+    let now = 0;
+    const { lines, logger } = collector();
+    const log = new DecisionLog({ logger, now: () => now, repeatIntervalMs: 60_000 });
+    const advised = (reason: string, details: string[]): Outcome => {
+      const o = keep(reason);
+      return { ...o, plan: { ...o.plan, details } };
+    };
+    log.record('alarm', result(advised('keep 2 workers: a', ['long advice'])));
+    log.record('alarm', result(advised('keep 3 workers: b', ['long advice'])));
+    now += 120_000;
+    log.record('alarm', result(advised('keep 3 workers: b', ['long advice'])));
+    log.record('alarm', result(advised('keep 4 workers: c', ['other advice'])));
+    assert.deepEqual(
+      lines.map((l) => [l.fields.reason, l.fields.details]),
+      [
+        ['keep 2 workers: a', ['long advice']],
+        ['keep 3 workers: b', undefined],
+        ['keep 3 workers: b', undefined],
+        ['keep 4 workers: c', ['other advice']],
+      ],
+    );
+  });
+
   it('a count is not a measured figure: the same keep at another size is a new decision', () => {
     const { lines, logger } = collector();
     const log = new DecisionLog({ logger });

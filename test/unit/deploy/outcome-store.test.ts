@@ -62,6 +62,26 @@ describe('outcome store and explain', () => {
     assert.equal(restarted.writes, 0);
   });
 
+  it('an alert on a job without step-time samples leaves a keep that explain shows; --verbose adds what to do', async () => {
+    const { sim, deps } = harness();
+    const store = new OutcomeStore({ cluster: sim, namespace: STORE_NS, dryRun: false, clock: deps.clock });
+    sim.submitJob(toyJob({ workers: 2, labels: { 'trainscaler.io/managed': 'true' } }));
+    sim.step(10); // not started: no series of it at all
+    await store.record('alarm', await handleAlarm(alarm, deps));
+    const explained = await explainJob(sim, STORE_NS, TOY);
+    const brief = renderExplanation(TOY, explained);
+    assert.match(
+      brief,
+      /^tuning: no-change on alarm, since .*\n {2}reason: keep 2 workers: no step-time samples: no sidecar series for this job$/m,
+    );
+    assert.doesNotMatch(brief, /detail:/);
+    const verbose = renderExplanation(TOY, explained, { verbose: true });
+    assert.match(
+      verbose,
+      /^ {2}detail: trainscaler grows only jobs whose speed it has measured: add the trainscaler sidecar/m,
+    );
+  });
+
   it('explain merges decisions written on the job (applied) with the store', async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob({ workers: 1, labels: { 'trainscaler.io/managed': 'true' } }));

@@ -146,15 +146,39 @@ describe('alarm handler', () => {
     assert.deepEqual(writesSince(sim, mark), []);
   });
 
-  it('makes no decision on missing metrics and says so', async () => {
+  it('never grows a job without step-time samples on an alert: a keep saying what is missing', async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob());
     sim.step(10); // no training yet: no samples
     const mark = sim.writeLog().length;
     const result = await handleAlarm(alarmFor(), deps);
-    assert.deepEqual(result.outcomes, []);
-    assert.equal(result.errors[0]?.code, 'MISSING_METRICS');
+    assert.deepEqual(result.errors, []);
+    const [outcome] = result.outcomes;
+    assert.equal(outcome?.skipped, 'no-change');
+    assert.deepEqual(outcome?.plan.changes, []);
+    assert.match(
+      outcome?.plan.reason ?? '',
+      /^keep \d+ workers?: no step-time samples: no sidecar series for this job$/,
+    );
+    assert.match(outcome?.plan.details?.join(' ') ?? '', /add the trainscaler sidecar/);
     assert.deepEqual(writesSince(sim, mark), []);
+  });
+
+  it('tells a sidecar that reports no step from no sidecar at all', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob());
+    sim.step(10);
+    deps.metrics = {
+      stepSamples: async () => [],
+      containerUsage: (ref, window) => sim.containerUsage(ref, window),
+      workerStepTimes: (ref, window) => sim.workerStepTimes(ref, window),
+      samplesProcessed: async () => 0, // the sidecar's counter, at 0 before the first step
+    };
+    const result = await handleAlarm(alarmFor(), deps);
+    assert.match(
+      result.outcomes[0]?.plan.reason ?? '',
+      /no step-time samples: its sidecar reports no training step yet$/,
+    );
   });
 
   it('reports an unknown job as NOT_FOUND and still handles the other jobs of the webhook', async () => {
@@ -279,7 +303,8 @@ describe('submit handler', () => {
     const result = await handleSubmit({ kind: 'PyTorchJob', namespace: 'team-a', name: 'toy' }, deps);
     assert.equal(result.outcomes[0]?.applied, true, result.outcomes[0]?.plan.reason);
     assert.equal(workers(await sim.getJob(TOY)), 4);
-    assert.match(result.outcomes[0]?.plan.reason ?? '', /bounds \[1, 4\]/);
+    const plan = result.outcomes[0]?.plan;
+    assert.match([plan?.reason, ...(plan?.details ?? [])].join('; '), /bounds \[1, 4\]/);
   });
 
   it("sizes a new job from its own namespace's profile of the signature, never another's", async () => {
@@ -310,7 +335,11 @@ describe('submit handler', () => {
         toyJob({ name: 'tight', workers: 4, sizing: { gpus: 1, cpuMillis: 4000, memoryBytes: 6 * GiB } }),
       );
       const result = await handleSubmit(ref, deps);
-      return { limit: memoryLimit(await sim.getJob(ref)), reason: result.outcomes[0]?.plan.reason ?? '' };
+      const plan = result.outcomes[0]?.plan;
+      return {
+        limit: memoryLimit(await sim.getJob(ref)),
+        reason: [plan?.reason, ...(plan?.details ?? [])].join('; '),
+      };
     };
     const raised = await limitAfterSubmit(TOY.namespace);
     assert.match(
@@ -541,7 +570,8 @@ describe('a job with pods that cannot be placed (1 master + 16 workers, room for
   it('the submit reason counts the room the job itself already holds (11 workers, not 10)', async () => {
     const { sim, deps } = strandedCluster(16);
     const result = await handleSubmit(TOY, deps);
-    const reason = result.outcomes[0]?.plan.reason ?? '';
+    const plan = result.outcomes[0]?.plan;
+    const reason = [plan?.reason, ...(plan?.details ?? [])].join('; ');
     assert.match(reason, /free capacity holds 11 workers/);
     // 16 -> 11 removes only workers that never started: the step guardrail does not hold it at 12.
     assert.equal(workers(await sim.getJob(TOY)), 11, reason);

@@ -135,7 +135,10 @@ describe('metric spoofing', () => {
       const outcome = result.outcomes[0];
       assert.ok(outcome, JSON.stringify(result.errors));
       assert.deepEqual(outcome.plan.changes, [], outcome.plan.reason);
-      assert.match(outcome.plan.reason, new RegExp(`ignored metrics of pods the job does not own: ${pod}`));
+      assert.match(
+        [outcome.plan.reason, ...(outcome.plan.details ?? [])].join('; '),
+        new RegExp(`ignored metrics of pods the job does not own: ${pod}`),
+      );
       assert.deepEqual(writesSince(sim, mark), []);
     });
   }

@@ -25,7 +25,8 @@ describe('the schedule tick line', () => {
     const result = await handleSchedule(scheduledEvent(), deps);
     assert.deepEqual(result.errors, []);
     const byName = new Map(result.outcomes.map((o) => [o.ref.name, o]));
-    assert.match(byName.get('toy')?.plan.reason ?? '', /shrinking Worker from 16 to \d+/);
+    const toy = byName.get('toy')?.plan;
+    assert.match([toy?.reason, ...(toy?.details ?? [])].join('; '), /shrinking Worker from 16 to \d+/);
     assert.equal(byName.get('toy')?.applied, true);
     assert.equal(
       byName.get('steady')?.plan.reason,

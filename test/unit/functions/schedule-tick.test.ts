@@ -254,6 +254,71 @@ describe('schedule tick', () => {
     assert.ok(logged.some((l) => l.startsWith('warn profile store unreadable: fitting without it')));
   });
 
+  describe('a job without step-time samples', () => {
+    /** The simulator's metrics, except that `toy` has no step time (and a sidecar counting, when `reports`). */
+    const withoutSamples = (sim: ReturnType<typeof harness>['sim'], reports: boolean) =>
+      Object.assign(replaceable(sim), {
+        stepSamples: (ref: typeof TOY, window: number) =>
+          ref.name === 'toy' ? Promise.resolve([]) : sim.stepSamples(ref, window),
+        samplesProcessed: (ref: typeof TOY) =>
+          ref.name === 'toy' ? Promise.resolve(reports ? 0 : undefined) : sim.samplesProcessed(ref),
+      }) as unknown as HandlerDeps['metrics'];
+
+    it('is never grown beside idle GPUs: kept, the reason saying what is missing', async () => {
+      const { sim, deps } = harness();
+      sim.submitJob(toyJob({ workers: 2, maxReplicas: 16, labels: MANAGED }));
+      sim.step(1200);
+      const mark = sim.writeLog().length;
+      for (const reports of [false, true]) {
+        const result = await handleSchedule(scheduledEvent(), {
+          ...deps,
+          metrics: withoutSamples(sim, reports),
+        });
+        assert.deepEqual(result.errors, []);
+        const outcome = result.outcomes.find((o) => o.ref.name === 'toy');
+        assert.equal(outcome?.skipped, 'no-change');
+        assert.equal(
+          outcome?.plan.reason,
+          reports
+            ? 'keep 2 workers: no step-time samples: its sidecar reports no training step yet'
+            : 'keep 2 workers: no step-time samples: no sidecar series for this job',
+        );
+        assert.ok((outcome?.plan.details ?? []).length > 0, 'what to do about it, in the details');
+      }
+      assert.deepEqual(
+        sim
+          .writeLog()
+          .slice(mark)
+          .filter((w) => w.target === 'PyTorchJob team-a/toy'),
+        [],
+      );
+    });
+
+    it("is grown by one worker on its signature's profile, and the reason says so", async () => {
+      const { sim, deps } = harness();
+      const samples = [1, 2, 4].map((replicas) => ({
+        replicas,
+        nodes: 1,
+        localBatchSize: 32,
+        stepTime: 0.2,
+      }));
+      await recordRun(
+        sim,
+        deps.profiles,
+        { namespace: 'team-a', signature: 'toy', samples, usage: [] },
+        0,
+        false,
+      );
+      sim.submitJob(toyJob({ workers: 2, maxReplicas: 16, labels: MANAGED }));
+      sim.step(1200);
+      const result = await handleSchedule(scheduledEvent(), { ...deps, metrics: withoutSamples(sim, false) });
+      assert.deepEqual(result.errors, []);
+      const outcome = result.outcomes.find((o) => o.ref.name === 'toy');
+      assert.equal(outcome?.applied, true);
+      assert.match(outcome?.plan.reason ?? '', /^2 -> 3 workers: \+1 on priors \(no samples yet\)/);
+    });
+  });
+
   it("a typed error reading one job's metrics is reported with its code; a missing series is no error", async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob({ name: 'other', namespace: 'team-b', workers: 1, labels: MANAGED }));

@@ -234,7 +234,7 @@ describe('an elastic Job (workload slices) once admitted', () => {
     const held = rule(job, [admitted], clusterQueue(8, 5), workers(4, 8));
     assert.deepEqual(held.changes, []);
     assert.match(
-      held.reason,
+      [held.reason, ...(held.details ?? [])].join('; '),
       /Worker 4 -> 8 not attempted: the new workload slice needs 4 more nvidia.com\/gpu in flavor default-flavor, ClusterQueue trainscaler-cq has 3 free/,
     );
   });
@@ -248,7 +248,10 @@ describe('an elastic Job (workload slices) once admitted', () => {
     });
     const held = rule(job, [admitted, waiting], clusterQueue(8, 4), workers(4, 5));
     assert.deepEqual(held.changes, []);
-    assert.match(held.reason, /slice job-ddp-slice2 from an earlier scale-up still waits/);
+    assert.match(
+      [held.reason, ...(held.details ?? [])].join('; '),
+      /slice job-ddp-slice2 from an earlier scale-up still waits/,
+    );
     assert.match(rule(job, [admitted], undefined, workers(4, 5)).reason, /free quota is unknown/);
   });
 
@@ -264,7 +267,7 @@ describe('an elastic Job (workload slices) once admitted', () => {
     const evict: Change = { kind: 'evict-pod', pod: 'ddp-1-abcde' };
     const held = rule(job, [admitted], clusterQueue(8, 4), memory, evict);
     assert.deepEqual(held.changes, [evict]);
-    assert.match(held.reason, /only in count/);
+    assert.match([held.reason, ...(held.details ?? [])].join('; '), /only in count/);
   });
 });
 
@@ -276,7 +279,7 @@ describe('a Job Kueue manages without workload slices', () => {
     for (const change of [workers(4, 2), workers(4, 6)]) {
       const held = rule(running, [admitted], clusterQueue(16, 4), change);
       assert.deepEqual(held.changes, []);
-      assert.match(held.reason, /Kueue would suspend and requeue it/);
+      assert.match([held.reason, ...(held.details ?? [])].join('; '), /Kueue would suspend and requeue it/);
     }
     const evict: Change = { kind: 'evict-pod', pod: 'ddp-0-abcde' };
     assert.deepEqual(rule(running, [admitted], clusterQueue(16, 4), evict).changes, [evict]);
@@ -290,7 +293,7 @@ describe('a Job Kueue manages without workload slices', () => {
     const reserved = workloadOf(suspended, { count: 4, admitted: true });
     const held = rule(suspended, [reserved], clusterQueue(16, 4), workers(4, 2));
     assert.deepEqual(held.changes, []);
-    assert.match(held.reason, /suspended but admitted \(holds quota\)/);
+    assert.match([held.reason, ...(held.details ?? [])].join('; '), /suspended but admitted \(holds quota\)/);
   });
 
   it('before admission grows only to what the free quota admits; shrinks with the quota unknown', () => {
@@ -298,8 +301,14 @@ describe('a Job Kueue manages without workload slices', () => {
     const pending = workloadOf(suspended, { count: 4 });
     const held = rule(suspended, [pending], clusterQueue(8, 3), workers(4, 6));
     assert.deepEqual(held.changes, []);
-    assert.match(held.reason, /would need (.*, )?6 nvidia.com\/gpu(, .*)? to be admitted/);
-    assert.match(held.reason, /default-flavor: .*5 nvidia.com\/gpu.* free/);
+    assert.match(
+      [held.reason, ...(held.details ?? [])].join('; '),
+      /would need (.*, )?6 nvidia.com\/gpu(, .*)? to be admitted/,
+    );
+    assert.match(
+      [held.reason, ...(held.details ?? [])].join('; '),
+      /default-flavor: .*5 nvidia.com\/gpu.* free/,
+    );
     assert.deepEqual(rule(suspended, [pending], undefined, workers(4, 2)).changes, [workers(4, 2)]);
     // No Workload yet (just created): the job's own pod requests stand in.
     assert.deepEqual(rule(suspended, [], clusterQueue(8, 2), workers(4, 6)).changes, [workers(4, 6)]);
@@ -334,7 +343,10 @@ describe('the actuator applies the rules to what it read', () => {
     const held = await actOnJob(JOB_REF, decide(workers(4, 6)), deps(full));
     assert.equal(held.applied, false);
     assert.equal(held.skipped, 'kueue');
-    assert.match(held.plan.reason, /needs 2 more nvidia.com\/gpu .* has 1 free/);
+    assert.match(
+      [held.plan.reason, ...(held.plan.details ?? [])].join('; '),
+      /needs 2 more nvidia.com\/gpu .* has 1 free/,
+    );
     assert.equal(full.patches.length, 0);
   });
 

@@ -169,18 +169,18 @@ describe('alertmanager-http', () => {
     assert.deepEqual(counted.calls, []);
   });
 
-  it("answers 200 with the status only: missing metrics are logged as the job's error, nothing is written", async () => {
+  it('answers 200 with the status only: a job without step-time samples is kept, saying so, nothing is written', async () => {
     const answer = await postWebhook(url, firing);
     assert.equal(answer.status, 200);
     assertBareAnswer(answer);
     const result = results[0] as HandlerResult;
     assert.equal(result.trigger, 'alarm');
-    assert.deepEqual(result.outcomes, []);
-    assert.equal(result.errors[0]?.code, 'MISSING_METRICS');
-    assert.deepEqual(result.errors[0]?.ref, { kind: 'PyTorchJob', namespace: 'team-a', name: 'bert' });
+    assert.deepEqual(result.errors, []);
+    assert.equal(result.outcomes[0]?.skipped, 'no-change');
+    assert.deepEqual(result.outcomes[0]?.ref, { kind: 'PyTorchJob', namespace: 'team-a', name: 'bert' });
+    assert.match(result.outcomes[0]?.plan.reason ?? '', /no step-time samples/);
     const logged = lines.find((l) => l.requestId === answer.json.requestId);
     assert.equal(logged?.msg, 'alertmanager webhook handled');
-    assert.equal((logged?.errors as { code: string }[] | undefined)?.[0]?.code, 'MISSING_METRICS');
     assert.ok(!counted.cluster.writeLog().some((w) => w.verb === 'patch' || w.verb === 'evict'));
     assert.equal(results.length, 1);
   });

@@ -7,11 +7,17 @@ import type {
   ClusterCapacity,
   JobView,
   NodeView,
+  Plan,
   PodView,
   Resources,
   RoleView,
 } from '../../../lib/types.js';
 import { jobView, workerRole } from '../../support/job-views.js';
+
+/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
+function told(plan: Plan): string {
+  return [plan.reason, ...(plan.details ?? [])].join('; ');
+}
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
@@ -103,7 +109,7 @@ describe('decideOnFault: no fault and paused', () => {
     const paused = job({ state: { oomCount: 0, paused: true, pauseReason: 'crash loop' } });
     const plan = decide(paused, [oomKilled(2), pod(0), pod(1), pod(3)]);
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /paused \(crash loop\)/);
+    assert.match(told(plan), /paused \(crash loop\)/);
   });
 });
 
@@ -118,7 +124,7 @@ describe('decideOnFault: OOM kills', () => {
     const plan = decide(batch, [pod(0), pod(1), oomKilled(2), pod(3)]);
     assert.deepEqual(plan.changes, []);
     assert.match(
-      plan.reason,
+      told(plan),
       /worker-2 OOMKilled \(exit 137\) at 8\.0 GiB limit; memory not raised: Job cannot change \/spec: a running Job's pod template is immutable/,
     );
   });
@@ -130,8 +136,8 @@ describe('decideOnFault: OOM kills', () => {
       // Pod resources are immutable: only a recreated pod runs at the new size.
       { kind: 'evict-pod', pod: 'worker-2', toResize: true },
     ]);
-    assert.match(plan.reason, /worker-2 OOMKilled \(exit 137\) at 8\.0 GiB limit/);
-    assert.match(plan.reason, /raising Worker memory to 12\.0 GiB \(x1\.50, cap 256\.0 GiB\)/);
+    assert.match(told(plan), /worker-2 OOMKilled \(exit 137\) at 8\.0 GiB limit/);
+    assert.match(told(plan), /raising Worker memory to 12\.0 GiB \(x1\.50, cap 256\.0 GiB\)/);
   });
 
   it('raises request together with limit when they were equal (Guaranteed QoS kept)', () => {
@@ -163,7 +169,7 @@ describe('decideOnFault: OOM kills', () => {
     const plan = decide(job({}, [atCap]), [oomKilled(0, { limits: atCap.limits })]);
     assert.equal(plan.changes.length, 1);
     assert.equal(plan.changes[0]?.kind, 'pause');
-    assert.match(plan.reason, /OOM at the cap/);
+    assert.match(told(plan), /OOM at the cap/);
   });
 
   it('does not raise again when the pod ran with less than the role already has (raise already applied)', () => {
@@ -174,7 +180,7 @@ describe('decideOnFault: OOM kills', () => {
       [{ kind: 'evict-pod', pod: 'worker-2', toResize: true }],
       'no second raise; the pod is recreated',
     );
-    assert.match(plan.reason, /already raised to 12\.0 GiB; evicting/);
+    assert.match(told(plan), /already raised to 12\.0 GiB; evicting/);
   });
 
   it('raises again when the pod already ran with the raised limit and was killed again', () => {
@@ -190,7 +196,7 @@ describe('decideOnFault: OOM kills', () => {
     const pending = { ...old, limits: raised.limits, actual: { requests: old.requests, limits: old.limits } };
     const plan = decide(job({}, [raised]), [pending]);
     assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2', toResize: true }]);
-    assert.match(plan.reason, /OOMKilled at 8\.0 GiB, but Worker memory was already raised/);
+    assert.match(told(plan), /OOMKilled at 8\.0 GiB, but Worker memory was already raised/);
     // Reported at the new size: it really ran with 12 GiB, so it is raised again.
     const reached = { ...pending, actual: { requests: old.requests, limits: raised.limits } };
     assert.equal(memoryChange(decide(job({}, [raised]), [reached]).changes, 'limits')?.to, 18 * GiB);
@@ -206,7 +212,7 @@ describe('decideOnFault: OOM kills', () => {
         { kind: 'evict-pod', pod: 'worker-1', toResize: true },
       ],
     );
-    assert.match(plan.reason, /worker-0, worker-1 OOMKilled/);
+    assert.match(told(plan), /worker-0, worker-1 OOMKilled/);
   });
 
   it('treats exit code 137 without the OOMKilled reason as not an OOM kill', () => {
@@ -247,7 +253,7 @@ describe('decideOnFault: crash loops', () => {
     assert.equal(plan.changes.length, 1);
     const change = plan.changes[0];
     assert.equal(change?.kind, 'pause');
-    assert.match(plan.reason, /worker-1 restarted 5 times/);
+    assert.match(told(plan), /worker-1 restarted 5 times/);
   });
 
   it('does not pause one restart below the limit', () => {
@@ -276,14 +282,14 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
   it('shrinks an elastic job to the running replicas when nothing more fits', () => {
     const plan = decide(job(), [pod(0), pod(1), pod(2), evicted(3)], FULL);
     assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 3 }]);
-    assert.match(plan.reason, /worker-3 Evicted/);
-    assert.match(plan.reason, /3 running \+ 0 more fit .* shrinking Worker from 4 to 3/);
+    assert.match(told(plan), /worker-3 Evicted/);
+    assert.match(told(plan), /3 running \+ 0 more fit .* shrinking Worker from 4 to 3/);
   });
 
   it('keeps the replicas when the lost pod fits back into free capacity', () => {
     const plan = decide(job(), [pod(0), pod(1), pod(2), evicted(3)], ROOM_FOR_ONE);
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /all 4 Worker replicas fit/);
+    assert.match(told(plan), /all 4 Worker replicas fit/);
   });
 
   it('counts what fits per node: free CPU split over two nodes does not hold one pod', () => {
@@ -336,15 +342,15 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
       FULL,
     );
     assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 3 }]);
-    assert.match(plan.reason, /below minReplicas 3: shrinking Worker from 4 to 3, pods wait pending/);
+    assert.match(told(plan), /below minReplicas 3: shrinking Worker from 4 to 3, pods wait pending/);
   });
 
   it('makes no replica change when already at minReplicas and nothing fits', () => {
     const atMin = worker({ replicas: 2, minReplicas: 2 });
     const plan = decide(job({}, [atMin]), [pod(0), evicted(1)], FULL);
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /below minReplicas 2: keeping 2 Worker replicas, pods wait pending/);
-    assert.match(plan.reason, /pods wait pending/);
+    assert.match(told(plan), /below minReplicas 2: keeping 2 Worker replicas, pods wait pending/);
+    assert.match(told(plan), /pods wait pending/);
   });
 
   it('treats Preempted, Failed (non-OOM) and unschedulable Pending pods as lost', () => {
@@ -386,7 +392,7 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
     const d = decide(j, pods, FULL);
     assert.deepEqual(d.changes, [{ kind: 'replicas', role: 'Worker', from: 8, to: 6 }]);
     assert.match(
-      d.reason,
+      told(d),
       /4 running \+ 2 starting \+ 0 more fit in free capacity = 6: shrinking Worker from 8 to 6/,
     );
     // With room for them, the two without a node are not lost: the scheduler has yet to bind them.
@@ -416,7 +422,7 @@ describe('decideOnFault: evicted, preempted, failed and unschedulable pods', () 
   it('does not change replicas of a non-elastic job, and says it is not elastic', () => {
     const plan = decide(job({ elastic: false }), [pod(0), pod(1), pod(2), evicted(3)], FULL);
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /not elastic/);
+    assert.match(told(plan), /not elastic/);
   });
 
   it('puts an OOM raise and an eviction shrink in the same plan', () => {
@@ -468,11 +474,11 @@ describe('decideOnFault: a master that fits nowhere', () => {
     const plan = decide(job({}, [master, workers]), pods, full);
     assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 16, to: 11 }]);
     assert.match(
-      plan.reason,
+      told(plan),
       /master-0 Pending, fits on no node: 1 running worker removed to make room for Master/,
     );
     assert.match(
-      plan.reason,
+      told(plan),
       /11 running \+ 0 more fit in free capacity = 11: shrinking Worker from 16 to 11/,
     );
   });
@@ -480,7 +486,7 @@ describe('decideOnFault: a master that fits nowhere', () => {
   it('never below the workers minimum, and not for a job that is not elastic', () => {
     const atMin = decide(job({}, [master, { ...workers, minReplicas: 12 }]), pods, full);
     assert.deepEqual(atMin.changes, [{ kind: 'replicas', role: 'Worker', from: 16, to: 12 }]);
-    assert.match(atMin.reason, /keeping 1 Master replicas, pods wait pending/);
+    assert.match(told(atMin), /keeping 1 Master replicas, pods wait pending/);
     assert.deepEqual(decide(job({ elastic: false }, [master, workers]), pods, full).changes, []);
   });
 });

@@ -4,8 +4,13 @@ import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../../../lib/config.js
 import type { Placement, ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { decideInitialConfig, type InitialConfigInput } from '../../../lib/policies/initial-config.js';
 import type { JobProfile } from '../../../lib/policies/profiles.js';
-import type { Change, ClusterCapacity, JobView, Resources, RoleView } from '../../../lib/types.js';
+import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleView } from '../../../lib/types.js';
 import { jobView, workerRole } from '../../support/job-views.js';
+
+/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
+function told(plan: Plan): string {
+  return [plan.reason, ...(plan.details ?? [])].join('; ');
+}
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
@@ -80,7 +85,7 @@ describe('decideInitialConfig without a profile', () => {
     const plan = decideInitialConfig(input());
     assert.equal(plan.policy, 'initial');
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /no profile for signature bert-large: keep 4 workers/);
+    assert.match(told(plan), /no profile for signature bert-large: keep 4 workers/);
   });
 
   it('clamps into [min, max]', () => {
@@ -101,12 +106,12 @@ describe('decideInitialConfig without a profile', () => {
       input({ job: job({}, [role({ replicas: 8 })]), capacity: capacity(1, 5) }),
     );
     assert.equal(workerReplicas(five.changes), 5);
-    assert.match(five.reason, /free capacity holds 5 workers/);
+    assert.match(told(five), /free capacity holds 5 workers/);
     const none = decideInitialConfig(
       input({ job: job({}, [role({ replicas: 8 })]), capacity: capacity(1, 1) }),
     );
     assert.equal(workerReplicas(none.changes), undefined, 'no replica change: 8 is kept');
-    assert.match(none.reason, /size kept, pods will queue/);
+    assert.match(told(none), /size kept, pods will queue/);
   });
 
   it("leaves room for the job's other roles", () => {
@@ -142,10 +147,10 @@ describe('decideInitialConfig with a profile', () => {
     const plan = asking(8, capacity(1, 0));
     assert.equal(workerReplicas(plan.changes), 4);
     assert.match(
-      plan.reason,
-      /profile of bert-large \(3 runs\): 8 -> 4 workers: predicted 386 -> 370 samples\/s/,
+      told(plan),
+      /profile of bert-large \(3 runs\): 8 -> 4 workers: predicted -4\.1%; predicted 386 -> 370 samples\/s/,
     );
-    assert.match(plan.reason, /7 workers would reach 386 samples\/s, less than 5% more/);
+    assert.match(told(plan), /7 workers would reach 386 samples\/s, less than 5% more/);
   });
 
   it('never starts below the ask that fits in free capacity for a gain within hysteresis (the GPUs would idle)', () => {
@@ -153,7 +158,7 @@ describe('decideInitialConfig with a profile', () => {
     // 7, so 7; not 4, which would leave 3 GPUs idle for a prediction inside the model's noise.
     const plan = asking(8);
     assert.equal(workerReplicas(plan.changes), 7, plan.reason);
-    assert.match(plan.reason, /4 workers would come within 5%, but free capacity holds 7 of the 8 asked/);
+    assert.match(told(plan), /4 workers would come within 5%, but free capacity holds 7 of the 8 asked/);
     // asked 6 of 8 free: kept at 6 (386 at 7 is within 5% of 385 at 6, so no growth either)
     const six = asking(6);
     assert.equal(workerReplicas(six.changes), undefined, six.reason);
@@ -167,7 +172,7 @@ describe('decideInitialConfig with a profile', () => {
     const flat = tableModel({ 2: 200, 3: 300, 4: 399, 5: 412, 6: 415, 7: 418, 8: 420 });
     const plan = decideInitialConfig(input({ profile: profile(), model: flat }));
     assert.equal(workerReplicas(plan.changes), undefined, plan.reason);
-    assert.match(plan.reason, /keep 4 workers/);
+    assert.match(told(plan), /keep 4 workers/);
     // 6% above the ask is worth it
     const steeper = tableModel({ 2: 200, 3: 300, 4: 400, 5: 424, 6: 426, 7: 428, 8: 430 });
     assert.equal(
@@ -201,7 +206,7 @@ describe('decideInitialConfig with a profile', () => {
       input({ profile: profile(), model: tableModel(DIMINISHING), capacity: capacity(1, 3) }),
     );
     assert.equal(workerReplicas(plan.changes), 3);
-    assert.match(plan.reason, /free capacity holds at most 3 workers/);
+    assert.match(told(plan), /free capacity holds at most 3 workers/);
   });
 
   it('growth rule: a profile seen at one size only adds at most one worker to what the user asked', () => {
@@ -209,7 +214,7 @@ describe('decideInitialConfig with a profile', () => {
     const oneSize = { ...tableModel(linear), distinctScales: 1 };
     const plan = decideInitialConfig(input({ profile: profile(), model: oneSize, capacity: capacity(2) }));
     assert.equal(workerReplicas(plan.changes), 5, plan.reason);
-    assert.match(plan.reason, /growth rule: seen at one size only: one probe worker at a time/);
+    assert.match(told(plan), /growth rule: seen at one size only: one probe worker at a time/);
     // seen at two sizes: up to the step (the guardrail's bound on any write) above the ask
     const twoSizes = { ...tableModel(linear), distinctScales: 2 };
     const wide = decideInitialConfig(input({ profile: profile(), model: twoSizes, capacity: capacity(2) }));
@@ -260,7 +265,7 @@ describe('decideInitialConfig with a profile', () => {
       plan.changes.every((c) => c.kind !== 'resources' || c.resource === 'cpu' || c.resource === 'memory'),
     );
     assert.match(
-      plan.reason,
+      told(plan),
       /Worker requests from observed peak \+ 20%: cpu 4 cores -> 2.4 cores, memory 16\.0 GiB -> 9\.6 GiB/,
     );
 
@@ -315,7 +320,7 @@ describe('decideInitialConfig with a profile', () => {
     );
     assert.equal(workerReplicas(plan.changes), undefined);
     assert.equal(resource(plan.changes, 'Worker', 'cpu', 'requests'), 2400);
-    assert.match(plan.reason, /has no throughput model/);
+    assert.match(told(plan), /has no throughput model/);
   });
 });
 
@@ -333,7 +338,7 @@ describe('decideInitialConfig: running jobs of the signature', () => {
     assert.equal(resource(plan.changes, 'Worker', 'memory', 'limits'), raisedTo(14 * GiB));
     assert.equal(resource(plan.changes, 'Worker', 'memory', 'requests'), raisedTo(14 * GiB));
     assert.match(
-      plan.reason,
+      told(plan),
       /Worker memory limit 12\.0 GiB -> 16\.8 GiB, the request with it: 2 running jobs of this signature already peaked at 14\.0 GiB/,
     );
     // within the headroom of the limit: the limit is raised to peak + headroom, never below the peak
@@ -380,7 +385,7 @@ describe('decideInitialConfig: running jobs of the signature', () => {
     assert.equal(resource(plan.changes, 'Worker', 'memory', 'requests'), raisedTo(14 * GiB));
     assert.equal(resource(plan.changes, 'Worker', 'memory', 'limits'), raisedTo(14 * GiB));
     assert.match(
-      plan.reason,
+      told(plan),
       /memory 12\.0 GiB -> 9\.6 GiB \(peak 8\.0 GiB\).*memory limit 12\.0 GiB -> 16\.8 GiB/,
     );
     // the profile's own raise stands when the peers peaked lower
@@ -392,7 +397,7 @@ describe('decideInitialConfig: running jobs of the signature', () => {
       }),
     );
     assert.equal(resource(profiled.changes, 'Worker', 'memory', 'limits'), raisedTo(14 * GiB));
-    assert.doesNotMatch(profiled.reason, /running job/);
+    assert.doesNotMatch(told(profiled), /running job/);
   });
 });
 
@@ -419,7 +424,7 @@ describe('decideInitialConfig: locality', () => {
       plan.changes.find((c) => c.kind === 'prefer-node'),
       { kind: 'prefer-node', role: 'Worker', node: 'n3' },
     );
-    assert.match(plan.reason, /locality: Worker pods prefer node n3, the fullest that holds all 4 now/);
+    assert.match(told(plan), /locality: Worker pods prefer node n3, the fullest that holds all 4 now/);
   });
 
   it('prefers nothing for one worker, a job larger than any free node, or a one-node cluster', () => {
@@ -470,7 +475,7 @@ describe('decideInitialConfig for TFJob parameter servers', () => {
     assert.ok(
       plan.changes.some((c) => c.kind === 'replicas' && c.role === 'PS' && c.from === 1 && c.to === 3),
     );
-    assert.match(plan.reason, /PS 1 -> 3 \(profile's best run had 0\.50 PS per worker\)/);
+    assert.match(told(plan), /PS 1 -> 3 \(profile's best run had 0\.50 PS per worker\)/);
   });
 
   it("raises each role's memory limit by that role's peak in running jobs of the signature", () => {

@@ -52,6 +52,8 @@ interface JobSpec {
   nodes?: number;
   /** The job's signature (its name unless said): jobs of one signature are alike. */
   signature?: string;
+  /** For a job without samples (no table): its signature's profile, as a table. */
+  priors?: Record<number, number>;
 }
 
 function view(
@@ -99,10 +101,16 @@ function entry(spec: JobSpec): RebalanceJob {
   return {
     job,
     model: spec.table ? tableModel(spec.table) : undefined,
+    ...(spec.priors ? { priors: tableModel(spec.priors) } : {}),
     current: { replicas: spec.k, nodes: spec.nodes ?? 1, localBatchSize: 32 },
     // An hour left unless said otherwise; `null` for a job whose remaining time is unknown.
     ...(spec.remainingSeconds !== null ? { remainingSeconds: spec.remainingSeconds ?? 3600 } : {}),
   };
+}
+
+/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
+function told(plan: Plan | undefined): string {
+  return plan ? [plan.reason, ...(plan.details ?? [])].join('; ') : '';
 }
 
 /** A 4-GPU node (the measured world's shape) with `used` GPUs taken by 1-GPU pods. */
@@ -183,11 +191,11 @@ describe('decideRebalance: idle capacity', () => {
     assert.ok(plan);
     assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 2, to: 4 }]);
     assert.match(
-      plan.reason,
-      /^2 -> 4 workers: predicted 200 -> 330 samples\/s \(\+65\.0%\); \+2 from idle capacity/,
+      told(plan),
+      /^2 -> 4 workers: \+2 from idle capacity; predicted \+65\.0%; predicted 200 -> 330 samples\/s \(\+65\.0%\)/,
     );
     assert.match(
-      plan.reason,
+      told(plan),
       /gain over remaining ~60\.0 min = 23\.6 min > 2 x scale-up cost 50 s \(the re-rendezvous pause, default/,
     );
   });
@@ -196,8 +204,8 @@ describe('decideRebalance: idle capacity', () => {
     const [plan] = withFree([small({ remainingSeconds: null })], 2);
     assert.ok(plan);
     assert.deepEqual(plan.changes, [{ kind: 'replicas', role: 'Worker', from: 2, to: 3 }]);
-    assert.match(plan.reason, /growth rule: remaining time unknown: one worker at a time/);
-    assert.match(plan.reason, /remaining ~60\.0 min \(unknown, assumed\)/);
+    assert.match(told(plan), /growth rule: remaining time unknown: one worker at a time/);
+    assert.match(told(plan), /remaining ~60\.0 min \(unknown, assumed\)/);
   });
 
   it('growth rule: a job seen at one size only gets one probe worker however large its predicted gain', () => {
@@ -212,7 +220,7 @@ describe('decideRebalance: idle capacity', () => {
       now: NOW,
     });
     assert.deepEqual(plans[0]?.changes, [{ kind: 'replicas', role: 'Worker', from: 4, to: 5 }]);
-    assert.match(plans[0]?.reason ?? '', /growth rule: seen at one size only: one probe worker at a time/);
+    assert.match(told(plans[0]), /growth rule: seen at one size only: one probe worker at a time/);
     // seen at two sizes, the same gains take the full step
     const two = decideRebalance({
       jobs: [job],
@@ -234,7 +242,7 @@ describe('decideRebalance: idle capacity', () => {
     };
     const plans = grown(10);
     assert.deepEqual(sizes(plans), { back: 10 });
-    assert.match(plans[0]?.reason ?? '', /growth rule: back to the 10 workers it has run at/);
+    assert.match(told(plans[0]), /growth rule: back to the 10 workers it has run at/);
     assert.deepEqual(sizes(grown(undefined)), { back: 8 }, 'no size run at: the step');
     assert.deepEqual(sizes(grown(6)), { back: 8 }, 'a size run at within the step: the step');
     const once = { ...tableModel(table), distinctScales: 1 };
@@ -253,7 +261,7 @@ describe('decideRebalance: idle capacity', () => {
       now: NOW,
     });
     assert.deepEqual(sizes(plans), { wide: 25 });
-    assert.match(plans[0]?.reason ?? '', /growth rule: seen at one size only/);
+    assert.match(told(plans[0]), /growth rule: seen at one size only/);
   });
 
   it('compares gains per GPU', () => {
@@ -367,8 +375,8 @@ describe('decideRebalance: pending higher-priority work', () => {
   it('names the pending job and the priorities', () => {
     const [plan] = rebalance(jobs, { pending: [pending(101, 2)] });
     assert.match(
-      plan?.reason ?? '',
-      /^4 -> 2 workers: predicted 400 -> 200 samples\/s \(-50\.0%\); -2 to admit ml\/urgent \(priority 101 > 1, needs 2 pods\)/,
+      told(plan),
+      /^4 -> 2 workers: -2 to admit ml\/urgent \(priority 101 > 1, needs 2 pods\); predicted -50\.0%; predicted 400 -> 200 samples\/s/,
     );
   });
 
@@ -406,7 +414,7 @@ describe('decideRebalance: reclaiming workers that add nearly nothing', () => {
     const idle = { name: 'idle', k: 4, table: { 2: 100, 3: 392, 4: 400 } }; // last worker +2.0%
     const plans = rebalance([idle, gainer]);
     assert.deepEqual(sizes(plans), { idle: 3, gainer: 5 });
-    const byName = Object.fromEntries(plans.map((p) => [p.ref.name, p.reason]));
+    const byName = Object.fromEntries(plans.map((p) => [p.ref.name, told(p)]));
     assert.match(
       byName.idle ?? '',
       /-1 to ml\/gainer: last worker adds only \+2\.0% \(< 5%\) while ml\/gainer gains \+20\.0% per GPU/,
@@ -421,7 +429,7 @@ describe('decideRebalance: reclaiming workers that add nearly nothing', () => {
     const plans = rebalance([busy, gainer]); // +20%
     assert.deepEqual(sizes(plans), { busy: 3, gainer: 5 });
     assert.match(
-      plans.find((p) => p.ref.name === 'gainer')?.reason ?? '',
+      told(plans.find((p) => p.ref.name === 'gainer')),
       /\+1 from ml\/busy, which has longer to run/,
     );
   });
@@ -452,11 +460,28 @@ describe('decideRebalance: reclaiming workers that add nearly nothing', () => {
 
 describe('decideRebalance: jobs without a model', () => {
   const unknown = { name: 'unknown', k: 4 };
+  // Earlier runs of its signature: +20% from 4 to 5 workers.
+  const profiled = { name: 'unknown', k: 4, priors: { 4: 400, 5: 480 } };
 
-  it('get one probe worker from idle capacity, and only one', () => {
-    const plans = rebalance([unknown], { capacity: capacity(4, 8) });
+  it('are never grown without samples, however much room is idle', () => {
+    assert.deepEqual(rebalance([unknown], { capacity: capacity(4, 32) }), []);
+    assert.deepEqual(rebalance([{ ...unknown, asked: 8 }], { capacity: capacity(0, 32) }), []);
+  });
+
+  it("get one probe worker on their signature's profile, and only one, saying so", () => {
+    const plans = rebalance([profiled], { capacity: capacity(4, 8) });
     assert.deepEqual(sizes(plans), { unknown: 5 });
-    assert.match(plans[0]?.reason ?? '', /\+1 probe: no throughput model yet/);
+    assert.match(
+      told(plans[0]),
+      /^4 -> 5 workers: \+1 on priors \(no samples yet\): its signature's profile predicts \+20\.0%/,
+    );
+  });
+
+  it('are not probed on priors that predict less than the hysteresis', () => {
+    assert.deepEqual(
+      rebalance([{ ...profiled, priors: { 4: 400, 5: 410 } }], { capacity: capacity(4, 8) }),
+      [],
+    );
   });
 
   it('are not probed across a node boundary', () => {
@@ -467,16 +492,19 @@ describe('decideRebalance: jobs without a model', () => {
       schedulable: true,
     });
     const full = { nodes: [node('n1', 4), node('n2', 0)] };
-    assert.deepEqual(rebalance([unknown], { capacity: full }), []);
+    assert.deepEqual(rebalance([profiled], { capacity: full }), []);
     // Three workers on a 4-GPU node: the fourth stays on it and is probed.
     const three = { nodes: [node('n1', 3), node('n2', 0)] };
-    assert.deepEqual(sizes(rebalance([{ name: 'unknown', k: 3 }], { capacity: three })), { unknown: 4 });
+    assert.deepEqual(
+      sizes(rebalance([{ ...profiled, k: 3, priors: { 3: 300, 4: 400 } }], { capacity: three })),
+      { unknown: 4 },
+    );
   });
 
   it('probe after modelled jobs have taken what they gain from', () => {
     const small = { name: 'small', k: 2, table: SMALL };
-    assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 7) })), { small: 3 });
-    assert.deepEqual(sizes(rebalance([unknown, small], { capacity: capacity(6, 10) })), {
+    assert.deepEqual(sizes(rebalance([profiled, small], { capacity: capacity(6, 7) })), { small: 3 });
+    assert.deepEqual(sizes(rebalance([profiled, small], { capacity: capacity(6, 10) })), {
       small: 5,
       unknown: 5,
     });
@@ -551,12 +579,9 @@ describe('decideRebalance: queued jobs of the same priority share the cluster', 
     const plans = full([running('big', 8)], queued(8));
     assert.deepEqual(sizes(plans), { big: 4, queued: 4 });
     const own = plans.find((p) => p.ref.name === 'queued');
-    assert.match(
-      own?.reason ?? '',
-      /queued with 8 workers asked and none placed: starts with 4 \(4 from running/,
-    );
+    assert.match(told(own), /queued with 8 workers asked and none placed: starts with 4 \(4 from running/);
     const victim = plans.find((p) => p.ref.name === 'big');
-    assert.match(victim?.reason ?? '', /to ml\/queued, queued at priority 0/);
+    assert.match(told(victim), /to ml\/queued, queued at priority 0/);
   });
 
   it('stops where the queued job would gain less than the running jobs lose', () => {
@@ -624,7 +649,7 @@ describe('decideRebalance: alike jobs end one after the other', () => {
   it('moves workers from the one with longer to run to the one ending first, one step at most', () => {
     const plans = rebalance([first, later]);
     assert.deepEqual(sizes(plans), { first: 12, later: 4 });
-    const byName = Object.fromEntries(plans.map((p) => [p.ref.name, p.reason]));
+    const byName = Object.fromEntries(plans.map((p) => [p.ref.name, told(p)]));
     assert.match(
       byName.later ?? '',
       /-4 to ml\/first, alike and ending first: the GPUs come back when it ends/,
@@ -754,7 +779,7 @@ describe('decideRebalance: a job observed at one scale only', () => {
     const plans = boundary([fourGpuNode('n1', 4), fourGpuNode('n2', 0), fourGpuNode('n3', 0)]);
     assert.deepEqual(sizes(plans), { wide: 8 });
     assert.match(
-      plans[0]?.reason ?? '',
+      told(plans[0]),
       /growth rule: seen at one size only: one probe worker at a time, but 4 to fill the node the first one opens/,
     );
     // Room for two only on the new node: 4 -> 6 (+5%) is the best that fits.
@@ -786,10 +811,10 @@ describe('decideRebalance: a job observed at one scale only', () => {
     assert.deepEqual(sizes(plans), { stuck: 8 });
     // At best linear (400 -> 800), and the mean is said too.
     assert.match(
-      plans[0]?.reason ?? '',
-      /^4 -> 8 workers: at best 400 -> 800 samples\/s \(\+100\.0%\); on the mean 400 -> 300/,
+      told(plans[0]),
+      /^4 -> 8 workers: \+4 probe from idle capacity: .*; at best \+100\.0%; at best 400 -> 800 samples\/s \(\+100\.0%\); on the mean 400 -> 300/,
     );
-    assert.match(plans[0]?.reason ?? '', /probe from idle capacity: seen at one size/);
+    assert.match(told(plans[0]), /probe from idle capacity: seen at one size/);
     // At its asked size, no: the user's size is the evidence that it was meant to span more.
     assert.deepEqual(stuck(4), []);
     // No idle GPU, no probe.
@@ -831,9 +856,12 @@ describe('decideRebalance: a job observed at one scale only', () => {
     };
     const plans = settled(NOW - 1800);
     assert.deepEqual(sizes(plans), { settled: 12 });
-    assert.match(plans[0]?.reason ?? '', /^8 -> 12 workers: at best 800 -> [0-9]+ samples\/s/);
-    assert.match(plans[0]?.reason ?? '', /on the mean 800 -> 790/);
-    assert.match(plans[0]?.reason ?? '', /probe from idle capacity: unchanged for 30/);
+    assert.match(
+      told(plans[0]),
+      /^8 -> 12 workers: \+4 probe from idle capacity: .*; at best \+[0-9.]+%; at best 800 -> [0-9]+ samples\/s/,
+    );
+    assert.match(told(plans[0]), /on the mean 800 -> 790/);
+    assert.match(told(plans[0]), /probe from idle capacity: unchanged for 30/);
     // Changed less than 30 min ago, or never changed by trainscaler: its fit decides, and it says no.
     assert.deepEqual(settled(NOW - 1799), []);
     assert.deepEqual(settled(undefined), []);
@@ -861,8 +889,8 @@ describe('decideRebalance: a job observed at one scale only', () => {
     const plans = decideRebalance({ jobs: [fresh(3)], capacity: capacity(2, 5), config, now: NOW });
     assert.deepEqual(sizes(plans), { fresh: 4 });
     assert.match(
-      plans[0]?.reason ?? '',
-      /^2 -> 4 workers: predicted 200 -> 360 samples\/s \(\+80\.0%\); \+2 from idle capacity/,
+      told(plans[0]),
+      /^2 -> 4 workers: \+2 from idle capacity; predicted \+80\.0%; predicted 200 -> 360 samples\/s \(\+80\.0%\)/,
     );
     // From another job, the cautious prediction decides: it sees no gain, so nothing moves.
     const far = entry({ name: 'far', k: 4, table: { 3: 300, 4: 400 }, remainingSeconds: 36_000 });
@@ -980,7 +1008,7 @@ describe('decideRebalance: workers that slow their job down', () => {
   it('gives back a worker that makes its job slower, even with no one to take it', () => {
     const plans = rebalance([slowed]);
     assert.deepEqual(sizes(plans), { slowed: 4 });
-    assert.match(plans[0]?.reason ?? '', /-1 its last worker slows it down/);
+    assert.match(told(plans[0]), /-1 its last worker slows it down/);
   });
 
   it('keeps a worker that adds speed, one seen at one size only, and one in cool-down', () => {
@@ -1079,7 +1107,7 @@ describe('decideRebalance: a job at its asked size on one node of many keeps its
     // 6 min: the GPU comes back long before the donor's 10 h end. The borrower gets the 4 workers it asked
     // for, so only the donor changes.
     assert.deepEqual(sizes(lend(36_000)), { donor: 4 });
-    assert.match(lend(36_000).find((p) => p.ref.name === 'donor')?.reason ?? '', /to ml\/queued, queued/);
+    assert.match(told(lend(36_000).find((p) => p.ref.name === 'donor')), /to ml\/queued, queued/);
     // Exactly two cool-downs (600 s): lent; a second more: kept, though its first worker is worth far more
     // (6 per hour) than the donor's last loses (0.0125 + 5%).
     assert.equal(sizes(lend(60_000)).donor, 4);
@@ -1213,10 +1241,7 @@ describe('decideRebalance: sizes are predicted on the nodes the job would really
       const plans = plan(growing(['a', 'a', 'b']), cap);
       assert.deepEqual(sizes(plans), { yolo: 5 });
       assert.deepEqual(preference(plans), ['b']);
-      assert.match(
-        plans[0]?.reason ?? '',
-        /new Worker pods prefer node b, the one it runs on with the most room/,
-      );
+      assert.match(told(plans[0]), /new Worker pods prefer node b, the one it runs on with the most room/);
     });
 
     it("worker-0's node among equals", () => {

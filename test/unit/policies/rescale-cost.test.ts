@@ -176,16 +176,22 @@ describe('tuning weighs growth and shrinking at their own costs', () => {
     assert.equal(to(tune(job('a', 4), growth, 40, 1)), 5);
     const short = tune(job('a', 4), growth, 30, 1);
     assert.deepEqual(short.changes, []);
-    assert.match(short.reason, /needs > 2 x scale-up cost 3 s \(the re-rendezvous pause, default/);
+    assert.match(
+      [short.reason, ...(short.details ?? [])].join('; '),
+      /needs > 2 x scale-up cost 3 s \(the re-rendezvous pause, default/,
+    );
     // A growth that took 400 s from the patch to its first step (pods slow to start) lost only its pause.
     const slowStart = tune(job('a', 4, { rescaleCost: { upToFirstStep: 400 } }), growth, 40, 1);
     assert.equal(to(slowStart), 5);
-    assert.match(slowStart.reason, /its last growth took 6\.7 min from the patch/);
+    assert.match(
+      [slowStart.reason, ...(slowStart.details ?? [])].join('; '),
+      /its last growth took 6\.7 min from the patch/,
+    );
     // The job's own measured pause replaces the default, and is named so.
     const dearPause = tune(job('a', 4, { rescaleCost: { upPause: 40, upToFirstStep: 60 } }), growth, 300, 1);
     assert.deepEqual(dearPause.changes, []);
     assert.match(
-      dearPause.reason,
+      [dearPause.reason, ...(dearPause.details ?? [])].join('; '),
       /scale-up cost 40 s \(the re-rendezvous pause, measured on this job.*took 60 s from the patch/,
     );
     // A dearer configured pause (TRAINSCALER_SCALE_UP_COST_SECONDS) holds the growth; a shrink measurement does not.
@@ -211,7 +217,7 @@ describe('tuning weighs growth and shrinking at their own costs', () => {
     const held = tune(te(2), flat, 3600);
     assert.deepEqual(held.changes, []);
     assert.match(
-      held.reason,
+      [held.reason, ...(held.details ?? [])].join('; '),
       /no scale-down: 2 of maxRestarts 3 spent on scale-downs, the last kept in reserve/,
     );
   });

@@ -7,10 +7,16 @@ import type {
   ContainerUsage,
   JobKind,
   JobView,
+  Plan,
   Resources,
   RoleName,
   RoleView,
 } from '../../../lib/types.js';
+
+/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
+function told(plan: Plan): string {
+  return [plan.reason, ...(plan.details ?? [])].join('; ');
+}
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
@@ -82,7 +88,7 @@ describe('decideRightsizing: targets', () => {
     assert.equal(plan.policy, 'rightsizing');
     assert.deepEqual(plan.changes, []);
     assert.match(
-      plan.reason,
+      told(plan),
       /Worker cpu: request 1\.2 cores is within 25% of peak 1 core over 1 pod \+20% headroom/,
     );
   });
@@ -104,7 +110,7 @@ describe('decideRightsizing: targets', () => {
       from: 4000,
       to: 1200,
     });
-    assert.match(plan.reason, /Worker cpu: request 4 cores -> 1\.2 cores .*off by 70% > 25%/);
+    assert.match(told(plan), /Worker cpu: request 4 cores -> 1\.2 cores .*off by 70% > 25%/);
   });
 
   it('rounds CPU up to 100m and memory up to 64 MiB', () => {
@@ -119,7 +125,7 @@ describe('decideRightsizing: targets', () => {
     const samples = [usage(800, 900 * MiB, 'Worker', 'w0'), usage(2000, 500 * MiB, 'Worker', 'w1')];
     const plan = decide(job([role('Worker', { cpuMillis: 8000 })]), samples);
     assert.equal(find(plan.changes, 'cpu', 'requests')?.to, 2400);
-    assert.match(plan.reason, /over 2 pods/);
+    assert.match(told(plan), /over 2 pods/);
   });
 
   it('acts only when off by more than the tolerance (both sides, and exactly at it)', () => {
@@ -135,7 +141,7 @@ describe('decideRightsizing: targets', () => {
   it('sets a request that is not set at all', () => {
     const plan = decide(job([role('Worker', { cpuMillis: 0 })]), [usage(1000)]);
     assert.equal(find(plan.changes, 'cpu', 'requests')?.to, 1200);
-    assert.match(plan.reason, /no request set/);
+    assert.match(told(plan), /no request set/);
   });
 });
 
@@ -176,7 +182,7 @@ describe('decideRightsizing: limits', () => {
     assert.equal(find(capped.changes, 'memory', 'requests')?.to, 256 * GiB);
     const over = decide(big, [usage(1000, 257 * GiB)]);
     assert.equal(find(over.changes, 'memory', 'requests'), undefined);
-    assert.match(over.reason, /above the cap/);
+    assert.match(told(over), /above the cap/);
   });
 
   it('never touches GPUs', () => {
@@ -194,7 +200,7 @@ describe('decideRightsizing: roles and missing data', () => {
   it('skips a role without usage samples and says "no usage data"', () => {
     const plan = decide(job([role('Worker', { cpuMillis: 8000 })]), []);
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /Worker cpu: no usage data/);
+    assert.match(told(plan), /Worker cpu: no usage data/);
   });
 
   it('treats zero or non-finite samples as missing, not as an idle pod', () => {
@@ -202,7 +208,7 @@ describe('decideRightsizing: roles and missing data', () => {
       usage(0, Number.NaN),
     ]);
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /Worker cpu: no usage data.*Worker memory: no usage data/);
+    assert.match(told(plan), /Worker cpu: no usage data.*Worker memory: no usage data/);
   });
 
   it('right-sizes PS of a TFJob from PS samples only', () => {
@@ -216,20 +222,20 @@ describe('decideRightsizing: roles and missing data', () => {
     const pt = job([role('Master', { cpuMillis: 8000 }), role('Worker')]);
     const plan = decide(pt, [usage(), usage(1000, 1000 * MiB, 'Master', 'master-0')]);
     assert.deepEqual(plan.changes, []);
-    assert.doesNotMatch(plan.reason, /Master/);
+    assert.doesNotMatch(told(plan), /Master/);
   });
 
   it('does nothing while paused', () => {
     const plan = decide(job([role('Worker', { cpuMillis: 8000 })], { paused: true }), [usage()]);
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /paused/);
+    assert.match(told(plan), /paused/);
   });
 
   it('waits out the cooldown, and acts once it has passed', () => {
     const oversized = role('Worker', { cpuMillis: 8000 });
     const inCooldown = decide(job([oversized], { lastActionAt: NOW - 299 }), [usage()]);
     assert.deepEqual(inCooldown.changes, []);
-    assert.match(inCooldown.reason, /cooldown for 1 s more/);
+    assert.match(told(inCooldown), /cooldown for 1 s more/);
     const after = decide(job([oversized], { lastActionAt: NOW - 300 }), [usage()]);
     assert.equal(find(after.changes, 'cpu', 'requests')?.to, 1200);
   });

@@ -8,7 +8,12 @@ import {
   detectStragglers,
   STRAGGLER_QUERY_STEP_SECONDS,
 } from '../../../lib/policies/stragglers.js';
-import type { JobView, PodView, WorkerStepTimes } from '../../../lib/types.js';
+import type { JobView, Plan, PodView, WorkerStepTimes } from '../../../lib/types.js';
+
+/** The whole account of a plan, as it read before reasons had a one-line summary: its details, else its reason. */
+function full(plan: Plan): string {
+  return (plan.details ?? [plan.reason]).join('; ');
+}
 
 const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG };
 const STEP = STRAGGLER_QUERY_STEP_SECONDS;
@@ -74,10 +79,10 @@ describe('straggler reasons', () => {
       now: NOW,
     });
     assert.ok(
-      plan.reason.startsWith(
+      full(plan).startsWith(
         "worker-2 (worker 2) straggling on node node-2 since t=510: pace x1.50 the job's fast pace vs its usual x1.00 (threshold x1.20 its usual for 5 samples); the job's bottleneck, and ",
       ),
-      plan.reason,
+      full(plan),
     );
   });
 
@@ -86,7 +91,7 @@ describe('straggler reasons', () => {
     const noPod = pods(6).filter((p) => p.index !== 2);
     const plan = decideOnStragglers({ job: job(), series: onNode9, pods: noPod, config, now: NOW });
     assert.equal(
-      plan.reason,
+      full(plan),
       "worker 2 straggling on node node-9 since t=510: pace x1.50 the job's fast pace vs its usual x1.00 (threshold x1.20 its usual for 5 samples); no pod found for it, not evicting",
     );
     const report = detectStragglers(onNode9, config, NOW);
@@ -100,13 +105,13 @@ describe('straggler reasons', () => {
       config,
       now: NOW,
     });
-    assert.match(nowhere.reason, /^worker 2 straggling since t=510: /);
+    assert.match(full(nowhere), /^worker 2 straggling since t=510: /);
   });
 
   it('prefers the node of the pod to the node of the samples', () => {
     const onNode9 = series(slowFrom(2, 34), (w) => (w === 2 ? 'node-9' : undefined));
     const plan = decideOnStragglers({ job: job(), series: onNode9, pods: pods(), config, now: NOW });
-    assert.match(plan.reason, /^worker-2 \(worker 2\) straggling on node node-2 since/);
+    assert.match(full(plan), /^worker-2 \(worker 2\) straggling on node node-2 since/);
   });
 
   it('says so when the job is paused without a recorded reason', () => {
@@ -117,7 +122,7 @@ describe('straggler reasons', () => {
       config,
       now: NOW,
     });
-    assert.equal(plan.reason, 'job is paused (no reason recorded); not checking stragglers');
+    assert.equal(full(plan), 'job is paused (no reason recorded); not checking stragglers');
     assert.equal(plan.policy, 'straggler');
   });
 
@@ -130,7 +135,7 @@ describe('straggler reasons', () => {
       now: NOW,
     });
     assert.equal(
-      plan.reason,
+      full(plan),
       "no straggler; persistently slow, not evicting (a replacement would be as slow): worker 4 (x1.40 the fast pace since t=0), worker 5 (x1.30 the fast pace since t=0); more than x1.15 the job's fast pace",
     );
   });
@@ -153,7 +158,7 @@ describe('straggler reasons', () => {
       now: NOW,
     });
     assert.match(
-      plan.reason,
+      full(plan),
       /node node-b: this job's pods straggled on it 4 times in the last 2 h \(reported only; trainscaler does not cordon or taint\); node node-a: this job's pods straggled on it 3 times in the last 2 h/,
     );
   });
@@ -169,7 +174,7 @@ describe('straggler reasons', () => {
       config,
       now: NOW,
     });
-    assert.match(plan.reason, /node node-y: .* 2 times .*; node node-z: .* 2 times/);
+    assert.match(full(plan), /node node-y: .* 2 times .*; node node-z: .* 2 times/);
   });
 
   it('rounds the seconds left of a cool-down or a back-off up', () => {
@@ -180,7 +185,7 @@ describe('straggler reasons', () => {
       config,
       now: NOW,
     });
-    assert.equal(cooling.reason, 'in cooldown for 1 s more after the last change; not checking stragglers');
+    assert.equal(full(cooling), 'in cooldown for 1 s more after the last change; not checking stragglers');
     const backingOff = decideOnStragglers({
       job: job({ stragglerReplacements: [{ pod: 'worker-2', at: NOW - 0.5, count: 1 }] }),
       series: series(slowFrom(2, 30)),
@@ -188,7 +193,7 @@ describe('straggler reasons', () => {
       config,
       now: NOW,
     });
-    assert.match(backingOff.reason, /not replaced again for 10\.0 min \(600 s more;/);
+    assert.match(full(backingOff), /not replaced again for 10\.0 min \(600 s more;/);
   });
 
   it('evicts a straggling pod of another role with index 0 in a c10d job: only Worker 0 hosts the store', () => {
@@ -217,6 +222,6 @@ describe('straggler reasons', () => {
       now: NOW,
     });
     assert.deepEqual(plan.changes.at(-1), { kind: 'evict-pod', pod: 'worker-1' });
-    assert.ok(plan.reason.indexOf('worker-1 (worker 1)') < plan.reason.indexOf('worker-4 (worker 4)'));
+    assert.ok(full(plan).indexOf('worker-1 (worker 1)') < full(plan).indexOf('worker-4 (worker 4)'));
   });
 });

@@ -22,6 +22,11 @@ import {
 import { mulberry32, uniform } from '../../../lib/sim/prng.js';
 import type { JobAutoscalerState, JobView, Plan, PodView, WorkerStepTimes } from '../../../lib/types.js';
 
+/** The whole account of a plan, as it read before reasons had a one-line summary: its details, else its reason. */
+function full(plan: Plan): string {
+  return (plan.details ?? [plan.reason]).join('; ');
+}
+
 const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG };
 const STEP = STRAGGLER_QUERY_STEP_SECONDS;
 /** The default replacement: 3.6 s pause + 20 s pod start + 3.3 s join pause, charged twice (gainOverCostFactor). */
@@ -159,7 +164,7 @@ describe('decideOnStragglers: only the job’s bottleneck is replaced', () => {
     );
     assert.deepEqual(plan.changes, []);
     assert.match(
-      plan.reason,
+      full(plan),
       /worker-1 \(worker 1\) straggling .*; reported, not evicting: not the job's bottleneck: its step time is x0\.75 the slowest worker's \(within 0%, the measurement's noise, it would count\); the job steps at the pace of its slowest worker, so replacing this one cannot speed it up/,
     );
   });
@@ -171,7 +176,7 @@ describe('decideOnStragglers: only the job’s bottleneck is replaced', () => {
     );
     assert.deepEqual(evicted(plan), ['worker-1']);
     assert.match(
-      plan.reason,
+      full(plan),
       /worker-1 .*; the job's bottleneck, and predicted gain 12\.0 min over remaining/,
     );
   });
@@ -186,12 +191,12 @@ describe('decideOnStragglers: only the job’s bottleneck is replaced', () => {
     assert.ok(tolerance > 0.02 && tolerance < 0.1, String(tolerance));
     const edge = 1.6 / (1 + tolerance);
     const close = decide(job(edge * 1.002), 40);
-    assert.doesNotMatch(close.reason, /not the job's bottleneck/);
+    assert.doesNotMatch(full(close), /not the job's bottleneck/);
     // It bounds the job with worker 5: replacing it alone would leave the job at worker 5's pace.
-    assert.match(close.reason, /worker-2 .*reported, not evicting: predicted gain 0 s .* does not beat/);
+    assert.match(full(close), /worker-2 .*reported, not evicting: predicted gain 0 s .* does not beat/);
     const far = decide(job(edge * 0.998), 40);
     assert.match(
-      far.reason,
+      full(far),
       /worker-2 .*not the job's bottleneck: its step time is x0\.9\d the slowest worker's \(within [1-9]\.\d%/,
     );
     // The same slowdown on a job without noise is outside a zero tolerance.
@@ -199,7 +204,7 @@ describe('decideOnStragglers: only the job’s bottleneck is replaced', () => {
       series(6, 40, (w, i) => (w === 5 ? 1.6 : 1) * (w === 2 && i >= 34 ? edge * 1.002 : 1)),
       40,
     );
-    assert.match(exact.reason, /worker-2 .*not the job's bottleneck: its step time is x0\.9\d .*within 0%/);
+    assert.match(full(exact), /worker-2 .*not the job's bottleneck: its step time is x0\.9\d .*within 0%/);
   });
 
   it('reports a straggler absent at the latest instant: it is not known to bound the job', () => {
@@ -211,7 +216,7 @@ describe('decideOnStragglers: only the job’s bottleneck is replaced', () => {
     );
     const plan = decide(s, 40);
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /worker-2 .*no step time at the latest instant, so not known to bound the job/);
+    assert.match(full(plan), /worker-2 .*no step time at the latest instant, so not known to bound the job/);
   });
 });
 
@@ -224,22 +229,22 @@ describe('decideOnStragglers: the gain over the remaining run must beat the repl
     const below = decide(oneSlow, 40, { remainingSeconds: 3 * charged - 1 });
     assert.deepEqual(below.changes, []);
     assert.match(
-      below.reason,
+      full(below),
       /worker-2 .*reported, not evicting: predicted gain 53 s over remaining ~2\.7 min/,
     );
     assert.match(
-      below.reason,
+      full(below),
       /\(the job's step time x0\.67 of now with 1 bottleneck straggler back at usual pace\) does not beat 54 s = 2 x 1 x 27 s a replacement: pause 4 s \(default\) \+ start to first step 23 s \(default: pod start 20 s \+ join pause 3 s\)/,
     );
     const above = decide(oneSlow, 40, { remainingSeconds: 3 * charged + 1 });
     assert.deepEqual(evicted(above), ['worker-2']);
-    assert.match(above.reason, /predicted gain 54 s over remaining ~2\.7 min .* beats 54 s = 2 x 1 x/);
+    assert.match(full(above), /predicted gain 54 s over remaining ~2\.7 min .* beats 54 s = 2 x 1 x/);
   });
 
   it('assumes an hour when the job does not declare what is left', () => {
     const plan = decide(oneSlow, 40);
     assert.deepEqual(evicted(plan), ['worker-2']);
-    assert.match(plan.reason, /predicted gain 20\.0 min over remaining ~60\.0 min \(unknown, assumed\)/);
+    assert.match(full(plan), /predicted gain 20\.0 min over remaining ~60\.0 min \(unknown, assumed\)/);
   });
 
   it('charges the job’s measured cost: its shrink’s pause plus its last growth’s patch to first step', () => {
@@ -274,7 +279,7 @@ describe('decideOnStragglers: the gain over the remaining run must beat the repl
       remainingSeconds: 3 * DEFAULT_COST + 1,
     });
     assert.deepEqual(evicted(plan), ['worker-2']);
-    assert.match(plan.reason, /beats 27 s = 1 x 1 x/);
+    assert.match(full(plan), /beats 27 s = 1 x 1 x/);
   });
 
   it('weighs two stragglers that bound the job together as one gain for two replacements', () => {
@@ -282,18 +287,18 @@ describe('decideOnStragglers: the gain over the remaining run must beat the repl
     // Half the remaining run saved, against 2 x 2 replacements.
     const plan = decide(two, 40, { remainingSeconds: 8 * DEFAULT_COST + 2 });
     assert.deepEqual(evicted(plan), ['worker-1']);
-    assert.match(plan.reason, /with 2 bottleneck stragglers back at usual pace\) beats 108 s = 2 x 2 x/);
-    assert.match(plan.reason, /worker-4 .*left for a later decision \(one eviction at a time\)/);
+    assert.match(full(plan), /with 2 bottleneck stragglers back at usual pace\) beats 108 s = 2 x 2 x/);
+    assert.match(full(plan), /worker-4 .*left for a later decision \(one eviction at a time\)/);
     const short = decide(two, 40, { remainingSeconds: 8 * DEFAULT_COST - 2 });
     assert.deepEqual(short.changes, []);
-    assert.match(short.reason, /worker-1 .*does not beat .*; worker-4 .*does not beat/);
+    assert.match(full(short), /worker-1 .*does not beat .*; worker-4 .*does not beat/);
   });
 
   it('charges a worker back at its own usual pace when that is slower than the others', () => {
     // Worker 5 usually 1.3x the others, now 2.6x (2x its own): replaced, the job would step at 1.3.
     const s = series(6, 40, (w, i) => (w === 5 ? 1.3 : 1) * (w === 5 && i >= 34 ? 2 : 1));
     const plan = decide(s, 40);
-    assert.match(plan.reason, /the job's step time x0\.50 of now/);
+    assert.match(full(plan), /the job's step time x0\.50 of now/);
   });
 });
 
@@ -309,10 +314,10 @@ describe('decideOnStragglers: a slot whose replacement is as slow waits out a gr
     const held = withHistory(NOW - 1, 1);
     assert.deepEqual(held.changes, []);
     assert.match(
-      held.reason,
+      full(held),
       /worker-2 .*reported, not evicting: its replacement of t=1784 is as slow \(straggling since t=600, before it\); after 1 such replacement it is not replaced again for 10\.0 min \(599 s more; the back-off doubles per replacement, at most 2\.0 h\)/,
     );
-    assert.match(withHistory(NOW - 599, 1).reason, /\(1 s more;/);
+    assert.match(full(withHistory(NOW - 599, 1)), /\(1 s more;/);
     assert.deepEqual(evicted(withHistory(NOW - 600, 1)), ['worker-2']);
   });
 
@@ -321,7 +326,7 @@ describe('decideOnStragglers: a slot whose replacement is as slow waits out a gr
     const second = withHistory(NOW - 1000, 2);
     assert.deepEqual(second.changes, []);
     assert.match(
-      second.reason,
+      full(second),
       /after 2 such replacements it is not replaced again for 20\.0 min \(200 s more/,
     );
   });
@@ -443,7 +448,7 @@ describe('decideRuntime: the straggler check sees the job’s remaining run', ()
       samplesProcessed: 1_000_000,
     };
     const plan = decideRuntime(snapshot, observed, { nodes: [] }, config, now);
-    assert.deepEqual(plan.changes, [], plan.reason);
-    assert.match(plan.reason, /worker-2 .*predicted gain 33 s over remaining ~100 s .*does not beat 54 s/);
+    assert.deepEqual(plan.changes, [], full(plan));
+    assert.match(full(plan), /worker-2 .*predicted gain 33 s over remaining ~100 s .*does not beat 54 s/);
   });
 });

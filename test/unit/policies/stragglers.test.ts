@@ -7,7 +7,12 @@ import {
   STRAGGLER_QUERY_STEP_SECONDS,
   type StragglerReport,
 } from '../../../lib/policies/stragglers.js';
-import type { JobView, PodView, WorkerStepTimes } from '../../../lib/types.js';
+import type { JobView, Plan, PodView, WorkerStepTimes } from '../../../lib/types.js';
+
+/** The whole account of a plan, as it read before reasons had a one-line summary: its details, else its reason. */
+function full(plan: Plan): string {
+  return (plan.details ?? [plan.reason]).join('; ');
+}
 
 const config: PolicyConfig = { ...DEFAULT_POLICY_CONFIG }; // stragglerFactor 1.2, stragglerMinSamples 5
 const STEP = STRAGGLER_QUERY_STEP_SECONDS; // the production resolution: what query_range returns
@@ -380,11 +385,11 @@ describe('decideOnStragglers', () => {
       { kind: 'evict-pod', pod: 'worker-2' },
     ]);
     assert.match(
-      plan.reason,
+      full(plan),
       /evicting worker-2 so the controller replaces it, preferring nodes other than node-2/,
     );
     assert.match(
-      plan.reason,
+      full(plan),
       /worker-2 \(worker 2\) straggling on node node-2 since t=510: pace x1\.50 .* usual x1\.00/,
     );
   });
@@ -395,7 +400,7 @@ describe('decideOnStragglers', () => {
     const plan = decide(oneSlow(), { ...job(), refusals: { 'avoid-node': refused } });
     assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
     assert.match(
-      plan.reason,
+      full(plan),
       /evicting worker-2 so the controller replaces it \(not steered away from node-2: JobSet cannot change/,
     );
   });
@@ -409,7 +414,7 @@ describe('decideOnStragglers', () => {
     const plan = decide(slow0, c10d);
     assert.deepEqual(plan.changes, []);
     assert.match(
-      plan.reason,
+      full(plan),
       /reported, not evicting: worker-0 is worker-0, the host of the job's c10d rendezvous store/,
     );
     // The same straggler without a c10d store, or worker-2 of the c10d job, is evicted.
@@ -425,7 +430,7 @@ describe('decideOnStragglers', () => {
     const plan = decide(two);
     assert.deepEqual(plan.changes.at(-1), { kind: 'evict-pod', pod: 'worker-4' });
     assert.equal(plan.changes.length, 2);
-    assert.match(plan.reason, /worker-1 .* left for a later decision/);
+    assert.match(full(plan), /worker-1 .* left for a later decision/);
   });
 
   it('finds the pod by Worker replica index when the series does not name it', () => {
@@ -440,7 +445,7 @@ describe('decideOnStragglers', () => {
     const plan = decide(oneSlow(), sts);
     assert.deepEqual(plan.changes, [{ kind: 'evict-pod', pod: 'worker-2' }]);
     assert.match(
-      plan.reason,
+      full(plan),
       /a StatefulSet: its template is left alone, so the replacement may land on node-2 again/,
     );
   });
@@ -448,14 +453,14 @@ describe('decideOnStragglers', () => {
   it('does not evict a straggler whose pod is not running', () => {
     const plan = decide(oneSlow(), job(), pods({ index: 2, phase: 'Pending' }));
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /Pending, not evicting/);
+    assert.match(full(plan), /Pending, not evicting/);
   });
 
   it('does not evict for persistent skew, and says so with a since', () => {
     const plan = decide(series([1, 1, 1, 1, 1, 1.3], N));
     assert.deepEqual(plan.changes, []);
     assert.match(
-      plan.reason,
+      full(plan),
       /no straggler; persistently slow, not evicting .*worker 5 \(x1\.30 the fast pace since t=0\)/,
     );
   });
@@ -467,15 +472,15 @@ describe('decideOnStragglers', () => {
     );
     const plan = decide(s, job(), pods({ index: 2, nodeName: 'node-9' }));
     assert.deepEqual(plan.changes.at(-1), { kind: 'evict-pod', pod: 'worker-2' });
-    assert.match(plan.reason, /node node-9: this job's pods straggled on it 2 times in the last 2 h/);
+    assert.match(full(plan), /node node-9: this job's pods straggled on it 2 times in the last 2 h/);
     const once = decide(oneSlow());
-    assert.doesNotMatch(once.reason, /straggled on it/);
+    assert.doesNotMatch(full(once), /straggled on it/);
   });
 
   it('does nothing while paused', () => {
     const plan = decide(oneSlow(), job({ paused: true, pauseReason: 'manual' }));
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /paused \(manual\)/);
+    assert.match(full(plan), /paused \(manual\)/);
   });
 
   it('waits out the cooldown after a write (the window still holds the replaced pod’s steps)', () => {
@@ -483,7 +488,7 @@ describe('decideOnStragglers', () => {
     assert.ok(config.stragglerCooldownSeconds > config.cooldownSeconds);
     const inCooldown = decide(oneSlow(), job({ lastActionAt: NOW - config.stragglerCooldownSeconds + 1 }));
     assert.deepEqual(inCooldown.changes, []);
-    assert.match(inCooldown.reason, /cooldown for 1 s more/);
+    assert.match(full(inCooldown), /cooldown for 1 s more/);
     const after = decide(oneSlow(), job({ lastActionAt: NOW - config.stragglerCooldownSeconds }));
     assert.equal(after.changes.length, 2);
     // A general cool-down set longer governs.
@@ -495,6 +500,6 @@ describe('decideOnStragglers', () => {
       config: longer,
       now: NOW,
     });
-    assert.match(held.reason, /cooldown for 100 s more/);
+    assert.match(full(held), /cooldown for 100 s more/);
   });
 });

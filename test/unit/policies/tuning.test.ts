@@ -10,8 +10,13 @@ import {
   withinHysteresis,
 } from '../../../lib/policies/placement.js';
 import { decideTuning, type TuningInput } from '../../../lib/policies/tuning.js';
-import type { ClusterCapacity, JobView, Resources, RoleView } from '../../../lib/types.js';
+import type { ClusterCapacity, JobView, Plan, Resources, RoleView } from '../../../lib/types.js';
 import { jobView, workerRole } from '../../support/job-views.js';
+
+/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
+function told(plan: Plan): string {
+  return [plan.reason, ...(plan.details ?? [])].join('; ');
+}
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
@@ -110,10 +115,13 @@ describe('decideTuning scale-up', () => {
     const plan = decideTuning(input());
     assert.deepEqual(replicaChange(plan), { kind: 'replicas', role: 'Worker', from: 4, to: 6 });
     assert.equal(plan.policy, 'tuning');
-    assert.match(plan.reason, /4 -> 6 workers: predicted 400 -> 540 samples\/s \(\+35\.0%\)/);
-    assert.match(plan.reason, /8 workers would reach 565 samples\/s, less than 5% more for 2 more pods/);
     assert.match(
-      plan.reason,
+      told(plan),
+      /4 -> 6 workers: predicted \+35\.0% at step time \+ 1 sd; predicted 400 -> 540 samples\/s \(\+35\.0%\)/,
+    );
+    assert.match(told(plan), /8 workers would reach 565 samples\/s, less than 5% more for 2 more pods/);
+    assert.match(
+      told(plan),
       /gain over remaining ~60\.0 min = 15\.6 min > 2 x scale-up cost 50 s \(the re-rendezvous pause, default/,
     );
   });
@@ -131,7 +139,7 @@ describe('decideTuning scale-up', () => {
     assert.equal(replicaChange(at(421)).to, 5);
     const below = at(419);
     assert.deepEqual(below.changes, []);
-    assert.match(below.reason, /4 -> 5 workers predicts \+4\.8% \(< 5% hysteresis\)/);
+    assert.match(told(below), /4 -> 5 workers predicts \+4\.8% \(< 5% hysteresis\)/);
   });
 
   it('scores scale-ups at step time + stdev, so an unsure extrapolation does not scale', () => {
@@ -150,7 +158,7 @@ describe('decideTuning scale-up', () => {
     const oneScale = { ...tableModel(table, { sd: 0.1 }), distinctScales: 1 };
     const probe = decideTuning(input({ job: j, model: oneScale }));
     assert.equal(replicaChange(probe).to, 5, 'one step, not to the best');
-    assert.match(probe.reason, /probe, only one scale observed/);
+    assert.match(told(probe), /probe, only one scale observed/);
     // The same uncertainty with two scales seen: no probe, the pessimistic score decides (no gain).
     assert.deepEqual(decideTuning(input({ job: j, model: tableModel(table, { sd: 0.1 }) })).changes, []);
     // A probe must still beat hysteresis on the mean: +2% is not worth a restart.
@@ -164,7 +172,7 @@ describe('decideTuning scale-up', () => {
     const j = job({}, [role({ maxReplicas: 8 })]);
     const plan = decideTuning(input({ job: j, model: priors }));
     assert.equal(replicaChange(plan).to, 5);
-    assert.match(plan.reason, /growth rule: seen at one size only: one probe worker at a time/);
+    assert.match(told(plan), /growth rule: seen at one size only: one probe worker at a time/);
     const seenTwice = decideTuning(input({ job: j, model: { ...priors, distinctScales: 2 } }));
     assert.equal(replicaChange(seenTwice).to, 8, 'two sizes seen: the full step');
   });
@@ -180,7 +188,7 @@ describe('decideTuning scale-up', () => {
       );
     const back = grows(ranAt(10));
     assert.equal(replicaChange(back).to, 10);
-    assert.match(back.reason, /growth rule: back to the 10 workers it has run at/);
+    assert.match(told(back), /growth rule: back to the 10 workers it has run at/);
     assert.equal(replicaChange(grows(ranAt(undefined))).to, 8, 'no size run at: the step');
     assert.equal(replicaChange(grows(ranAt(6))).to, 8, 'a size run at within the step: the step');
     const once = { ...tableModel(table), distinctScales: 1 };
@@ -201,7 +209,7 @@ describe('decideTuning scale-up', () => {
     assert.equal(replicaChange(at(600)).to, 5);
     const short = at(400);
     assert.deepEqual(short.changes, []);
-    assert.match(short.reason, /saves only 80 s over remaining ~6\.7 min/);
+    assert.match(told(short), /saves only 80 s; 4 -> 5 workers saves 80 s over remaining ~6\.7 min/);
   });
 
   it('assumes an hour when the remaining time is unknown, says so, and grows by one worker only', () => {
@@ -209,14 +217,14 @@ describe('decideTuning scale-up', () => {
     assert.equal(replicaChange(known).to, 6, 'an hour known to be left justifies two');
     const plan = decideTuning(input({ remainingSeconds: undefined }));
     assert.equal(replicaChange(plan).to, 5);
-    assert.match(plan.reason, /remaining ~60\.0 min \(unknown, assumed\)/);
-    assert.match(plan.reason, /growth rule: remaining time unknown: one worker at a time/);
+    assert.match(told(plan), /remaining ~60\.0 min \(unknown, assumed\)/);
+    assert.match(told(plan), /growth rule: remaining time unknown: one worker at a time/);
   });
 
   it('never exceeds maxReplicas', () => {
     const plan = decideTuning(input({ job: job({}, [role({ replicas: 4, maxReplicas: 4 })]) }));
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /at max 4 workers/);
+    assert.match(told(plan), /at max 4 workers/);
   });
 
   it('adds at most maxReplicaStep workers', () => {
@@ -230,7 +238,7 @@ describe('decideTuning scale-up', () => {
     assert.equal(replicaChange(decideTuning(input({ model: linear, capacity: capacity(1) }))).to, 5);
     const full = decideTuning(input({ model: linear, capacity: capacity(0) }));
     assert.deepEqual(full.changes, []);
-    assert.match(full.reason, /no free capacity for another worker/);
+    assert.match(told(full), /no free capacity for another worker/);
   });
 
   it('keeps the global batch fixed: every candidate is predicted at globalBatchSize / K', () => {
@@ -256,14 +264,17 @@ describe('decideTuning scale-down', () => {
     // At 4: 300. 3 -> 290 (290 * 1.05 = 304.5 > 300: nearly nothing), 2 -> 200 (matters).
     const plan = decideTuning(input({ model: tableModel({ 2: 200, 3: 290, 4: 300, 5: 301 }) }));
     assert.deepEqual(replicaChange(plan), { kind: 'replicas', role: 'Worker', from: 4, to: 3 });
-    assert.match(plan.reason, /4 -> 3 workers: predicted 300 -> 290 samples\/s \(-3\.3%/);
+    assert.match(
+      told(plan),
+      /4 -> 3 workers: 1 pod freed that added nearly nothing \(predicted -3\.3%\); predicted 300 -> 290 samples\/s \(-3\.3%/,
+    );
   });
 
   it('keeps the workers when removing one loses just over hysteresis', () => {
     // 285 * 1.05 = 299.25 < 300.
     const plan = decideTuning(input({ model: tableModel({ 2: 200, 3: 285, 4: 300, 5: 301 }) }));
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /4 -> 3 workers would lose 5\.0% \(>= 5%\)/);
+    assert.match(told(plan), /4 -> 3 workers would lose 5\.0% \(>= 5%\)/);
   });
 
   it('picks the smallest count within hysteresis of the best, even when more workers slow the job', () => {
@@ -292,7 +303,7 @@ describe('decideTuning gates', () => {
       input({ job: job({ state: { oomCount: 0, paused: false, lastActionAt: NOW - 100 } }) }),
     );
     assert.deepEqual(cooling.changes, []);
-    assert.match(cooling.reason, /cool-down: 200 s left of 300 s/);
+    assert.match(told(cooling), /cool-down: 200 s left of 300 s/);
     const done = decideTuning(
       input({ job: job({ state: { oomCount: 0, paused: false, lastActionAt: NOW - 300 } }) }),
     );
@@ -304,19 +315,19 @@ describe('decideTuning gates', () => {
       input({ job: job({ state: { oomCount: 0, paused: true, pauseReason: 'crash loop' } }) }),
     );
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /paused \(crash loop\)/);
+    assert.match(told(plan), /paused \(crash loop\)/);
   });
 
   it('never changes the worker count of a non-elastic job', () => {
     const plan = decideTuning(input({ job: job({ elastic: false }) }));
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /not elastic/);
+    assert.match(told(plan), /not elastic/);
   });
 
   it('waits while a previous rescale has not settled', () => {
     const plan = decideTuning(input({ job: job({}, [role({ replicas: 6 })]) }));
     assert.deepEqual(plan.changes, []);
-    assert.match(plan.reason, /rescale in progress/);
+    assert.match(told(plan), /rescale in progress/);
   });
 
   it('keeps the job and explains both directions when nothing qualifies', () => {
@@ -325,7 +336,7 @@ describe('decideTuning gates', () => {
     );
     assert.deepEqual(plan.changes, []);
     assert.match(
-      plan.reason,
+      told(plan),
       /^keep 4 workers at 400 samples\/s: .*hysteresis.*; 4 -> 3 workers would lose 50\.0%/,
     );
   });
