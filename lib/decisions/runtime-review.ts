@@ -101,16 +101,20 @@ function observationOf(
   // A job the batch answer does not hold has no step samples: MissingSamplesError, as its own read says, told
   // apart by the batch's progress reading (no extra query).
   const progress = processed.get(key);
-  const missing = () => ({
+  const missing = (detail?: string) => ({
     ok: false as const,
     error: new MissingSamplesError(
       ref,
       progress?.ok && progress.value !== undefined ? 'no-progress' : 'no-series',
+      detail,
     ),
   });
   const required = samples.get(key);
-  if (!required) return missing();
-  if (!required.ok) return required.error instanceof MissingMetricsError ? missing() : required;
+  if (!required) return missing(`no step samples for ${ref.namespace}/${ref.name}`);
+  if (!required.ok)
+    return required.error instanceof MissingMetricsError && !(required.error instanceof MissingSamplesError)
+      ? missing(required.error.message.replace(/^missing metrics: /, ''))
+      : required;
   if (required.value.length === 0) return missing();
   const optional = <T>(read: JobReading<T> | undefined): JobReading<T | undefined> => {
     if (!read || read.ok) return { ok: true, value: read?.value };
