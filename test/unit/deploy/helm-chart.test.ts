@@ -5,7 +5,9 @@
 // settings. A change to one without the other fails here. Also: `helm lint`, the values schema, and the
 // prometheus-operator objects (PrometheusRule = infra/prometheus/rules, PodMonitor = prometheus.yml's job).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
 import { getPath, getString, isObject } from '../../../lib/adapters/unstructured.js';
@@ -145,6 +147,17 @@ describe('charts/trainscaler', { skip }, () => {
       // The rules as a plain rules file (infra/prometheus/rules is not part of the kustomization).
       [`ConfigMap/${NAMESPACE}/trainscaler-prometheus-rules`],
     );
+  });
+
+  it('packages into an archive that renders the same, the linked CRDs and rules files included', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'trainscaler-chart-'));
+    try {
+      helm(['package', CHART, '--destination', dir]);
+      const archive = join(dir, 'trainscaler-0.1.0.tgz');
+      assert.deepEqual(renderChart(archive, NAMESPACE), renderChart(CHART, NAMESPACE));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('renders with forwarder.enabled the same forwarder as infra/k8s/forwarder', () => {
