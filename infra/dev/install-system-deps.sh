@@ -12,6 +12,8 @@ command -v openssl >/dev/null || missing+=(openssl)
 # under /usr/bin/python3, since PyPI's torch wheels pull CUDA packages.
 [[ -x /usr/bin/torchrun ]] && /usr/bin/python3 -c 'import torch' 2>/dev/null || missing+=(python3-torch)
 command -v go >/dev/null || echo "warning: no Go on PATH: the integration tests' control plane cannot be built (needs Go >= 1.24)" >&2
+# Helm for the chart tests (charts/trainscaler), built from the Go module proxy into the shared cache.
+if command -v go >/dev/null; then bash "$(dirname "$0")/../tools/build-helm.sh" >/dev/null; fi
 # moto's server mode, the emulated AWS (EventBridge, SQS) of `npm run test:aws`, from PyPI for the python3 on PATH.
 if ! { command -v moto_server >/dev/null && python3 -c 'import moto.server, flask' 2>/dev/null; }; then
   echo "installing: moto[server] (PyPI)"
