@@ -19,7 +19,9 @@ export const NO_DECISION_CODES: ReadonlySet<string> = new Set([
   'UNSUPPORTED_CHANGE',
 ]);
 
-type JobLabel = 'namespace' | 'kind' | 'job';
+// The sidecar's names for a job's identity (docs/metrics-path.md), so that the two join; never `job`, which
+// Prometheus keeps for its scrape job.
+type JobLabel = 'namespace' | 'job_kind' | 'job_name';
 
 export class RunnerMetrics {
   readonly registry = new Registry();
@@ -104,7 +106,7 @@ export class RunnerMetrics {
     });
     // Per job, for the dashboard: known from the decisions that named Worker replicas (a job never resized
     // has no series yet); a job found deleted loses its series.
-    const labelNames: JobLabel[] = ['namespace', 'kind', 'job'];
+    const labelNames: JobLabel[] = ['namespace', 'job_kind', 'job_name'];
     this.jobWorkers = new Gauge({
       name: 'trainscaler_job_workers',
       help: "Worker replicas of the job's spec, as of trainscaler's last decision that named them",
@@ -149,7 +151,7 @@ export class RunnerMetrics {
   }
 
   #recordJob(outcome: HandlerResult['outcomes'][number]): void {
-    const labels = { namespace: outcome.ref.namespace, kind: outcome.ref.kind, job: outcome.ref.name };
+    const labels = { namespace: outcome.ref.namespace, job_kind: outcome.ref.kind, job_name: outcome.ref.name };
     if (outcome.applied) this.jobLastActionTime.set(labels, this.#clock());
     const change = outcome.plan.changes.find((c) => c.kind === 'replicas' && c.role === 'Worker');
     if (change?.kind !== 'replicas') return;
@@ -158,7 +160,7 @@ export class RunnerMetrics {
   }
 
   #forgetJob(ref: HandlerResult['errors'][number]['ref']): void {
-    const labels = { namespace: ref.namespace, kind: ref.kind, job: ref.name };
+    const labels = { namespace: ref.namespace, job_kind: ref.kind, job_name: ref.name };
     for (const gauge of [this.jobWorkers, this.jobDesiredWorkers, this.jobLastActionTime])
       gauge.remove(labels);
   }

@@ -61,7 +61,7 @@ describe('infra/prometheus files', () => {
     t.diagnostic('this promtool has no Kubernetes service discovery: checked with static targets instead');
     const config = await readFile(join(INFRA, 'prometheus.yml'), 'utf8');
     const swapped = config.replace(
-      /kubernetes_sd_configs:\n\s+- role: pod\n/,
+      /kubernetes_sd_configs:\n\s+- role: pod\n(\s+namespaces:\n\s+names: \[[^\]]*\]\n)?/g,
       "static_configs:\n      - targets: ['127.0.0.1:9470']\n",
     );
     assert.notEqual(swapped, config);

@@ -7,7 +7,7 @@ import { RunnerMetrics } from '../../../lib/runner/metrics.js';
 import type { JobRef } from '../../../lib/types.js';
 
 const REF: JobRef = { kind: 'PyTorchJob', namespace: 'team-a', name: 'bert' };
-const LABELS = 'namespace="team-a",kind="PyTorchJob",job="bert"';
+const LABELS = 'namespace="team-a",job_kind="PyTorchJob",job_name="bert"';
 
 function resized(applied: boolean, from: number, to: number): HandlerResult {
   return {
