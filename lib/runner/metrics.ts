@@ -151,7 +151,11 @@ export class RunnerMetrics {
   }
 
   #recordJob(outcome: HandlerResult['outcomes'][number]): void {
-    const labels = { namespace: outcome.ref.namespace, job_kind: outcome.ref.kind, job_name: outcome.ref.name };
+    const labels = {
+      namespace: outcome.ref.namespace,
+      job_kind: outcome.ref.kind,
+      job_name: outcome.ref.name,
+    };
     if (outcome.applied) this.jobLastActionTime.set(labels, this.#clock());
     const change = outcome.plan.changes.find((c) => c.kind === 'replicas' && c.role === 'Worker');
     if (change?.kind !== 'replicas') return;
