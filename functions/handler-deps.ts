@@ -3,6 +3,7 @@ import type { ClusterClient } from '../lib/cluster/cluster-client.js';
 import type { PolicyConfig } from '../lib/config.js';
 import type { ProfileStoreRef } from '../lib/decisions/profile-store.js';
 import type { MetricsSource } from '../lib/metrics/metrics-source.js';
+import type { FitCache } from '../lib/model/fit-cache.js';
 import type { ThroughputOracle } from '../lib/model/throughput-model.js';
 import type { JobRef } from '../lib/types.js';
 
@@ -35,6 +36,11 @@ export interface HandlerDeps {
    * measures what the model's errors cost; the policies and the growth rule are unchanged.
    */
   throughputOracle?: ThroughputOracle;
+  /**
+   * Each running job's fitted model, kept between ticks and refitted only when its samples change (docs/model.md
+   * "Fits between ticks"). Absent: every fit starts from scratch, with the same answers.
+   */
+  fitCache?: FitCache;
 }
 
 export type { Outcome };

@@ -2,7 +2,7 @@ import type { JobSnapshot } from '../actuator.js';
 import type { PolicyConfig } from '../config.js';
 import { MissingMetricsError } from '../errors.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
-import { fitRuntimeModel } from '../model/observed-bound.js';
+import { type FitCache, fitRuntimeModelCached } from '../model/fit-cache.js';
 import { modelFor, type Placement, type ThroughputOracle } from '../model/throughput-model.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
 import { decideRightsizing } from '../policies/rightsizing.js';
@@ -137,6 +137,7 @@ export function decideRuntime(
   now: number,
   oracle?: ThroughputOracle,
   prior: readonly StepSample[] = [],
+  fits?: FitCache,
 ): Plan {
   const { view, pods } = snapshot;
   const reasons: string[] = [];
@@ -168,7 +169,7 @@ export function decideRuntime(
     if (plan.changes.length > 0) return plan;
     reasons.push(plan.reason);
   }
-  const model = modelFor(fitRuntimeModel(observed.samples, prior), view.signature, oracle);
+  const model = modelFor(fitRuntimeModelCached(fits, view, observed.samples, prior), view.signature, oracle);
   const current = currentPlacement(snapshot, observed.samples);
   const throughput = model.predict(current).throughput;
   const remainingSeconds = remainingSecondsOf(view, observed, throughput);
