@@ -133,7 +133,7 @@ export function nnls(
     );
   const tol = 10 * Number.EPSILON * (anorm || 1) * Math.max(m, n) * Math.max(1, norm2(b));
   const passive = new Array<boolean>(n).fill(false);
-  if (start && start.length > 0) warmStart(A, b, start, x, passive);
+  const warm = start !== undefined && start.length > 0 && warmStart(A, b, start, x, passive, tol * 1e-3);
   const limit = maxIterations ?? 3 * n + 10;
   let iterations = 0;
   const residual = (): number[] => {
@@ -186,28 +186,46 @@ export function nnls(
     // Guard against cycling on the column just added (degenerate, dependent column).
     if (!passive[t]) w[t] = 0;
   }
+  if (warm) {
+    // The guard above can stop a run short of the optimum (a column dropped at once is never retried); from
+    // a cold start that is the algorithm as it always was, from a warm one it must not differ: check the
+    // optimality conditions afresh and start over from x = 0 where they fail.
+    const g = transposeTimes(A, residual(), n);
+    for (let j = 0; j < n; j++) if (!passive[j] && at(g, j) > tol) return nnls(A, b, maxIterations);
+  }
   const active = passiveIndices(passive).filter((j) => at(x, j) > 0);
   return { x, residualNorm: norm2(residual()), active, iterations };
 }
 
-/** x and the passive set from the least squares on `start`'s columns, if that is strictly positive there. */
+/**
+ * x and the passive set from the least squares on `start`'s columns, those that come out at or below `zero`
+ * left out (a coefficient of rounding size would stall the first step), until the rest are all positive.
+ * False when none are: x = 0, a cold start.
+ */
 function warmStart(
   A: Matrix,
   b: readonly number[],
   start: readonly number[],
   x: number[],
   passive: boolean[],
-) {
+  zero: number,
+): boolean {
   const n = x.length;
-  const P = [...new Set(start)].filter((j) => Number.isInteger(j) && j >= 0 && j < n).sort((i, j) => i - j);
-  if (P.length === 0) return;
-  const z = leastSquares(A, b, P);
-  // The inner loop needs a feasible x positive on the passive set; anything else starts cold.
-  if (!P.every((j) => at(z, j) > 0)) return;
-  for (const j of P) {
-    x[j] = at(z, j);
-    passive[j] = true;
+  let P = [...new Set(start)].filter((j) => Number.isInteger(j) && j >= 0 && j < n).sort((i, j) => i - j);
+  while (P.length > 0) {
+    const z = leastSquares(A, b, P);
+    const positive = P.filter((j) => at(z, j) > zero);
+    if (positive.length < P.length) {
+      P = positive;
+      continue;
+    }
+    for (const j of P) {
+      x[j] = at(z, j);
+      passive[j] = true;
+    }
+    return true;
   }
+  return false;
 }
 
 function passiveIndices(passive: readonly boolean[]): number[] {
