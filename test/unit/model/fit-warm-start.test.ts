@@ -173,4 +173,27 @@ describe('nnls from a start', () => {
       if (cold.active.length > 0) assert.equal(nnls(A, b, undefined, cold.active).iterations, 0);
     }
   });
+
+  // A 2-placement joint fit at gamma 1 where the last fit's active set holds a column that now solves to
+  // 1e-19: kept, it stalls the first step (the new column is dropped at once and never retried) short of the
+  // optimum; left out, the warm run ends at the optimum itself, in fewer steps than from x = 0.
+  it('leaves out start columns that solve to a rounding zero, and never ends short of the optimum', () => {
+    const A = [
+      [38.49001794597505, 38.49001794597505, 38.49001794597505, 0, 0, 115.47005383792515, 115.47005383792515],
+      [22.22222222222222, 22.22222222222222, 22.22222222222222, 0, 0, 37.33126496918458, 37.33126496918458],
+      [1.1111111111111112, 0, 0, 0, 0, 0, 0],
+      [0, 1.1111111111111112, 0, 0, 0, 0, 0],
+      [0, 0, 3.703703703703704, 0, 0, 0, 0],
+      [0, 0, 0, 3.703703703703704, 0, 0, 0],
+      [0, 0, 0, 0, 11.111111111111112, 0, 0],
+      [0, 0, 0, 0, 0, 1.1111111111111112, 0],
+      [0, 0, 0, 0, 0, 0, 3.703703703703704],
+    ];
+    const b = [1.7320508075688772, 1, 0.025, 0.025, 0, 0.008333333333333335, 0.01, 0.010000000000000002, 0];
+    const cold = nnls(A, b);
+    const warm = nnls(A, b, undefined, [0, 1, 2, 3, 4]);
+    assert.deepEqual(warm.active, cold.active);
+    assert.ok(Math.abs(warm.residualNorm - cold.residualNorm) <= 1e-15);
+    assert.ok(warm.iterations < cold.iterations, `${warm.iterations} steps warm, ${cold.iterations} cold`);
+  });
 });
