@@ -16,7 +16,7 @@ export interface FitOwner {
 export interface FitCacheOptions {
   /**
    * Most jobs kept (default 20,000: twice a 10,000-job cluster); past it, the job fitted least recently goes.
-   * About 4.5 KB a job at 360 samples (npm run bench:fits measures it).
+   * About 3 to 4.5 KB a job (npm run bench:fits measures it).
    */
   maxEntries?: number;
 }
