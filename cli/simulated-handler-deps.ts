@@ -1,5 +1,6 @@
 import type { HandlerDeps, Logger } from '../functions/handler-deps.js';
 import { DEFAULT_POLICY_CONFIG } from '../lib/config.js';
+import { FitCache } from '../lib/model/fit-cache.js';
 import type { SimulatedCluster } from '../lib/sim/simulated-cluster.js';
 
 const QUIET_LOGGER: Logger = { info: () => {}, warn: () => {}, error: () => {} };
@@ -18,5 +19,7 @@ export function simulatedHandlerDeps(
     logger: QUIET_LOGGER,
     profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
     priorityClasses,
+    // One per simulation run, across all its ticks, as the runner keeps one across its process.
+    fitCache: new FitCache(),
   };
 }

@@ -70,6 +70,7 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
               `${ref.kind} ${ref.namespace}/${ref.name}`,
               deps.logger,
             ),
+            deps.fitCache,
           ),
         actuatorDeps(deps, triggeredAt),
       );

@@ -4,6 +4,7 @@ import type { ClusterReadSource } from '../lib/cluster/listed-cluster-reads.js';
 import type { PolicyConfig } from '../lib/config.js';
 import type { ProfileStoreRef } from '../lib/decisions/profile-store.js';
 import type { MetricsSource } from '../lib/metrics/metrics-source.js';
+import type { FitCache } from '../lib/model/fit-cache.js';
 import type { ThroughputOracle } from '../lib/model/throughput-model.js';
 import type { JobRef } from '../lib/types.js';
 
@@ -41,6 +42,11 @@ export interface HandlerDeps {
    * measures what the model's errors cost; the policies and the growth rule are unchanged.
    */
   throughputOracle?: ThroughputOracle;
+  /**
+   * Each running job's fitted model, kept between ticks and refitted only when its samples change (docs/model.md
+   * "Fits between ticks"). Absent: every fit starts from scratch, with the same answers.
+   */
+  fitCache?: FitCache;
 }
 
 export type { Outcome };

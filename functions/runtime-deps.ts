@@ -14,6 +14,7 @@ import { DEFAULT_PROFILE_LIMITS, type ProfileStoreRef } from '../lib/decisions/p
 import { ConfigError } from '../lib/errors.js';
 import { DEFAULT_OWN_NAMESPACE, isSystemNamespace } from '../lib/management.js';
 import { PrometheusMetricsSource } from '../lib/metrics/prometheus-metrics-source.js';
+import { FitCache } from '../lib/model/fit-cache.js';
 import { redactUrls } from '../lib/redact-url.js';
 import { LeaderFencedClusterClient, type WriteFence } from '../lib/runner/fenced-cluster-client.js';
 import type { HandlerDeps } from './handler-deps.js';
@@ -217,6 +218,9 @@ export function buildRuntimeDeps(config: RuntimeConfig, kubeConfig: KubeConfig):
     dryRun: config.dryRun,
     logger: pino({ level: config.logLevel }),
     profiles: config.profiles,
+    // Lives as long as these deps: the runner's process, or on Lambda the warm container (runtimeDepsLoader
+    // builds the deps once per container); a cold start begins empty and only fits from scratch once.
+    fitCache: new FitCache(),
   };
 }
 

@@ -30,7 +30,7 @@ import {
 import { readTickMetrics } from '../lib/decisions/tick-metrics.js';
 import { NotFoundError, TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
-import { fitRuntimeModel } from '../lib/model/observed-bound.js';
+import { fitRuntimeModelCached } from '../lib/model/fit-cache.js';
 import { modelFor, type ThroughputModel } from '../lib/model/throughput-model.js';
 import { decideOnFault } from '../lib/policies/faults.js';
 import {
@@ -349,7 +349,11 @@ function rebalanceEntryOf(
   const { view } = snapshot;
   const current = currentPlacement(snapshot, observed?.samples ?? []);
   const fitted = observed
-    ? modelFor(fitRuntimeModel(observed.samples, prior), view.signature, deps.throughputOracle)
+    ? modelFor(
+        fitRuntimeModelCached(deps.fitCache, view, observed.samples, prior),
+        view.signature,
+        deps.throughputOracle,
+      )
     : undefined;
   const entry: RebalanceJob = { job: view, model: fitted && answeringFor(view.ref, fitted), current };
   if (missing) entry.missing = missing;

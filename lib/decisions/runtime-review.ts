@@ -3,7 +3,7 @@ import type { PolicyConfig } from '../config.js';
 import { MissingMetricsError } from '../errors.js';
 import { type JobReading, type JobReadings, jobKey, readEach } from '../metrics/job-readings.js';
 import type { MetricsSource } from '../metrics/metrics-source.js';
-import { fitRuntimeModel } from '../model/observed-bound.js';
+import { type FitCache, fitRuntimeModelCached } from '../model/fit-cache.js';
 import { modelFor, type Placement, type ThroughputOracle } from '../model/throughput-model.js';
 import { keptWithoutSamples, MissingSamplesError } from '../policies/missing-samples.js';
 import { findRole, localBatchFor } from '../policies/placement.js';
@@ -233,6 +233,7 @@ export function decideRuntime(
   now: number,
   oracle?: ThroughputOracle,
   prior: readonly StepSample[] = [],
+  fits?: FitCache,
 ): Plan {
   const { view, pods } = snapshot;
   // A review that changes nothing says why in one line (the worker count's); every policy's account is a detail.
@@ -270,7 +271,7 @@ export function decideRuntime(
     if (plan.changes.length > 0) return plan;
     details.push(...(plan.details ?? [plan.reason]));
   }
-  const model = modelFor(fitRuntimeModel(observed.samples, prior), view.signature, oracle);
+  const model = modelFor(fitRuntimeModelCached(fits, view, observed.samples, prior), view.signature, oracle);
   const current = currentPlacement(snapshot, observed.samples);
   const throughput = model.predict(current).throughput;
   const remainingSeconds = remainingSecondsOf(view, observed, throughput);

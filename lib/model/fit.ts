@@ -24,6 +24,23 @@ export interface FitOptions {
   extrapolationStdev?: number;
   /** Weight of the priors relative to one sample (default 1). */
   priorWeight?: number;
+  /**
+   * The active sets of an earlier fit of the same job (its `warmStart`): each non-negative least squares
+   * starts from them. The solution is unique (the prior rows give full column rank), so only the work changes.
+   */
+  warmStart?: FitWarmStart;
+  /**
+   * One least-squares row per distinct placement, its samples' rows merged (default true): the same normal
+   * equations, a few rows instead of hundreds. False keeps one row per sample (the reference in the tests).
+   */
+  groupSamples?: boolean;
+}
+
+/** Which parameters ended non-zero in each least-squares problem of a fit: where the next fit starts. */
+export interface FitWarmStart {
+  compute?: readonly number[];
+  sync?: readonly number[];
+  joint?: readonly number[];
 }
 
 /** What the fit found, for reports and for writing down as constants. */
@@ -42,6 +59,8 @@ export interface FittedParameters {
 
 export interface FittedThroughputModel extends ThroughputModel {
   readonly parameters: FittedParameters;
+  /** Where a refit of the same job on newer samples starts (FitOptions.warmStart). */
+  readonly warmStart: FitWarmStart;
 }
 
 const GAMMA_MIN = 1;
@@ -53,12 +72,75 @@ const PRIOR_NOISE = 0.05;
 const GAMMA_MAX = 10;
 
 interface Obs {
+  /** Index of the sample's placement group (PlacementGroup); samples at one placement share features. */
+  group: number;
   s: Scaled;
   fc: number[];
   fs: number[];
   syncs: boolean;
   step: number;
   sync: number | undefined;
+}
+
+/** The samples at one placement: the same features, so the same fitted step time and fixed-point weights. */
+interface PlacementGroup {
+  fc: number[];
+  fs: number[];
+  syncs: boolean;
+  members: Obs[];
+}
+
+/** Samples in groups by placement, in order of first appearance; with `group` false each sample alone. */
+function placementGroups(obs: Obs[], group: boolean): PlacementGroup[] {
+  const groups: PlacementGroup[] = [];
+  const index = new Map<string, number>();
+  for (const o of obs) {
+    const key = `${o.s.K}/${o.s.N}/${o.s.P}/${o.s.mu}`;
+    let i = group ? index.get(key) : undefined;
+    if (i === undefined) {
+      i = groups.length;
+      groups.push({ fc: o.fc, fs: o.fs, syncs: o.syncs, members: [] });
+      if (group) index.set(key, i);
+    }
+    o.group = i;
+    groups[i]?.members.push(o);
+  }
+  return groups;
+}
+
+/**
+ * Least-squares rows in relative units, one per group: sample i's row f / step_i with target
+ * numerator_i / step_i. A group's rows a_i f (targets t_i) merge into W f with target (sum a_i t_i) / W,
+ * W^2 = sum a_i^2: the same contribution to the normal equations, so the same solution. A group of one keeps
+ * the sample's own row exactly.
+ */
+function mergedRows(
+  groups: readonly PlacementGroup[],
+  features: (g: PlacementGroup, index: number) => readonly number[],
+  numerator: (o: Obs) => number,
+): { rows: number[][]; targets: number[] } {
+  const rows: number[][] = [];
+  const targets: number[] = [];
+  groups.forEach((g, index) => {
+    const f = features(g, index);
+    const only = g.members.length === 1 ? g.members[0] : undefined;
+    if (only) {
+      rows.push(f.map((v) => v / only.step));
+      targets.push(numerator(only) / only.step);
+      return;
+    }
+    let w2 = 0;
+    let wt = 0;
+    for (const o of g.members) {
+      const a = 1 / o.step;
+      w2 += a * a;
+      wt += a * (numerator(o) / o.step);
+    }
+    const w = Math.sqrt(w2);
+    rows.push(f.map((v) => v * w));
+    targets.push(wt / w);
+  });
+  return { rows, targets };
 }
 
 function dot(a: readonly number[], b: readonly number[]): number {
@@ -107,7 +189,8 @@ function solveWithPriors(
   priors: readonly ParamPrior[],
   t0: number,
   priorWeight: number,
-): number[] {
+  start?: readonly number[],
+): { x: number[]; active: number[] } {
   const A: Matrix = rows.map((r) => [...r]);
   const b = [...targets];
   const w = Math.sqrt(priorWeight) * PRIOR_NOISE;
@@ -117,7 +200,8 @@ function solveWithPriors(
     A.push(r);
     b.push((w * p.mean) / p.sd);
   });
-  return nnls(A, b).x;
+  const { x, active } = nnls(A, b, undefined, start);
+  return { x, active };
 }
 
 /** Posterior covariance of parameters: (X^T X / sigma^2 + diag(priorWeight / (sd t0)^2))^-1. */
@@ -150,12 +234,24 @@ interface Solution {
   xs: number[];
   gamma: number;
   loss: number;
+  warmStart: FitWarmStart;
 }
 
-function relativeLoss(obs: readonly Obs[], xc: number[], xs: number[], gamma: number, floor: number): number {
+function relativeLoss(
+  obs: readonly Obs[],
+  groups: readonly PlacementGroup[],
+  xc: number[],
+  xs: number[],
+  gamma: number,
+  floor: number,
+): number {
+  // The step time is a placement's: computed once per group, summed per sample in the samples' order.
+  const fitted = groups.map((g) =>
+    combine(Math.max(dot(g.fc, xc), floor), g.syncs ? Math.max(dot(g.fs, xs), 0) : 0, gamma),
+  );
   let L = 0;
   for (const o of obs) {
-    const t = combine(Math.max(dot(o.fc, xc), floor), o.syncs ? Math.max(dot(o.fs, xs), 0) : 0, gamma);
+    const t = fitted[o.group] ?? 0;
     L += ((t - o.step) / o.step) ** 2;
   }
   return L;
@@ -217,6 +313,7 @@ export function fitThroughputModel(samples: StepSample[], options: FitOptions = 
     const sc = scalePlacement(s, refBatch, psForm);
     const fs = form.syncFeatures(sc);
     return {
+      group: -1,
       s: sc,
       fc: form.computeFeatures(sc),
       fs,
@@ -225,6 +322,8 @@ export function fitThroughputModel(samples: StepSample[], options: FitOptions = 
       sync: s.syncTime,
     };
   });
+  const groups = placementGroups(obs, options.groupSamples ?? true);
+  const syncingGroups = groups.filter((g) => g.syncs);
   const syncing = obs.filter((o) => o.syncs);
   const separate = (options.useSyncTime ?? true) && syncing.every((o) => o.sync !== undefined);
   // Compute time of each sample: what is left of the step once its measured sync is taken out (at least
@@ -235,26 +334,36 @@ export function fitThroughputModel(samples: StepSample[], options: FitOptions = 
   const floor = 1e-6 * t0;
 
   let sol: Solution;
+  const warm = options.warmStart ?? {};
   if (separate) {
-    const xc = solveWithPriors(
-      obs.map((o) => o.fc.map((v) => v / o.step)),
-      obs.map((o) => computeOf(o) / o.step),
+    const computeRows = mergedRows(groups, (g) => g.fc, computeOf);
+    const c = solveWithPriors(
+      computeRows.rows,
+      computeRows.targets,
       form.compute,
       t0,
       priorWeight,
+      warm.compute,
     );
-    const xs = solveWithPriors(
-      syncing.map((o) => o.fs.map((v) => v / o.step)),
-      syncing.map((o) => Math.min(o.sync ?? 0, o.step) / o.step),
-      form.sync,
-      t0,
-      priorWeight,
+    const syncRows = mergedRows(
+      syncingGroups,
+      (g) => g.fs,
+      (o) => Math.min(o.sync ?? 0, o.step),
     );
-    const lossAt = (g: number) => relativeLoss(obs, xc, xs, g, floor);
+    const s = solveWithPriors(syncRows.rows, syncRows.targets, form.sync, t0, priorWeight, warm.sync);
+    const xc = c.x;
+    const xs = s.x;
+    const lossAt = (g: number) => relativeLoss(obs, groups, xc, xs, g, floor);
     const gamma = options.gamma ?? (syncing.length > 0 ? searchGamma(lossAt) : 1);
-    sol = { xc, xs, gamma, loss: lossAt(gamma) };
+    sol = { xc, xs, gamma, loss: lossAt(gamma), warmStart: { compute: c.active, sync: s.active } };
   } else {
-    const fitAt = (g: number): Solution => fitJoint(obs, form, t0, priorWeight, g, floor);
+    // Each solve starts from the last one's active set (the first from the earlier fit's): same solutions.
+    let start = warm.joint;
+    const fitAt = (g: number): Solution => {
+      const solved = fitJoint(obs, groups, form, t0, priorWeight, g, floor, start);
+      start = solved.warmStart.joint;
+      return solved;
+    };
     let best: Solution;
     if (options.gamma !== undefined) best = fitAt(options.gamma);
     else if (syncing.length === 0) best = fitAt(1);
@@ -281,14 +390,22 @@ export function fitThroughputModel(samples: StepSample[], options: FitOptions = 
   // Noise estimate for the step time, relative; never below 1% (measurements jitter at least that much).
   const sigma = Math.max(0.01, Math.sqrt(sol.loss / dof));
   const covC = posteriorCovariance(
-    obs.map((o) => o.fc.map((v) => v / o.step)),
+    mergedRows(
+      groups,
+      (g) => g.fc,
+      () => 0,
+    ).rows,
     form.compute,
     t0,
     sigma,
     priorWeight,
   );
   const covS = posteriorCovariance(
-    syncing.map((o) => o.fs.map((v) => v / o.step)),
+    mergedRows(
+      syncingGroups,
+      (g) => g.fs,
+      () => 0,
+    ).rows,
     form.sync,
     t0,
     sigma,
@@ -307,7 +424,25 @@ export function fitThroughputModel(samples: StepSample[], options: FitOptions = 
     residualStdev,
   };
 
-  const predict = (placement: Placement): Prediction => {
+  const predict = predictor({ parameters, covC, covS, sigma, seen, kappa });
+  return { predict, sampleCount: samples.length, distinctScales, parameters, warmStart: sol.warmStart };
+}
+
+/** What a fitted model keeps to answer: built apart from the fit so that its samples are not kept with it. */
+interface PredictorInputs {
+  parameters: FittedParameters;
+  covC: Matrix;
+  covS: Matrix;
+  sigma: number;
+  seen: readonly Scaled[];
+  kappa: number;
+}
+
+function predictor({ parameters, covC, covS, sigma, seen, kappa }: PredictorInputs) {
+  const form = FORMS[parameters.form];
+  const { refBatch } = parameters;
+  const psForm = parameters.form === 'optimus';
+  return (placement: Placement): Prediction => {
     // A placement comes from a job its owner edits (Worker replicas patched to 0): a typed error, so that the
     // caller reports it as that job's and carries on with the others.
     if (!(placement.replicas >= 1 && placement.localBatchSize > 0)) {
@@ -332,8 +467,6 @@ export function fitThroughputModel(samples: StepSample[], options: FitOptions = 
       throughput: (placement.replicas * placement.localBatchSize) / stepTime,
     };
   };
-
-  return { predict, sampleCount: samples.length, distinctScales, parameters };
 }
 
 /**
@@ -358,45 +491,52 @@ export function evaluateSyncTime(params: FittedParameters, placement: Placement)
 /** For fixed gamma, fit step times directly (no sync measurements) by fixed-point NNLS iterations. */
 function fitJoint(
   obs: readonly Obs[],
+  groups: readonly PlacementGroup[],
   form: ModelForm,
   t0: number,
   priorWeight: number,
   gamma: number,
   floor: number,
+  start: readonly number[] | undefined,
 ): Solution {
   const nc = form.compute.length;
   const priors = [...form.compute, ...form.sync];
   let xc = new Array<number>(nc).fill(0);
   let xs = new Array<number>(form.sync.length).fill(0);
-  let u = obs.map(() => 1);
-  let v = obs.map(() => 1);
+  // The fixed-point weights are a placement's, so one per group.
+  let u = groups.map(() => 1);
+  let v = groups.map(() => 1);
+  let active = start;
   // By Euler's theorem T = (C/T)^(g-1) C + (S/T)^(g-1) S, so with the weights frozen the fit is linear.
   for (let it = 0; it < (gamma === 1 ? 1 : 12); it++) {
-    const rows = obs.map((o, i) => [
-      ...o.fc.map((f) => ((u[i] ?? 1) * f) / o.step),
-      ...o.fs.map((f) => (o.syncs ? ((v[i] ?? 1) * f) / o.step : 0)),
-    ]);
-    const x = solveWithPriors(
-      rows,
-      obs.map(() => 1),
-      priors,
-      t0,
-      priorWeight,
+    const { rows, targets } = mergedRows(
+      groups,
+      (g, i) => [...g.fc.map((f) => (u[i] ?? 1) * f), ...g.fs.map((f) => (g.syncs ? (v[i] ?? 1) * f : 0))],
+      (o) => o.step,
     );
+    const solved = solveWithPriors(rows, targets, priors, t0, priorWeight, active);
+    const x = solved.x;
+    active = solved.active;
     xc = x.slice(0, nc);
     xs = x.slice(nc);
-    u = obs.map((o) => {
+    u = groups.map((o) => {
       const c = Math.max(dot(o.fc, xc), floor);
       const s = o.syncs ? Math.max(dot(o.fs, xs), 0) : 0;
       return (c / combine(c, s, gamma)) ** (gamma - 1);
     });
-    v = obs.map((o) => {
+    v = groups.map((o) => {
       const c = Math.max(dot(o.fc, xc), floor);
       const s = o.syncs ? Math.max(dot(o.fs, xs), 0) : 0;
       return s > 0 ? (s / combine(c, s, gamma)) ** (gamma - 1) : 1;
     });
   }
-  return { xc, xs, gamma, loss: relativeLoss(obs, xc, xs, gamma, floor) };
+  return {
+    xc,
+    xs,
+    gamma,
+    loss: relativeLoss(obs, groups, xc, xs, gamma, floor),
+    warmStart: active ? { joint: active } : {},
+  };
 }
 
 function uniquePoints(points: readonly Scaled[]): Scaled[] {

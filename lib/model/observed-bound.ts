@@ -4,6 +4,7 @@
 // slow, shrinking it again, and paying a restart each way.
 
 import type { StepSample } from '../types.js';
+import type { FitWarmStart } from './fit.js';
 import {
   fitThroughputModel,
   type Placement,
@@ -19,7 +20,17 @@ export function fitRuntimeModel(
   samples: readonly StepSample[],
   prior: readonly StepSample[] = [],
 ): ThroughputModel {
-  return boundedByObservations(fitThroughputModel([...samples, ...prior]), samples);
+  return fitRuntimeModelFrom(samples, prior).model;
+}
+
+/** fitRuntimeModel, started from an earlier fit's `warmStart` (same answer up to rounding), and its own. */
+export function fitRuntimeModelFrom(
+  samples: readonly StepSample[],
+  prior: readonly StepSample[],
+  warmStart?: FitWarmStart,
+): { model: ThroughputModel; warmStart: FitWarmStart } {
+  const fitted = fitThroughputModel([...samples, ...prior], warmStart ? { warmStart } : {});
+  return { model: boundedByObservations(fitted, samples), warmStart: fitted.warmStart };
 }
 
 /** Relative difference under which two local batch sizes count as the same configuration. */
