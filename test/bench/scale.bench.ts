@@ -16,6 +16,7 @@ import type { HandlerDeps } from '../../functions/handler-deps.js';
 import { handleSchedule } from '../../functions/schedule.js';
 import { refOf } from '../../lib/adapters/job-adapter.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
+import { FitCache } from '../../lib/model/fit-cache.js';
 import {
   type CountSnapshot,
   countingClusterClient,
@@ -154,6 +155,8 @@ async function runOne(jobs: number, progressFile: string, trainedSeconds: number
       error: (obj, msg) => log(`handler error: ${msg ?? ''} ${JSON.stringify(obj).slice(0, 300)}`),
     },
     profiles: { namespace: PROFILES_NAMESPACE, configMapName: 'trainscaler-profiles' },
+    // As the runner keeps it (functions/runtime-deps.ts): fits live across ticks.
+    fitCache: new FitCache(),
   };
 
   // The alert first: a tick stopped at the time limit ends the process, and the alert is cheap. It reviews one
