@@ -47,6 +47,7 @@ import {
   type RebalanceInput,
   type RebalanceJob,
 } from '../lib/policies/rebalance.js';
+import { configUnder } from '../lib/policy-governance.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
 import type { JobRef, Plan, StepSample } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
@@ -196,7 +197,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
             job: current.view,
             pods: current.pods,
             capacity,
-            config: deps.config,
+            config: configUnder(current.governing, deps.config),
             now: deps.clock(),
           }),
         actuatorDeps({ ...deps, metrics: metrics.source }, listedAt),
