@@ -109,6 +109,33 @@ export function configUnder<C extends PolicyConfig>(governing: GoverningPolicy |
   return { ...config, ...policyLimits(governing.policy, config).config };
 }
 
+/**
+ * Why the cluster-wide rebalance must move none of this job's workers, if it must not. The rebalance moves
+ * workers between jobs in one plan (one job's shrink is another's growth): a move the actuator would then drop
+ * for this job (Recommend writes nothing; an action not allowed; the policy's longer cool-down) would still
+ * have been counted, and another job grown into room that is never freed. Held, the job keeps its size and
+ * the others are planned around it.
+ */
+export function rebalanceHold(
+  governing: GoverningPolicy | undefined,
+  view: Pick<JobView, 'state'>,
+  config: PolicyConfig,
+  now: number,
+): string | undefined {
+  if (!governing || governing.source === 'opt-in') return undefined;
+  const { policy } = governing;
+  const name = `TrainingAutoscaler ${policyId(policy)}`;
+  if (policy.mode === 'Recommend')
+    return `${name} is in mode Recommend: the rebalance moves none of its workers`;
+  for (const action of ['resize', 'yieldForRebalance'] as const)
+    if (!policy.actions[action])
+      return `${name} does not allow ${action}: the rebalance moves none of its workers`;
+  const cooldown = configUnder(governing, config).cooldownSeconds;
+  const since = now - (view.state.lastActionAt ?? Number.NEGATIVE_INFINITY);
+  if (since < cooldown) return `cool-down of ${name} (last change ${Math.max(0, Math.round(since))} s ago)`;
+  return undefined;
+}
+
 /** The action of the policy a change needs: what a TrainingAutoscaler's `actions` must allow. */
 export function actionOf(change: Change, plan: Plan): keyof PolicyActions | undefined {
   switch (change.kind) {

@@ -9,6 +9,7 @@ import { handleSchedule } from '../../../functions/schedule.js';
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
+import { seedJobState } from '../../support/job-states.js';
 import { countingClient, harness, TOY, toyJob, writesSince } from './handler-harness.js';
 
 const alarm = alertmanagerWebhook([{ namespace: 'team-a', kind: 'PyTorchJob', name: 'toy' }]);
@@ -214,6 +215,39 @@ describe('handlers under a TrainingAutoscaler', () => {
       /team-a\/broken.*minWorkers \(4\) is greater than maxWorkers \(2\)/,
     );
     assert.deepEqual(writesSince(sim, mark), []);
+  });
+
+  it("the rebalance moves none of a job's workers that its policy would not let move", async () => {
+    // big holds all 16 GPUs of the 4 x 4 cluster; without a policy it gives workers to queued (handlers.test.ts).
+    const shared = async (spec: Record<string, unknown> | undefined) => {
+      const { sim, deps } = harness();
+      if (spec) {
+        const p = policy('big', spec);
+        p.spec = { targetRef: { kind: 'PyTorchJob', name: 'big' }, ...spec };
+        sim.applyTrainingAutoscaler(p);
+      }
+      sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16 }));
+      // trainscaler last changed big 600 s ago: past the operator's cool-down (120 s).
+      await seedJobState(sim, { ...TOY, name: 'big' }, { lastActionAt: sim.clock.now() });
+      sim.step(600);
+      sim.submitJob(toyJob({ name: 'queued', workers: 6, maxReplicas: 6 }));
+      sim.step(30);
+      const result = await handleSchedule(scheduledEvent(), deps);
+      assert.deepEqual(result.errors, []);
+      const big = result.outcomes.find((o) => o.ref.name === 'big');
+      return { big: workers(await sim.getJob({ ...TOY, name: 'big' })), reason: big?.plan.reason ?? '' };
+    };
+    assert.ok(((await shared(undefined)).big ?? 16) < 16, 'gives workers without a policy');
+    assert.ok(((await shared({ mode: 'Auto' })).big ?? 16) < 16, 'and under Auto');
+    for (const [spec, why] of [
+      [{ mode: 'Recommend' }, /team-a\/big is in mode Recommend: the rebalance moves none of its workers/],
+      [{ mode: 'Auto', actions: { yieldForRebalance: false } }, /does not allow yieldForRebalance/],
+      [{ mode: 'Auto', cooldownSeconds: 3600 }, /cool-down of TrainingAutoscaler team-a\/big/],
+    ] as const) {
+      const held = await shared(spec);
+      assert.equal(held.big, 16, JSON.stringify(spec));
+      assert.match(held.reason, why);
+    }
   });
 
   it('the tick lists the TrainingAutoscalers once, whatever the number of jobs, and obeys them', async () => {
