@@ -8,6 +8,7 @@ import { historiesOf, NO_HISTORIES, priorSamples } from '../lib/decisions/signat
 import { MissingMetricsError } from '../lib/errors.js';
 import { keptWithoutSamples, MissingSamplesError } from '../lib/policies/missing-samples.js';
 import { findRole } from '../lib/policies/placement.js';
+import { configUnder } from '../lib/policy-governance.js';
 import { parseAlarm } from '../lib/triggers/alarm-payload.js';
 import type { JobView, Plan } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
@@ -61,7 +62,7 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
             snapshot,
             observed,
             capacity,
-            deps.config,
+            configUnder(snapshot.governing, deps.config),
             deps.clock(),
             deps.throughputOracle,
             priorSamples(

@@ -6,6 +6,7 @@ import { recordRun } from '../lib/decisions/profile-store.js';
 import { MissingMetricsError } from '../lib/errors.js';
 import { type ManagementScope, managementOf, managementScope } from '../lib/management.js';
 import { decideOnFault } from '../lib/policies/faults.js';
+import { configUnder, governView, resolveJobPolicy } from '../lib/policy-governance.js';
 import { parseClusterEvent } from '../lib/triggers/cluster-event-payload.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
@@ -29,6 +30,7 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
       // since a forged or replayed event must not write into the profile store every tenant shares.
       const live = await deps.cluster.getJob(ref);
       const view = readJob(live, managementScope(deps.config));
+      governView(view, live, await resolveJobPolicy(deps.cluster, live, managementScope(deps.config)));
       if (!view.managed) return { ...result, ignored: `not managed: ${view.unmanagedReason ?? ''}` };
       if (!hasSucceeded(live))
         return { ...result, ignored: 'the API server does not report the job succeeded' };
@@ -53,8 +55,11 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
     const scope = managementScope(deps.config);
     const excluded = unmanagedNamespace(ref.namespace, scope);
     if (excluded) return { ...result, ignored: `not managed: ${excluded}` };
-    const management = managementOf((await deps.cluster.getJob(ref)).metadata, scope);
-    if (!management.managed) return { ...result, ignored: `not managed: ${management.why}` };
+    // The job's TrainingAutoscaler may opt it in, or out (Off): one LIST of its namespace's policies.
+    const job = await deps.cluster.getJob(ref);
+    const view = readJob(job, scope);
+    governView(view, job, await resolveJobPolicy(deps.cluster, job, scope));
+    if (!view.managed) return { ...result, ignored: `not managed: ${view.unmanagedReason ?? ''}` };
     const now = deps.clock();
     const cluster = await loadCapacity(deps.cluster, now);
     const capacity = capacityOf(cluster.nodes, cluster.pods, { holdRoomFor: exceptPodsOf(ref), now });
@@ -65,7 +70,7 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
           job: snapshot.view,
           pods: snapshot.pods,
           capacity,
-          config: deps.config,
+          config: configUnder(snapshot.governing, deps.config),
           now: deps.clock(),
         }),
       actuatorDeps(deps, triggeredAt),

@@ -47,6 +47,7 @@ import {
   type RebalanceInput,
   type RebalanceJob,
 } from '../lib/policies/rebalance.js';
+import { configUnder, rebalanceHold } from '../lib/policy-governance.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
 import type { JobRef, Plan, StepSample } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
@@ -196,7 +197,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
             job: current.view,
             pods: current.pods,
             capacity,
-            config: deps.config,
+            config: configUnder(current.governing, deps.config),
             now: deps.clock(),
           }),
         actuatorDeps({ ...deps, metrics: metrics.source }, listedAt),
@@ -220,7 +221,10 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       continue;
     }
     try {
-      entries.push(rebalanceEntryOf(job, deps));
+      const entry = rebalanceEntryOf(job, deps);
+      // A job whose policy would drop the rebalance's move of it is planned around, not moved.
+      const held = rebalanceHold(job.snapshot.governing, view, deps.config, now);
+      entries.push(held ? { ...entry, job: { ...view, managed: false, unmanagedReason: held } } : entry);
     } catch (error) {
       result.errors.push(containJobError(job.snapshot.view.ref, error, deps.logger));
     }
@@ -310,6 +314,7 @@ function keepReason(view: JobSnapshot['view'], deps: HandlerDeps): string {
   const workers = findRole(view, 'Worker')?.replicas;
   const what = workers === undefined ? 'no Worker role' : `keep ${plural(workers, 'worker')}`;
   if (workers === 0) return `${what}: scaled to 0 workers by its owner; trainscaler starts none`;
+  if (!view.managed) return `${what}: ${view.unmanagedReason ?? 'not managed'}`;
   if (view.state.paused) return `${what}: paused (${view.state.pauseReason ?? 'by trainscaler'})`;
   if (view.kueue)
     return `${what}: managed by Kueue (${view.kueue}); the cluster-wide rebalance leaves it to Kueue's priorities and preemption`;

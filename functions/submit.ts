@@ -7,6 +7,7 @@ import { runningPeersOf } from '../lib/decisions/running-peers.js';
 import { modelFor } from '../lib/model/throughput-model.js';
 import { decideInitialConfig, rendezvousAdvice } from '../lib/policies/initial-config.js';
 import { profileModel } from '../lib/policies/profiles.js';
+import { configUnder } from '../lib/policy-governance.js';
 import { parseSubmit } from '../lib/triggers/submit-payload.js';
 import type { JobView, Plan } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
@@ -102,7 +103,7 @@ export async function handleSubmit(payload: unknown, deps: HandlerDeps): Promise
           profile,
           model,
           capacity,
-          config: deps.config,
+          config: configUnder(snapshot.governing, deps.config),
           ...(peers ? { peers } : {}),
         });
       },

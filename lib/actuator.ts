@@ -14,8 +14,10 @@ import type { ClusterClient, JobStateObject, JsonPatchOp, KubeObject } from './c
 import { eventMessage, FULL_REASON_IN_ANNOTATION, FULL_REASON_IN_LOG } from './cluster/event-message.js';
 import {
   type JobStateLookup,
+  type JobStateStatus,
   STATUS_CHANGES_LIMIT,
   STATUS_REASON_LIMIT,
+  type StatusDecision,
   trustedStateOf,
   writeJobState,
 } from './cluster/job-state.js';
@@ -48,6 +50,15 @@ import {
 } from './pod-resizes.js';
 import { summarized } from './policies/reason.js';
 import { withStragglerReplacement } from './policies/stragglers.js';
+import {
+  conditionsOf,
+  configUnder,
+  type GoverningPolicy,
+  governView,
+  resolveJobPolicy,
+  statusPolicyOf,
+  withinPolicy,
+} from './policy-governance.js';
 import type { Change, JobAutoscalerState, JobRef, JobView, Plan, PodView } from './types.js';
 
 export interface ActuatorLogger {
@@ -90,6 +101,12 @@ export interface JobSnapshot {
   kueue?: KueueJob;
   /** The job's ScaledTrainingJob as read, whose status `view.state` comes from (lib/cluster/job-state.ts). */
   stateObject?: JobStateObject;
+  /**
+   * The policy the job is managed under (lib/policy-governance.ts): its TrainingAutoscaler, or the policy its
+   * opt-in implies. `view` already shows it (managed, Worker bounds); its step and cool-down are in
+   * configUnder(governing, config).
+   */
+  governing?: GoverningPolicy;
 }
 
 export interface Outcome {
@@ -102,8 +119,17 @@ export interface Outcome {
   /**
    * `kueue`: Kueue's rules held the plan's changes back (its reason says which and why). `eviction-refused`:
    * the API server refused an eviction the plan needs (a PodDisruptionBudget): nothing was written.
+   * `recommend`: the job's TrainingAutoscaler is in mode Recommend: the plan is what Auto would write; nothing
+   * was written to the job, the recommendation went to its ScaledTrainingJob's status.
    */
-  skipped?: 'no-change' | 'dry-run' | 'not-managed' | 'namespace-not-allowed' | 'kueue' | 'eviction-refused';
+  skipped?:
+    | 'no-change'
+    | 'dry-run'
+    | 'not-managed'
+    | 'namespace-not-allowed'
+    | 'kueue'
+    | 'eviction-refused'
+    | 'recommend';
   /** Conflicts met and retried before the outcome. */
   conflicts?: number;
   /** The in-place resizes sent (pods/resize), one per pod, when the plan changed CPU or memory. */
@@ -152,8 +178,10 @@ export function decisionIdOf(view: JobView, plan: Plan): string {
 }
 
 /**
- * The job, its pods and trainscaler's state of it. The state comes from the job's ScaledTrainingJob, read
- * here, or from `states` when the caller listed them all at once (the schedule: one LIST a tick).
+ * The job, its pods, trainscaler's state of it and the policy it is under. The state comes from the job's
+ * ScaledTrainingJob, read here, or from `states` when the caller listed them all at once (the schedule: one
+ * LIST a tick); the policy from the TrainingAutoscalers of its namespace (through a tick's view: one LIST a
+ * tick). Throws when policies conflict over the job or one cannot be read: the job is left alone.
  */
 export async function loadSnapshot(
   cluster: ClusterClient,
@@ -164,6 +192,7 @@ export async function loadSnapshot(
 ): Promise<JobSnapshot> {
   const obj = await cluster.getJob(ref);
   const view = readJob(obj, management);
+  const governing = governView(view, obj, await resolveJobPolicy(cluster, obj, management));
   const stateObject = states ? states(ref) : await cluster.getJobState(ref);
   view.state = trustedStateOf(obj, stateObject);
   // The selector is a label anyone can set: keep only the pods the job really owns (owner reference, through
@@ -183,6 +212,7 @@ export async function loadSnapshot(
   view.priority = Number.isFinite(podPriority) ? podPriority : (classPriority ?? 0);
   const snapshot: JobSnapshot = { obj, view, pods, rawPods };
   if (stateObject) snapshot.stateObject = stateObject;
+  if (governing) snapshot.governing = governing;
   const kueue = await kueueJobOf(cluster, obj, view);
   if (kueue) {
     view.kueue = kueue.managedBy;
@@ -202,9 +232,10 @@ function readHistory(obj: KubeObject): DecisionRecord[] {
   }
 }
 
-function guardrailConfig(deps: ActuatorDeps): GuardrailConfig {
+/** The operator's guardrails, with the step and cool-down of the job's policy. */
+function guardrailConfig(deps: ActuatorDeps, governing: GoverningPolicy | undefined): GuardrailConfig {
   const d = DEFAULT_POLICY_CONFIG;
-  return {
+  const operator: GuardrailConfig = {
     // deps.namespaceAllowlist is enforced before anything is read (actOnJob).
     namespaceAllowlist: deps.guardrails?.namespaceAllowlist ?? [],
     maxReplicaStep: deps.guardrails?.maxReplicaStep ?? d.maxReplicaStep,
@@ -212,6 +243,12 @@ function guardrailConfig(deps: ActuatorDeps): GuardrailConfig {
     maxMemoryBytes: deps.guardrails?.maxMemoryBytes ?? d.maxMemoryBytes,
     maxClusterGpus: deps.guardrails?.maxClusterGpus ?? d.maxClusterGpus,
   };
+  const { maxReplicaStep, cooldownSeconds } = configUnder(governing, {
+    ...d,
+    maxReplicaStep: operator.maxReplicaStep,
+    cooldownSeconds: operator.cooldownSeconds,
+  });
+  return { ...operator, maxReplicaStep, cooldownSeconds };
 }
 
 /**
@@ -330,7 +367,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       return { ref, plan, applied: false, skipped: 'not-managed' };
     }
     const decided = await decide(snapshot);
-    const config = guardrailConfig(deps);
+    const config = guardrailConfig(deps, snapshot.governing);
     const context: GuardrailContext = {
       job: view,
       config,
@@ -347,6 +384,9 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     if (guarded.violations.length > 0)
       deps.logger.warn({ job: ref, policy: decided.policy, violations: guarded.violations }, 'plan clamped');
     let plan: Plan = { ...guarded.plan, changes: guarded.plan.changes.filter((c) => !isNoOp(c)) };
+    // Then the job's policy: the actions it does not allow are dropped, and the reason says which.
+    const filter = withinPolicy(plan, snapshot.governing);
+    plan = filter.plan;
     // Then Kueue's rules, for a job Kueue manages: nothing Kueue would answer with a suspension, no growth
     // beyond the ClusterQueue's free quota.
     let heldByKueue = false;
@@ -369,6 +409,30 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     }
     // One line for Events, history and the log; the rest of a long reason goes to the plan's details.
     plan = summarized(plan);
+    const governing = snapshot.governing;
+    const policyStatus = governing && {
+      policy: statusPolicyOf(governing),
+      conditions: conditionsOf({
+        governing,
+        filter,
+        wanted: workersAfter(decided, view),
+        coolingDown:
+          deps.clock() - (view.state.lastActionAt ?? Number.NEGATIVE_INFINITY) < config.cooldownSeconds,
+        now: deps.clock(),
+        previous: isRecord(snapshot.stateObject?.status) ? snapshot.stateObject.status.conditions : undefined,
+      }),
+    };
+    if (governing?.policy.mode === 'Recommend' && policyStatus) {
+      // Decided exactly as under Auto; nothing is written to the job, its pods or its Events.
+      await recordRecommendation(deps, { ref, uid: view.uid, apiVersion: obj.apiVersion }, snapshot, {
+        before: stateRead,
+        state: view.state,
+        plan,
+        observedWorkers: runningWorkersOf(snapshot.pods),
+        ...policyStatus,
+      });
+      return { ref, plan, applied: false, skipped: 'recommend', conflicts };
+    }
     if (plan.changes.length === 0)
       return { ref, plan, applied: false, skipped: heldByKueue ? 'kueue' : 'no-change', conflicts };
     // CPU/memory changes reach the running pods in place where the API server serves pods/resize (discovery).
@@ -439,6 +503,8 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       after: state,
       extra: {
         observedWorkers: runningWorkers,
+        desiredWorkers: workersAfter(plan, view) ?? runningWorkers,
+        ...policyStatus,
         lastDecision: {
           id,
           at: record.at,
@@ -481,6 +547,79 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     if (resized.length > 0) outcome.podResizes = resized;
     if (refused.length > 0) outcome.evictionsRefused = refused;
     return outcome;
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The Worker count the plan leaves the job at (its Worker change, else the job's), if it has workers. */
+function workersAfter(plan: Plan, view: JobView): number | undefined {
+  const change = plan.changes.find(
+    (c): c is Extract<Change, { kind: 'replicas' }> => c.kind === 'replicas' && c.role === 'Worker',
+  );
+  return change?.to ?? view.roles.find((r) => r.role === 'Worker')?.replicas;
+}
+
+/**
+ * A Recommend policy's decision into the job's ScaledTrainingJob status: the recommendation (the Worker count
+ * and the plan's one-line reason), the policy and the conditions; the state is kept as read (nothing was done,
+ * no cool-down starts). Written only when something a reader sees changed, so that a recommendation repeated
+ * every tick costs no write; never in a dry run. A failure is logged: the job was not touched either way.
+ */
+async function recordRecommendation(
+  deps: ActuatorDeps,
+  job: { ref: JobRef; uid: string; apiVersion: string },
+  snapshot: JobSnapshot,
+  r: {
+    before: JobAutoscalerState;
+    state: JobAutoscalerState;
+    plan: Plan;
+    observedWorkers: number;
+  } & Required<Pick<JobStateStatus, 'policy' | 'conditions'>>,
+): Promise<void> {
+  if (deps.dryRun) return;
+  const workers = workersAfter(r.plan, snapshot.view) ?? r.observedWorkers;
+  const reason = r.plan.reason.slice(0, STATUS_REASON_LIMIT);
+  const found = snapshot.stateObject?.ownerUid === job.uid ? snapshot.stateObject.status : undefined;
+  const seen = (v: unknown) =>
+    JSON.stringify(v, (key, value: unknown) =>
+      key === 'lastTransitionTime' || key === 'at' ? undefined : value,
+    );
+  const shown = { workers, reason, policy: r.policy, conditions: r.conditions, observed: r.observedWorkers };
+  if (
+    isRecord(found) &&
+    seen(shown) ===
+      seen({
+        workers: isRecord(found.recommendation) ? found.recommendation.workers : undefined,
+        reason: isRecord(found.recommendation) ? found.recommendation.reason : undefined,
+        policy: found.policy,
+        conditions: found.conditions,
+        observed: found.observedWorkers,
+      })
+  )
+    return;
+  const extra: Omit<JobStateStatus, keyof JobAutoscalerState> = {
+    observedWorkers: r.observedWorkers,
+    desiredWorkers: workers,
+    recommendation: { workers, reason, at: deps.clock() },
+    policy: r.policy,
+    conditions: r.conditions,
+  };
+  if (isRecord(found) && isRecord(found.lastDecision))
+    extra.lastDecision = found.lastDecision as unknown as StatusDecision;
+  try {
+    await writeJobState(
+      deps.cluster,
+      job,
+      { before: r.before, after: r.state, extra },
+      snapshot.stateObject,
+      { dryRun: false },
+    );
+  } catch (error) {
+    const detail = error instanceof TrainscalerError ? error.message : String(error);
+    deps.logger.error({ job: job.ref, error: detail }, 'could not record the recommendation');
   }
 }
 

@@ -1,6 +1,6 @@
 // The tenants' policy object, TrainingAutoscaler (trainscaler.io/v1alpha1, infra/k8s/crds/
 // trainscaler.io_trainingautoscalers.yaml): read into a typed policy, resolved to the one that governs a job,
-// and turned into the limits it sets. Pure: no API calls. Not yet read by the handlers (the lead wires it).
+// and turned into the limits it sets. Pure: no API calls. The handlers apply it through lib/policy-governance.ts.
 //
 // The API server validates and defaults every object against the CRD (CEL included) before anyone reads it;
 // the checks are repeated here because an object can still arrive without them: stored under an older CRD,

@@ -139,6 +139,17 @@ export const INFORMER_ACCESS: readonly ApiAccess[] = [
   { group: '', resource: 'pods', verb: 'watch', scope: CLUSTER },
 ];
 
+/**
+ * `trainscaler run` only: its informers also watch the tenants' TrainingAutoscalers, so that its ticks read them
+ * from the cache (the forwarder does not: a policy change triggers no review of its own).
+ */
+export const POLICY_INFORMER_ACCESS: readonly ApiAccess[] = (['list', 'watch'] as const).map((verb) => ({
+  group: STATE,
+  resource: 'trainingautoscalers',
+  verb,
+  scope: CLUSTER,
+}));
+
 /** `trainscaler run` only: leader election on one Lease (lib/runner/lease-lock.ts). */
 export const LEASE_ACCESS: readonly ApiAccess[] = (['get', 'create', 'update'] as const).map((verb) => ({
   group: 'coordination.k8s.io',
@@ -218,6 +229,7 @@ export const FUNCTIONS_ACCESS: readonly ApiAccess[] = Object.values(CLUSTER_CLIE
 export const RUNNER_ACCESS: readonly ApiAccess[] = [
   ...FUNCTIONS_ACCESS,
   ...INFORMER_ACCESS,
+  ...POLICY_INFORMER_ACCESS,
   ...LEASE_ACCESS,
   ...LEADER_LABEL_ACCESS,
   ...OUTCOME_STORE_ACCESS,

@@ -9,6 +9,7 @@ import { ANNOTATION } from '../adapters/annotations.js';
 import { isObject } from '../adapters/unstructured.js';
 import { ConflictError } from '../errors.js';
 import { parseStragglerReplacements } from '../policies/stragglers.js';
+import type { StatusCondition, StatusPolicy } from '../policy-governance.js';
 import type { Change, JobAutoscalerState, JobRef } from '../types.js';
 import type {
   ClusterClient,
@@ -61,10 +62,26 @@ export interface StatusDecision {
   changes: Change[];
 }
 
-/** A ScaledTrainingJob's status as trainscaler writes it. `conditions` are kept as found (issue 42). */
+/** What trainscaler would do to a job under a Recommend policy, which it does not do. */
+export interface StatusRecommendation {
+  workers: number;
+  reason: string;
+  /** Epoch seconds of the decision. */
+  at: number;
+}
+
+/**
+ * A ScaledTrainingJob's status as trainscaler writes it. Without `conditions`, those found are kept. Only the
+ * JobAutoscalerState part is read back (stateOfStatus); the rest is for the people reading `kubectl get stj`.
+ */
 export interface JobStateStatus extends JobAutoscalerState {
   observedWorkers?: number;
+  /** The Worker count trainscaler last decided on (Auto: wrote; Recommend: recommended). */
+  desiredWorkers?: number;
   lastDecision?: StatusDecision;
+  recommendation?: StatusRecommendation;
+  policy?: StatusPolicy;
+  conditions?: StatusCondition[];
 }
 
 export const STATUS_REASON_LIMIT = 256;
@@ -209,7 +226,7 @@ function statusOf(
 ): Record<string, unknown> {
   const status: Record<string, unknown> = { ...state, ...extra };
   const conditions = isObject(current?.status) ? current.status.conditions : undefined;
-  if (Array.isArray(conditions)) status.conditions = conditions;
+  if (!extra.conditions && Array.isArray(conditions)) status.conditions = conditions;
   return status;
 }
 

@@ -1,5 +1,5 @@
 // A tick's reads of the cluster, independent of how many jobs it holds: each kind (every job kind, pods, nodes,
-// Kueue Workloads, ScaledTrainingJobs) is read once, cluster-wide, on first use, and indexed in memory; every
+// Kueue Workloads, ScaledTrainingJobs, TrainingAutoscalers) is read once, cluster-wide, on first use, and indexed in memory; every
 // later read of the tick (a job, its pods by label selector, its Workloads, its state) is answered from that
 // index. Writes pass through to the API server; what a write returns replaces the object in the index, and a
 // write that conflicts marks its object stale, so that its next read goes to the API server.
@@ -32,6 +32,8 @@ export interface ClusterReadSource {
   nodes(): Promise<V1Node[]>;
   workloads(): Promise<KubeObject[]>;
   jobStates(): Promise<JobStateObject[]>;
+  /** Absent: listed through the client (where it serves them) once a tick. */
+  trainingAutoscalers?(): Promise<KubeObject[]>;
 }
 
 /** One LIST per kind through the client (KubernetesClusterClient pages it). */
@@ -42,6 +44,7 @@ export function listingSource(live: ClusterClient): ClusterReadSource {
     nodes: () => live.listNodes(),
     workloads: () => live.listWorkloads(undefined, ''),
     jobStates: () => live.listJobStates(),
+    trainingAutoscalers: () => live.listTrainingAutoscalers?.() ?? Promise.resolve([]),
   };
 }
 
@@ -157,7 +160,10 @@ export class ListedClusterReads implements ClusterClient {
     this.#lists = source instanceof TickLists ? source : new TickLists(source);
     this.#liveJobs = liveJobs;
     // The optional methods only where the client has them: whether pods are resized in place depends on it.
-    const { servesPodResize, resizePod } = live;
+    const { servesPodResize, resizePod, putTrainingAutoscalerStatus } = live;
+    if (putTrainingAutoscalerStatus)
+      this.putTrainingAutoscalerStatus = (current, status, options) =>
+        putTrainingAutoscalerStatus.call(live, current, status, options);
     if (servesPodResize) this.servesPodResize = (options) => servesPodResize.call(live, options);
     if (resizePod)
       this.resizePod = async (namespace, name, patch, options) => {
@@ -207,6 +213,23 @@ export class ListedClusterReads implements ClusterClient {
       return new Map(items.map((s) => [stateKey(s.namespace, s.name), s]));
     });
   }
+
+  #policies(): Promise<LabelIndex<KubeObject>> {
+    return this.#lists.once('trainingautoscalers', async () => {
+      const { source } = this.#lists;
+      const listed = source.trainingAutoscalers
+        ? source.trainingAutoscalers()
+        : (this.live.listTrainingAutoscalers?.() ?? Promise.resolve([]));
+      return new LabelIndex(await TickLists.served(listed));
+    });
+  }
+
+  /** The tick's one cluster-wide list, whichever namespace is asked (policies are read, never written here). */
+  async listTrainingAutoscalers(namespace?: string): Promise<KubeObject[]> {
+    return (await this.#policies()).select(namespace, []);
+  }
+
+  putTrainingAutoscalerStatus?: ClusterClient['putTrainingAutoscalerStatus'];
 
   async getJob(ref: JobRef, options?: ReadOptions): Promise<KubeObject> {
     const key = jobKey(ref.kind, ref.namespace, ref.name);

@@ -341,6 +341,26 @@ export class RetryingClusterClient implements ClusterClient {
     return this.read('list scaledtrainingjobs', (o) => this.inner.listJobStates(o));
   }
 
+  /** None from a client that serves none. */
+  listTrainingAutoscalers(namespace?: string): Promise<KubeObject[]> {
+    const list = this.inner.listTrainingAutoscalers?.bind(this.inner);
+    if (!list) return Promise.resolve([]);
+    return this.read(`list trainingautoscalers${namespace ? ` in ${namespace}` : ''}`, (o) =>
+      list(namespace, o),
+    );
+  }
+
+  /** Not retried: guarded by the resourceVersion read, a repeat of one that landed would only answer 409. */
+  putTrainingAutoscalerStatus(
+    current: KubeObject,
+    status: Record<string, unknown>,
+    options: WriteOptions,
+  ): Promise<KubeObject> {
+    const put = this.inner.putTrainingAutoscalerStatus?.bind(this.inner);
+    if (!put) throw new Error('this cluster client cannot write TrainingAutoscaler status');
+    return put(current, status, options);
+  }
+
   /**
    * Retried on transient failures like a read: every write it makes is guarded (a create fails once the
    * object exists, a status write once its resourceVersion moved), so a repeat of one that did land answers

@@ -135,6 +135,21 @@ export class LeaderFencedClusterClient implements ClusterClient {
   listJobStates(options?: ReadOptions): Promise<JobStateObject[]> {
     return this.inner.listJobStates(options);
   }
+  listTrainingAutoscalers(namespace?: string, options?: ReadOptions): Promise<KubeObject[]> {
+    return this.inner.listTrainingAutoscalers?.(namespace, options) ?? Promise.resolve([]);
+  }
+  putTrainingAutoscalerStatus(
+    current: KubeObject,
+    status: Record<string, unknown>,
+    options: WriteOptions,
+  ): Promise<KubeObject> {
+    const put = this.inner.putTrainingAutoscalerStatus?.bind(this.inner);
+    if (!put) throw new Error('this cluster client cannot write TrainingAutoscaler status');
+    const { namespace = '', name } = current.metadata;
+    return this.fenced(`write status of TrainingAutoscaler ${namespace}/${name}`, options, (o) =>
+      put(current, status, o),
+    );
+  }
   putJobState(
     job: JobIdentity,
     status: Record<string, unknown>,

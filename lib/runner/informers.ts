@@ -22,6 +22,7 @@ import {
 import type { ActuatorLogger as Logger } from '../actuator.js';
 import { apiVersionOf } from '../adapters/job-adapter.js';
 import { isObject } from '../adapters/unstructured.js';
+import { TRAINING_AUTOSCALER_API_VERSION, TRAINING_AUTOSCALER_RESOURCE } from '../training-autoscaler.js';
 import type { JobKind } from '../types.js';
 import type { InformerEvent, WatchedObject, WatchType } from './event-router.js';
 
@@ -42,6 +43,11 @@ export interface InformerSetOptions {
   maxRestartDelayMs?: number;
   /** Cap of the silent re-check of a kind whose CRD is not installed (default 5 min). */
   maxAbsentRecheckMs?: number;
+  /**
+   * Also watch the tenants' TrainingAutoscalers (the runner: its ticks read them from the cache). Their events
+   * route nowhere (lib/runner/event-router.ts): a changed policy is read by the job's next trigger or tick.
+   */
+  policies?: boolean;
 }
 
 export interface InformerSet {
@@ -83,7 +89,7 @@ export async function allPages(
   return { metadata: { resourceVersion }, items };
 }
 
-function sources(kc: KubeConfig, statefulSetSelector: string | undefined): Source[] {
+function sources(kc: KubeConfig, statefulSetSelector: string | undefined, policies: boolean): Source[] {
   const core = kc.makeApiClient(CoreV1Api);
   const apps = kc.makeApiClient(AppsV1Api);
   const batch = kc.makeApiClient(BatchV1Api);
@@ -111,7 +117,18 @@ function sources(kc: KubeConfig, statefulSetSelector: string | undefined): Sourc
       ),
   };
   if (statefulSetSelector) statefulSets.labelSelector = statefulSetSelector;
+  const { group, version, plural, kind } = TRAINING_AUTOSCALER_RESOURCE;
+  const trainingAutoscalers: Source = {
+    kind,
+    apiVersion: TRAINING_AUTOSCALER_API_VERSION,
+    path: `/apis/${TRAINING_AUTOSCALER_API_VERSION}/${plural}`,
+    list: () =>
+      allPages((limit, _continue) =>
+        custom.listClusterCustomObject({ group, version, plural, limit, _continue }),
+      ),
+  };
   return [
+    ...(policies ? [trainingAutoscalers] : []),
     crd('PyTorchJob', 'pytorchjobs'),
     crd('TFJob', 'tfjobs'),
     statefulSets,
@@ -186,7 +203,7 @@ export function startInformers(kc: KubeConfig, options: InformerSetOptions): Inf
   const minDelay = options.minRestartDelayMs ?? 1_000;
   const maxDelay = options.maxRestartDelayMs ?? 30_000;
   const maxAbsentDelay = Math.max(options.maxAbsentRecheckMs ?? 300_000, maxDelay);
-  const all = sources(kc, options.statefulSetSelector);
+  const all = sources(kc, options.statefulSetSelector, options.policies === true);
   // Each kind settles once: listed, or found not served. The start-up line waits for all of them.
   const settled = new Map<string, 'handled' | 'absent'>();
   const settle = (kind: string, how: 'handled' | 'absent') => {

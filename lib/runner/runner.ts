@@ -248,6 +248,7 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
         for (const task of router.route(event)) dispatch(task);
       },
       logger,
+      policies: true,
       ...(options.statefulSetSelector ? { statefulSetSelector: options.statefulSetSelector } : {}),
     });
     informers.synced.then(() => logger.info({}, 'informers synced'));

@@ -300,6 +300,8 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
    * Event names derived from them) stay what they were before trainscaler kept its state here.
    */
   #stateRevision = 0;
+  /** The tenants' TrainingAutoscalers by namespace/name, as given (applyTrainingAutoscaler). */
+  readonly #policies = new Map<string, KubeObject>();
   readonly #events: CoreV1Event[] = [];
   readonly #writeLog: WriteLogEntry[] = [];
   #watch: SimulatedWatchEvent[] = [];
@@ -323,6 +325,17 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   }
 
   // ---- test and demo controls -------------------------------------------------------------------------
+
+  /** Creates or replaces a TrainingAutoscaler, as a tenant's `kubectl apply` would (not validated here). */
+  applyTrainingAutoscaler(policy: KubeObject): void {
+    const key = `${policy.metadata.namespace ?? 'default'}/${policy.metadata.name}`;
+    const generation = (this.#policies.get(key)?.metadata.generation ?? 0) + 1;
+    this.#policies.set(key, structuredClone({ ...policy, metadata: { ...policy.metadata, generation } }));
+  }
+
+  deleteTrainingAutoscaler(namespace: string, name: string): void {
+    this.#policies.delete(`${namespace}/${name}`);
+  }
 
   /** The next write (any verb, dry run included) fails with `error`, like a flaky API server. */
   failNextWrite(error: Error): void {
@@ -615,6 +628,13 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
 
   async listJobStates(): Promise<JobStateObject[]> {
     return [...this.#jobStates.values()].map((s) => structuredClone(s));
+  }
+
+  /** None unless a test or demo applied some (applyTrainingAutoscaler). */
+  async listTrainingAutoscalers(namespace?: string): Promise<KubeObject[]> {
+    return [...this.#policies.values()]
+      .filter((p) => namespace === undefined || p.metadata.namespace === namespace)
+      .map((p) => structuredClone(p));
   }
 
   /** Create when `current` is undefined (409 if it exists); else replace status guarded by its resourceVersion. */

@@ -278,8 +278,8 @@ describe('the actuator through a tick view', () => {
     const outcome = await actOnJob(TOY, toThree, { ...deps, cluster: view });
     assert.equal(outcome.applied, true);
     const reads = calls.filter((c) => /^(get|list)/.test(c));
-    // The job live; its state, pods and Workloads from the tick's lists (each listed once, cluster-wide).
-    assert.deepEqual(reads, ['getJob toy,*', 'listJobStates', 'listWorkloads *,']);
+    // The job live; its policies, state, pods and Workloads from the tick's lists (each listed once, cluster-wide).
+    assert.deepEqual(reads, ['getJob toy,*', 'listTrainingAutoscalers', 'listJobStates', 'listWorkloads *,']);
     assert.ok(calls.some((c) => c.startsWith('patchJob toy')));
   });
 
@@ -299,12 +299,15 @@ describe('the actuator through a tick view', () => {
     assert.equal(outcome.applied, true);
     assert.equal(outcome.conflicts, 1);
     const reads = calls.filter((c) => /^(get|list)/.test(c));
-    // First attempt: the job live, pods and state from the lists. The retry: job, pods, state, Workloads live.
+    // First attempt: the job live, policies, pods and state from the lists. The retry: job, its namespace's
+    // policies, pods, state, Workloads live.
     assert.deepEqual(reads, [
       'getJob toy,*',
+      'listTrainingAutoscalers',
       'listJobStates',
       'listWorkloads *,',
       'getJob toy',
+      'listTrainingAutoscalers team-a',
       'getJobState toy',
       'listPods team-a,training.kubeflow.org/job-name=toy',
       `listWorkloads team-a,kueue.x-k8s.io/job-uid=${String((await client.getJob(TOY)).metadata.uid)}`,

@@ -74,6 +74,7 @@ function scripted(script: Partial<Record<keyof ClusterClient, Step[]>> = {}, job
     resizePod: play('resizePod', () => ({ metadata: { name: 'p' } })),
     getJobState: play('getJobState', () => undefined),
     listJobStates: play('listJobStates', () => []),
+    listTrainingAutoscalers: play('listTrainingAutoscalers', () => []),
     putJobState: play('putJobState', () => ({
       namespace: 'ns',
       name: 'pytorchjob-toy',
@@ -357,6 +358,21 @@ describe('RetryingClusterClient: reads', () => {
         ['getConfigMap', 'ns', 'cm'],
       ],
     );
+  });
+
+  it('lists TrainingAutoscalers through the inner client, retried; none from a client that serves none', async () => {
+    const flaky = scripted({ listTrainingAutoscalers: [busy()] });
+    const c = new RetryingClusterClient(flaky.client, fast);
+    assert.deepEqual(await c.listTrainingAutoscalers('ns'), []);
+    assert.deepEqual(
+      flaky.calls.map((call) => [call.method, ...call.args]),
+      [
+        ['listTrainingAutoscalers', 'ns'],
+        ['listTrainingAutoscalers', 'ns'],
+      ],
+    );
+    const { listTrainingAutoscalers: _, ...without } = scripted().client;
+    assert.deepEqual(await new RetryingClusterClient(without, fast).listTrainingAutoscalers(), []);
   });
 
   it('discovers pods/resize through the inner client, retried; false when the inner client cannot resize', async () => {

@@ -73,6 +73,8 @@ function countingDoor(sim: SimulatedCluster, beforeWrite: Hook = () => {}) {
     listJobStates: () => sim.listJobStates(),
     putJobState: (job, status, current, options) =>
       write(() => sim.putJobState(job, status, current, options))(options),
+    listTrainingAutoscalers: (ns) => sim.listTrainingAutoscalers(ns),
+    putTrainingAutoscalerStatus: (current, _status, options) => write(async () => current)(options),
   };
   return { client, counts };
 }
@@ -112,6 +114,13 @@ describe('LeaderFencedClusterClient', () => {
   it('sends no write of any kind without the lease, and still reads', async () => {
     const { sim } = harness();
     sim.submitJob(toyJob({ workers: 1 }));
+    const policy = {
+      apiVersion: 'trainscaler.io/v1alpha1',
+      kind: 'TrainingAutoscaler',
+      metadata: { name: 'p', namespace: 'team-a' },
+      spec: { targetRef: { kind: 'PyTorchJob', name: 'toy' } },
+    };
+    sim.applyTrainingAutoscaler(policy);
     const { client, counts } = countingDoor(sim);
     const fence = new ManualFence();
     fence.lose();
@@ -127,6 +136,7 @@ describe('LeaderFencedClusterClient', () => {
       ['event', () => fenced.createEvent({ involved, type: 'Normal', reason: 'R', message: 'm' }, off)],
       ['configmap', () => fenced.putConfigMap('trainscaler-system', 'p', {}, undefined, off)],
       ['state', () => fenced.putJobState(involved, {}, undefined, off)],
+      ['policy status', () => fenced.putTrainingAutoscalerStatus(policy, {}, off)],
     ];
     const messages: string[] = [];
     for (const [what, write] of writes) {
@@ -143,8 +153,13 @@ describe('LeaderFencedClusterClient', () => {
       `not allowed to create event for team-a/toy${refused}`,
       `not allowed to write configmap trainscaler-system/p${refused}`,
       `not allowed to write state of PyTorchJob team-a/toy${refused}`,
+      `not allowed to write status of TrainingAutoscaler team-a/p${refused}`,
     ]);
     assert.equal(counts.sent, 0);
+    assert.deepEqual(
+      (await fenced.listTrainingAutoscalers('team-a')).map((p) => p.metadata.name),
+      ['p'],
+    );
     assert.equal((await fenced.getJob(TOY)).metadata.name, 'toy');
     assert.equal(await fenced.getJobState(TOY), undefined);
     assert.deepEqual(await fenced.listJobStates(), []);

@@ -31,6 +31,7 @@ import {
   LEADER_LABEL_ACCESS,
   LEASE_ACCESS,
   OUTCOME_STORE_ACCESS,
+  POLICY_INFORMER_ACCESS,
   RUNNER_ACCESS,
   STATUS_ACCESS,
 } from '../../../lib/cluster/api-access.js';
@@ -303,7 +304,15 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
     assert.deepEqual(methods.sort(), Object.keys(CLUSTER_CLIENT_ACCESS).sort());
   });
 
-  it("the runner's informers", async () => {
+  it("the runner's informers (with the TrainingAutoscalers; the forwarder's without)", async () => {
+    assert.equal(await informerRequests(false), JSON.stringify(keys(INFORMER_ACCESS)));
+    assert.equal(
+      await informerRequests(true),
+      JSON.stringify(keys([...INFORMER_ACCESS, ...POLICY_INFORMER_ACCESS])),
+    );
+  });
+
+  async function informerRequests(policies: boolean): Promise<string> {
     const r = await recorder();
     const quiet = () => undefined;
     const informers = startInformers(r.kubeConfig, {
@@ -311,16 +320,17 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
       logger: { info: quiet, warn: quiet, error: quiet },
       minRestartDelayMs: 10,
       maxRestartDelayMs: 50,
+      policies,
     });
-    const expected = keys(INFORMER_ACCESS);
+    const expected = keys([...INFORMER_ACCESS, ...(policies ? POLICY_INFORMER_ACCESS : [])]);
     const deadline = Date.now() + 5000;
     while (keys(r.recorded).length < expected.length && Date.now() < deadline)
       await new Promise((resolve) => setTimeout(resolve, 20));
     await informers.stop();
     const requests = keys(r.recorded);
     await r.close();
-    assert.deepEqual(requests, expected);
-  });
+    return JSON.stringify(requests);
+  }
 
   it("the runner's leader Lease", async () => {
     const record = {

@@ -57,8 +57,20 @@ describe('the ScaledTrainingJob CRD', () => {
     const columns = (getArray(version, ['additionalPrinterColumns']) ?? []).map((c) =>
       getString(c, ['name']),
     );
-    for (const name of ['Kind', 'Target', 'Workers', 'Last action', 'Age'])
+    // As `kubectl get hpa`: target, min, max, current, desired; then the policy's mode, the last action, age.
+    for (const name of ['Kind', 'Target', 'Min', 'Max', 'Current', 'Desired', 'Mode', 'Last action', 'Age'])
       assert.ok(columns.includes(name), name);
+    const paths = new Map(
+      (getArray(version, ['additionalPrinterColumns']) ?? []).map((c) => [
+        getString(c, ['name']),
+        getString(c, ['jsonPath']),
+      ]),
+    );
+    assert.equal(paths.get('Min'), '.status.policy.minWorkers');
+    assert.equal(paths.get('Max'), '.status.policy.maxWorkers');
+    assert.equal(paths.get('Current'), '.status.observedWorkers');
+    assert.equal(paths.get('Desired'), '.status.desiredWorkers');
+    assert.equal(paths.get('Mode'), '.status.policy.mode');
   });
 
   it('keeps every field of the status the actuator writes (nothing pruned)', async () => {
@@ -91,6 +103,7 @@ describe('the ScaledTrainingJob CRD', () => {
       oomCount: 1,
       scaleDowns: 1,
       largestRunWorkers: 2,
+      recommendation: { workers: 3, reason: 'r', at: 1 },
       conditions: [
         {
           type: 'Active',
@@ -104,6 +117,8 @@ describe('the ScaledTrainingJob CRD', () => {
     };
     assert.deepEqual(unknownPaths(status, getPath(schema, ['properties', 'status']), 'status'), []);
     assert.ok('lastRescale' in status && 'lastDecision' in status && 'paused' in status);
+    // What `kubectl get stj` shows of a job opted in by annotation: its implied policy and the desired count.
+    assert.ok('policy' in status && 'desiredWorkers' in status && 'conditions' in status);
   });
 });
 

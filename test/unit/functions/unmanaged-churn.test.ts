@@ -1,5 +1,6 @@
 // Issue 40 item 3: pods of jobs trainscaler does not manage may churn as fast as their owner likes; each event
-// costs at most the one read that says the job is unmanaged, never a cluster-wide LIST of nodes and pods.
+// costs at most the reads that say the job is unmanaged (the job, and the TrainingAutoscalers of its namespace,
+// which may opt it in), never a cluster-wide LIST of nodes and pods.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { handleClusterEvent } from '../../../functions/cluster-event.js';
@@ -41,12 +42,19 @@ async function deliver(sim: SimulatedCluster, deps: HandlerDeps, name: string) {
 }
 
 describe('pod events of unmanaged jobs cost no cluster-wide read', () => {
-  it('a job that did not opt in: one GET of the job per event, no LIST, no write', async () => {
+  it("a job that did not opt in: one GET of the job and one LIST of its namespace's policies per event, no write", async () => {
     const { sim, deps } = harness();
     sim.submitJob(unmanaged('team-a'));
     sim.step(60);
+    const namespaces: (string | undefined)[] = [];
+    const listPolicies = sim.listTrainingAutoscalers.bind(sim);
+    sim.listTrainingAutoscalers = (namespace?: string) => {
+      namespaces.push(namespace);
+      return listPolicies(namespace);
+    };
     const { results, calls, writes, events } = await deliver(sim, deps, 'churn');
-    assert.deepEqual(calls, { getJob: events });
+    assert.deepEqual(calls, { getJob: events, listTrainingAutoscalers: events });
+    assert.deepEqual(new Set(namespaces), new Set(['team-a']), 'never cluster-wide');
     assert.deepEqual(writes, []);
     for (const r of results) {
       assert.match(r.ignored ?? '', /^not managed: not opted in/);
