@@ -24,8 +24,13 @@ export interface ManagedJobStatus {
   namespace: string;
   name: string;
   kind: JobKind;
-  /** `Auto`: trainscaler acts on the job; `Paused`: it stopped acting on it (the reason is in `notActing`). */
-  mode: 'Auto' | 'Paused';
+  /**
+   * The mode of the policy in force (a TrainingAutoscaler's, or `Auto` for a job opted in by annotation);
+   * `Paused`: trainscaler stopped acting on it (the reason is in `notActing`).
+   */
+  mode: 'Auto' | 'Recommend' | 'Off' | 'Paused';
+  /** The TrainingAutoscaler in force, when one is. */
+  policy?: string;
   /** The Worker replicas of the job's spec; undefined for a kind without a Worker role. */
   workers: number | undefined;
   /** The Worker replicas trainscaler's latest decision asks for: `workers` when it asks for no change. */
@@ -70,8 +75,14 @@ export async function managedJobStatuses(
   scope: ManagementScope = DEFAULT_MANAGEMENT_SCOPE,
 ): Promise<ManagedJobStatus[]> {
   const lists = await Promise.all(SUPPORTED_KINDS.map((kind) => listKind(cluster, kind)));
-  const managed = lists.flat().filter((obj) => managementOf(obj.metadata, scope).managed);
   const stateOf = jobStateLookup(await cluster.listJobStates());
+  // Managed: opted in (annotation, namespace list), or governed by a TrainingAutoscaler, which trainscaler
+  // records in the job's state (only trainscaler writes it) when it first reviews the job under it.
+  const governed = (obj: KubeObject) => {
+    const stored = stateOf(refOf(obj));
+    return ownedBy(stored, obj) && (stored.status as JobStateStatus | undefined)?.policy !== undefined;
+  };
+  const managed = lists.flat().filter((obj) => managementOf(obj.metadata, scope).managed || governed(obj));
   const namespaces = [...new Set(managed.map((obj) => refOf(obj).namespace))];
   const stores = new Map<string, Record<string, string>>();
   await Promise.all(
@@ -97,14 +108,20 @@ export async function managedJobStatuses(
     const state = stateOfStatus(status);
     const latest = latestOutcome(parseJobOutcomes(stores.get(ref.namespace)?.[outcomesKey(ref)]));
     const acted = latest?.outcome === 'applied';
+    const policy = status?.policy;
     const row: ManagedJobStatus = {
       namespace: ref.namespace,
       name: ref.name,
       kind: ref.kind,
-      mode: state.paused ? 'Paused' : 'Auto',
+      mode: state.paused ? 'Paused' : (policy?.mode ?? 'Auto'),
       workers,
-      desiredWorkers: (latest && !acted ? workersAskedBy(latest.changes) : undefined) ?? workers,
+      desiredWorkers:
+        (latest && !acted ? workersAskedBy(latest.changes) : undefined) ??
+        (policy?.mode === 'Recommend' ? status?.recommendation?.workers : undefined) ??
+        workers,
     };
+    // The implied policy of a job opted in by annotation has no object of its own to name.
+    if (policy?.name && !policy.name.startsWith('(')) row.policy = policy.name;
     const last = status?.lastDecision;
     if (state.lastActionAt !== undefined)
       row.lastAction = {
@@ -113,6 +130,9 @@ export async function managedJobStatuses(
       };
     if (unreadable) row.notActing = unreadable;
     else if (state.paused) row.notActing = `paused: ${state.pauseReason ?? 'by trainscaler'}`;
+    else if (policy?.mode === 'Off') row.notActing = `policy ${policy.name} is Off`;
+    else if (policy?.mode === 'Recommend' && status?.recommendation)
+      row.notActing = `Recommend: ${status.recommendation.reason}`;
     else if (latest && !acted) row.notActing = latest.reason;
     return row;
   });

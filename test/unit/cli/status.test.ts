@@ -178,4 +178,22 @@ describe('trainscaler status', () => {
     );
     assert.match(rows[1]?.notActing ?? '', /^spec unreadable: .*replica specs/);
   });
+
+  it('a job governed by a TrainingAutoscaler (no annotation) is listed with its mode and recommendation', async () => {
+    const job = pytorchJob('team-a', 'bert', 2, 'unset');
+    delete job.metadata.annotations;
+    const other = pytorchJob('team-a', 'gpt', 2, 'unset');
+    delete other.metadata.annotations;
+    const w = world([job, other]);
+    await record(w.states, job, {
+      policy: { name: 'bert-policy', mode: 'Recommend', minWorkers: 1, maxWorkers: 8 },
+      recommendation: { workers: 5, reason: '2 -> 5 workers: +58% predicted', at: NOW - 10 },
+    });
+    const rows = await managedJobStatuses(w.cluster, STORE_NS);
+    assert.deepEqual(
+      rows.map((r) => [r.name, r.mode, r.policy, r.workers, r.desiredWorkers]),
+      [['bert', 'Recommend', 'bert-policy', 2, 5]],
+    );
+    assert.equal(rows[0]?.notActing, 'Recommend: 2 -> 5 workers: +58% predicted');
+  });
 });
