@@ -9,7 +9,7 @@ import {
   ApiException,
   AuthorizationV1Api,
   CustomObjectsApi,
-  KubeConfig,
+  type KubeConfig,
   PatchStrategy,
   RbacAuthorizationV1Api,
   setHeaderOptions,
@@ -20,6 +20,7 @@ import { readJob } from '../../../lib/adapters/job-adapter.js';
 import { JOB_STATE_RESOURCE, jobStateName, stateOfStatus } from '../../../lib/cluster/job-state.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import type { JobRef, Plan } from '../../../lib/types.js';
+import { tenantKubeConfig } from '../support/tenant.js';
 import {
   createNamespace,
   deleteNamespace,
@@ -41,35 +42,6 @@ let sa: KubernetesClusterClient;
 let ns: string;
 let tenant: KubeConfig;
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
-
-/** A ServiceAccount of the namespace bound to the built-in `edit` ClusterRole: what a tenant team gets. */
-async function tenantKubeConfig(namespace: string): Promise<KubeConfig> {
-  const { core, kc } = cluster.admin;
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'tenant' } } });
-  await kc.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'tenant-edit' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-      subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
-    },
-  });
-  const token = await core.createNamespacedServiceAccountToken({
-    namespace,
-    name: 'tenant',
-    body: { spec: { expirationSeconds: 3600 } },
-  });
-  const server = kc.getCurrentCluster();
-  assert.ok(server && token.status?.token);
-  const out = new KubeConfig();
-  out.loadFromOptions({
-    clusters: [{ ...server, name: 'test' }],
-    users: [{ name: 'tenant', token: token.status.token }],
-    contexts: [{ name: 'tenant', cluster: 'test', user: 'tenant', namespace }],
-    currentContext: 'tenant',
-  });
-  return out;
-}
 
 /** `kubectl auth can-i <verb> scaledtrainingjobs[/<subresource>]` as the tenant. */
 async function tenantCan(verb: string, subresource = ''): Promise<boolean> {
@@ -93,7 +65,7 @@ before(async () => {
   cluster = testCluster();
   sa = new KubernetesClusterClient(loadKubeConfig({ kubeconfig: cluster.saKubeconfig }));
   ns = await createNamespace(cluster, 'it-job-state');
-  tenant = await tenantKubeConfig(ns);
+  tenant = await tenantKubeConfig(cluster, ns);
 });
 
 after(async () => {

@@ -14,7 +14,7 @@ import {
   ApiException,
   AuthorizationV1Api,
   CustomObjectsApi,
-  KubeConfig,
+  type KubeConfig,
   RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
@@ -23,6 +23,7 @@ import {
   TRAINING_AUTOSCALER_API_VERSION,
   TRAINING_AUTOSCALER_RESOURCE,
 } from '../../../lib/training-autoscaler.js';
+import { tenantKubeConfig } from '../support/tenant.js';
 import {
   createNamespace,
   deleteNamespace,
@@ -50,35 +51,6 @@ let tenantKubeconfigFile = '';
 
 const kubectl = (kubeconfig: string, ...args: string[]) =>
   execFileSync('kubectl', ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', timeout: 60_000 });
-
-/** A ServiceAccount of the namespace bound to the built-in `edit` ClusterRole: what a tenant team gets. */
-async function tenantKubeConfig(namespace: string): Promise<KubeConfig> {
-  const { core, kc } = cluster.admin;
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'tenant' } } });
-  await kc.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'tenant-edit' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-      subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
-    },
-  });
-  const token = await core.createNamespacedServiceAccountToken({
-    namespace,
-    name: 'tenant',
-    body: { spec: { expirationSeconds: 3600 } },
-  });
-  const server = kc.getCurrentCluster();
-  assert.ok(server && token.status?.token);
-  const out = new KubeConfig();
-  out.loadFromOptions({
-    clusters: [{ ...server, name: 'test' }],
-    users: [{ name: 'tenant', token: token.status.token }],
-    contexts: [{ name: 'tenant', cluster: 'test', user: 'tenant', namespace }],
-    currentContext: 'tenant',
-  });
-  return out;
-}
 
 /** `kubectl auth can-i <verb> trainingautoscalers[/<subresource>]` as the tenant. */
 async function tenantCan(verb: string, subresource = ''): Promise<boolean> {
@@ -139,7 +111,7 @@ describe('TrainingAutoscaler on the real control plane', { skip }, () => {
       'crd/trainingautoscalers.trainscaler.io',
     );
     ns = await createNamespace(cluster, 'it-tsa');
-    tenant = await tenantKubeConfig(ns);
+    tenant = await tenantKubeConfig(cluster, ns);
     tenantKubeconfigFile = join(mkdtempSync(join(tmpdir(), 'it-tsa-')), 'kubeconfig');
     writeFileSync(tenantKubeconfigFile, tenant.exportConfig(), { mode: 0o600 });
     // The edit role's aggregation (the controller-manager's clusterrole-aggregation controller) takes a moment.
