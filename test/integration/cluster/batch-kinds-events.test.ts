@@ -22,6 +22,7 @@ import { profileKey } from '../../../lib/decisions/profile-store.js';
 import { EventRouter, type RoutedTask } from '../../../lib/runner/event-router.js';
 import { type InformerSet, startInformers } from '../../../lib/runner/informers.js';
 import { alertmanagerWebhook } from '../../fixtures/payloads.js';
+import { planText } from '../../support/plan-text.js';
 import { RecordedMetricsSource, wellScalingSamples } from '../support/recorded-metrics.js';
 import {
   createNamespace,
@@ -180,7 +181,7 @@ describe('JobSet and indexed Job events through the runner’s informers, as the
     assert.equal(outcome.applied, false);
     assert.deepEqual(outcome.plan.changes, []);
     assert.match(
-      outcome.plan.reason,
+      planText(outcome.plan),
       new RegExp(
         `${victim} OOMKilled .*memory not raised: JobSet cannot change /spec: a running JobSet's pod template is immutable`,
       ),

@@ -27,6 +27,7 @@ import { ConflictError, ForbiddenError } from '../../../lib/errors.js';
 import { KubernetesLeaseLock } from '../../../lib/runner/lease-lock.js';
 import type { JobRef } from '../../../lib/types.js';
 import { alertmanagerWebhook } from '../../fixtures/payloads.js';
+import { planText } from '../../support/plan-text.js';
 import { RecordedMetricsSource, wellScalingSamples } from '../support/recorded-metrics.js';
 import {
   createNamespace,
@@ -489,7 +490,7 @@ describe('functions on the real cluster, as the trainscaler ServiceAccount', () 
       );
       const outcome = result.outcomes[0];
       assert.equal(outcome?.applied, true, outcome?.plan.reason ?? JSON.stringify(result.errors));
-      assert.match(outcome.plan.reason, /3 running \+ 0 more fit/);
+      assert.match(planText(outcome.plan), /3 running \+ 0 more fit/);
       const job = await sa.getJob({ kind: 'PyTorchJob', namespace: ns, name: 'victim' });
       assert.equal(workerReplicas(job), 3);
       await waitFor('victim keeps going on 3 workers', async () => {

@@ -15,6 +15,7 @@ import { actOnJob, type Decide } from '../../../lib/actuator.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { ApiError } from '../../../lib/errors.js';
 import type { JobRef } from '../../../lib/types.js';
+import { planText } from '../../support/plan-text.js';
 import {
   createNamespace,
   deleteNamespace,
@@ -140,7 +141,7 @@ describe('pods/resize on the real API server, as the trainscaler ServiceAccount'
     const first = await actOnJob(ref, memoryTo(ref, 3 * GiB), deps());
     assert.equal(first.applied, true);
     assert.match(
-      first.plan.reason,
+      planText(first.plan),
       /not in place: its node kwok-node-\d does not report container resources/,
     );
     assert.equal(first.podResizes, undefined);

@@ -12,6 +12,7 @@ import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { readWorkload, workloadsOfJob } from '../../../lib/kueue/kueue-objects.js';
 import type { JobRef, Plan } from '../../../lib/types.js';
+import { planText } from '../../support/plan-text.js';
 import {
   createNamespace,
   deleteNamespace,
@@ -238,7 +239,7 @@ describe(`Kueue v0.18.1: a ClusterQueue of ${GPU_QUOTA} GPUs`, () => {
     assert.equal(held.applied, false);
     assert.equal(held.skipped, 'kueue');
     assert.match(
-      held.plan.reason,
+      planText(held.plan),
       new RegExp(`needs 4 more nvidia.com/gpu in flavor ${FLAVOR}, ClusterQueue ${cq} has 2 free`),
     );
     const unchanged = await batch.readNamespacedJob({ namespace: ns, name: 'elastic' });
@@ -267,7 +268,7 @@ describe(`Kueue v0.18.1: a ClusterQueue of ${GPU_QUOTA} GPUs`, () => {
     const before = await batch.readNamespacedJob({ namespace: ns, name: 'fixed' });
     const held = await actOnJob(ref('fixed'), resize(2), deps());
     assert.equal(held.skipped, 'kueue');
-    assert.match(held.plan.reason, /Kueue would suspend and requeue it/);
+    assert.match(planText(held.plan), /Kueue would suspend and requeue it/);
     const after = await batch.readNamespacedJob({ namespace: ns, name: 'fixed' });
     assert.equal(after.metadata?.generation, before.metadata?.generation, 'nothing written');
     await assertNotSuspendedSince('fixed', fixedBaseline);

@@ -12,6 +12,7 @@ import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { scheduledEvent } from '../../fixtures/payloads.js';
+import { planText } from '../../support/plan-text.js';
 import { RecordedMetricsSource } from '../support/recorded-metrics.js';
 import {
   createNamespace,
@@ -147,7 +148,7 @@ describe('a job with pods that cannot be placed, on the real control plane', () 
         JSON.stringify(result.errors),
       );
       const decided = result.outcomes.find((o) => o.ref.name === 'big' && o.applied);
-      if (decided) reason = decided.plan.reason;
+      if (decided) reason = planText(decided.plan);
       // The operator removes the dropped replicas; then nothing of big waits for room.
       const settled = await waitFor(
         `tick ${ticks} settled`,
