@@ -273,6 +273,11 @@ log "applying the TrainingAutoscaler CRD and infra/k8s/trainingautoscalers-rbac.
 kc apply --server-side --force-conflicts -f "$REPO_ROOT/infra/k8s/crds/trainscaler.io_trainingautoscalers.yaml" >&2
 kc apply -f "$REPO_ROOT/infra/k8s/trainingautoscalers-rbac.yaml" >&2
 kc wait --for condition=established --timeout 60s crd/trainingautoscalers.trainscaler.io >&2
+# Established is not yet served: the API server answers 429 "storage is (re)initializing" for a while after a
+# CRD is created. Tests start as soon as this script returns, so wait until both lists are answered.
+wait_for "ScaledTrainingJobs and TrainingAutoscalers served" 60 \
+  kc get scaledtrainingjobs.trainscaler.io,trainingautoscalers.trainscaler.io --all-namespaces \
+  || die "the trainscaler.io CRDs are established but not served"
 
 # kwok manages the fake nodes (label type=kwok) and leaves the host node to the host node agent.
 start kwok \
