@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { registerExplainCommand } from './explain.js';
 import { registerForwardCommand } from './forward.js';
 import { registerHistoryCommand } from './history.js';
+import { registerRecommendCommand } from './recommend.js';
 import { registerRunCommand } from './run.js';
 import { registerSimulateCommand } from './simulate.js';
 import { registerStatusCommand } from './status.js';
@@ -54,6 +55,7 @@ registerStragglersCommand(program);
 registerForwardCommand(program);
 registerExplainCommand(program);
 registerStatusCommand(program);
+registerRecommendCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`trainscaler: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -26,11 +26,12 @@ describe('kubectl plugin', {
     assert.match(listed.stdout, /kubectl-trainscaler$/m, listed.stderr);
   });
 
-  it('kubectl trainscaler --help: the CLI, named as the user typed it, with status and explain', () => {
+  it('kubectl trainscaler --help: the CLI, named as the user typed it, with status, explain and recommend', () => {
     const help = kubectl(['trainscaler', '--help']);
     assert.equal(help.status, 0, help.stderr);
     assert.match(help.stdout, /^Usage: kubectl trainscaler /m);
     assert.match(help.stdout, /^ {2}status /m);
     assert.match(help.stdout, /^ {2}explain /m);
+    assert.match(help.stdout, /^ {2}recommend /m);
   });
 });
