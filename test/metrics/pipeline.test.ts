@@ -23,6 +23,7 @@ import { PROFILED_APP_MODEL } from '../../lib/sim/profiled-app-model.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../lib/sim/training-job-manifests.js';
 import type { JobRef } from '../../lib/types.js';
+import { planText } from '../support/plan-text.js';
 import { discoveredTargets, startPrometheus, testPrometheusConfig } from './support/monitoring.js';
 import {
   freePort,
@@ -388,8 +389,8 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
     const [avoid, evict] = outcome.plan.changes;
     assert.deepEqual(evict, { kind: 'evict-pod', pod: straggler });
     assert.ok(avoid?.kind === 'avoid-node' && avoid.role === 'Worker', JSON.stringify(avoid));
-    assert.match(outcome.plan.reason, new RegExp(`straggling on node ${avoid.node} `));
-    assert.match(outcome.plan.reason, new RegExp(`${straggler} \\(worker ${STRAGGLER}\\) straggling`));
+    assert.match(planText(outcome.plan), new RegExp(`straggling on node ${avoid.node} `));
+    assert.match(planText(outcome.plan), new RegExp(`${straggler} \\(worker ${STRAGGLER}\\) straggling`));
     assert.equal(outcome.applied, true);
     assert.ok(
       cluster
