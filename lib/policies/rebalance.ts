@@ -720,6 +720,23 @@ function priorGain(s: Slot, k: number): number | undefined {
   return now !== undefined && at !== undefined && now > 0 ? at / now - 1 : undefined;
 }
 
+interface Donor {
+  slot: Slot;
+  lastGain: number | undefined;
+  loss: number;
+  shares: boolean;
+}
+
+/** A job's figures as a donor of one worker to the reclaim pass; undefined when it cannot or should not give one. */
+function donorFigures(s: Slot, config: PolicyConfig): Donor | undefined {
+  if (s.entry.model === undefined || !canShrink(s, config)) return undefined;
+  const donor = { slot: s, lastGain: lastWorkerGain(s), loss: donorLoss(s), shares: sharesWorker(s, config) };
+  if (donor.lastGain === undefined) return undefined;
+  return scaleDownPaysOff(s.remaining, s.k0, s.k - 1, s.costs, config) ? donor : undefined;
+}
+
+const isDefined = <T>(value: T | undefined): value is T => value !== undefined;
+
 /**
  * Moves a worker from one job to another when the recipient gains clearly more per GPU than the donor loses:
  * any gain more when the donor's last worker adds less than the hysteresis, else RECLAIM_MARGIN times the
@@ -732,29 +749,44 @@ function reclaimLowValueWorkers(
   config: PolicyConfig,
 ): ClusterCapacity {
   let cap = capacity;
+  // A slot's growth option and its figures as a donor depend on that slot alone, so after a move only the two
+  // slots that moved are worked out again: doing it for every slot after every move made the rebalance
+  // quadratic in the number of jobs (70 s of a 3,000-job tick).
+  const options = new Map<Slot, GrowthOption | undefined>();
+  const donors = new Map<Slot, Donor | undefined>();
+  const optionOf = (s: Slot) => {
+    if (!options.has(s)) options.set(s, growthOption(s, config, 1));
+    return options.get(s);
+  };
+  const donorOf = (s: Slot) => {
+    if (!donors.has(s)) donors.set(s, donorFigures(s, config));
+    return donors.get(s);
+  };
   for (;;) {
     // A worker moves alone: a recipient whose single next worker speeds it up.
-    const recipients = growthOptions(slots, config, 1);
+    const recipients = slots.map(optionOf).filter(isDefined).sort(compareOptions);
     if (recipients.length === 0) return cap;
     const victims = slots
-      .filter((s) => s.entry.model !== undefined && canShrink(s, config))
-      .map((s) => ({
-        slot: s,
-        lastGain: lastWorkerGain(s),
-        loss: donorLoss(s),
-        shares: sharesWorker(s, config),
-      }))
-      .filter(
-        (v) =>
-          v.lastGain !== undefined &&
-          scaleDownPaysOff(v.slot.remaining, v.slot.k0, v.slot.k - 1, v.slot.costs, config),
-      )
+      .map(donorOf)
+      .filter(isDefined)
       .sort(
         (a, b) =>
           a.loss - b.loss ||
           a.slot.entry.job.priority - b.slot.entry.job.priority ||
           compareStrings(a.slot.key, b.slot.key),
       );
+    // Whether a worker of one shape fits where a worker of another is released: the same answer for every
+    // pair of those shapes until the capacity changes (a move, which ends this round).
+    const fits = new Map<string, boolean>();
+    const fitsInstead = (released: Resources, wanted: Resources) => {
+      const key = `${shapeKey(released)}|${shapeKey(wanted)}`;
+      let fit = fits.get(key);
+      if (fit === undefined) {
+        fit = podsFitting(release(cap, released, 1), wanted) >= 1;
+        fits.set(key, fit);
+      }
+      return fit;
+    };
     let moved = false;
     for (const r of recipients) {
       for (const v of victims) {
@@ -768,11 +800,14 @@ function reclaimLowValueWorkers(
         if (endsFirstAmongAlike(v.slot, r.slot) && lastWorkerNearLinear(v.slot)) continue;
         const idle = (v.lastGain ?? 0) < config.minRelativeGain;
         if (!(r.gainPerGpu > (idle ? 1 : RECLAIM_MARGIN) * v.loss)) continue;
-        const freed = release(cap, v.slot.worker.requests, 1);
-        if (podsFitting(freed, r.slot.worker.requests) < 1) continue;
-        cap = reserve(freed, r.slot.worker.requests, 1);
+        if (!fitsInstead(v.slot.worker.requests, r.slot.worker.requests)) continue;
+        cap = reserve(release(cap, v.slot.worker.requests, 1), r.slot.worker.requests, 1);
         shrink(v.slot);
         grow(r.slot);
+        for (const moved of [v.slot, r.slot]) {
+          options.delete(moved);
+          donors.delete(moved);
+        }
         const why = idle
           ? `last worker adds only ${formatChange(v.lastGain ?? 0)} (< ${formatPercent(config.minRelativeGain)})`
           : `its last worker is worth ${formatChange(v.loss)} per GPU weighted by time left`;
