@@ -5,9 +5,10 @@
 // outcome store per namespace with managed jobs. Nothing from a job's own annotations is trusted for what
 // trainscaler did; every string reaching the terminal is escaped.
 import type { Command } from 'commander';
-import { readJob, refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
+import { readJob, refOf } from '../lib/adapters/job-adapter.js';
 import type { ClusterClient, KubeObject } from '../lib/cluster/cluster-client.js';
 import { type JobStateStatus, jobStateLookup, ownedBy, stateOfStatus } from '../lib/cluster/job-state.js';
+import { listAllJobs } from '../lib/cluster/served-lists.js';
 import {
   type JobOutcomes,
   outcomesConfigMapName,
@@ -15,7 +16,6 @@ import {
   parseJobOutcomes,
   type StoredOutcome,
 } from '../lib/decisions/outcome-store.js';
-import { NotFoundError } from '../lib/errors.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope, managementOf } from '../lib/management.js';
 import type { Change, JobKind } from '../lib/types.js';
 import { terminalSafe, terminalSafeJson } from './history.js';
@@ -59,22 +59,11 @@ function summaryOf(changes: readonly Change[], reason: string): string {
   return changes.length > 0 ? `${changes.length} change${changes.length === 1 ? '' : 's'}` : reason;
 }
 
-async function listKind(cluster: ClusterClient, kind: JobKind): Promise<KubeObject[]> {
-  try {
-    return await cluster.listJobs(kind);
-  } catch (error) {
-    // A cluster without a kind's CRD simply has no such jobs.
-    if (error instanceof NotFoundError) return [];
-    throw error;
-  }
-}
-
 export async function managedJobStatuses(
   cluster: ClusterClient,
   storeNamespace: string,
   scope: ManagementScope = DEFAULT_MANAGEMENT_SCOPE,
 ): Promise<ManagedJobStatus[]> {
-  const lists = await Promise.all(SUPPORTED_KINDS.map((kind) => listKind(cluster, kind)));
   const stateOf = jobStateLookup(await cluster.listJobStates());
   // Managed: opted in (annotation, namespace list), or governed by a TrainingAutoscaler, which trainscaler
   // records in the job's state (only trainscaler writes it) when it first reviews the job under it.
@@ -82,7 +71,9 @@ export async function managedJobStatuses(
     const stored = stateOf(refOf(obj));
     return ownedBy(stored, obj) && (stored.status as JobStateStatus | undefined)?.policy !== undefined;
   };
-  const managed = lists.flat().filter((obj) => managementOf(obj.metadata, scope).managed || governed(obj));
+  const managed = (await listAllJobs(cluster)).filter(
+    (obj) => managementOf(obj.metadata, scope).managed || governed(obj),
+  );
   const namespaces = [...new Set(managed.map((obj) => refOf(obj).namespace))];
   const stores = new Map<string, Record<string, string>>();
   await Promise.all(

@@ -1,5 +1,5 @@
 import { actOnJob, type JobSnapshot, loadSnapshot } from '../lib/actuator.js';
-import { refOf, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
+import { refOf } from '../lib/adapters/job-adapter.js';
 import { jobStateLookup } from '../lib/cluster/job-state.js';
 import { readView } from '../lib/cluster/listed-cluster-reads.js';
 import {
@@ -8,6 +8,7 @@ import {
   exceptWaitingPodsOf,
   loadNodesAndPods,
 } from '../lib/cluster/load-capacity.js';
+import { listAllJobs } from '../lib/cluster/served-lists.js';
 import {
   type ProfileLookup,
   type ProfileOwner,
@@ -28,7 +29,7 @@ import {
   priorSamples,
 } from '../lib/decisions/signature-histories.js';
 import { readTickMetrics } from '../lib/decisions/tick-metrics.js';
-import { NotFoundError, TrainscalerError } from '../lib/errors.js';
+import { TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { fitRuntimeModelCached } from '../lib/model/fit-cache.js';
 import { modelFor, type ThroughputModel } from '../lib/model/throughput-model.js';
@@ -61,19 +62,6 @@ interface Observed {
   /** Without samples: what the job lacks, and its signature's profile model (the only ground to grow it on). */
   missing?: MissingSamples;
   priors?: ThroughputModel;
-}
-
-async function listAllJobs(deps: HandlerDeps) {
-  const lists = await Promise.all(
-    SUPPORTED_KINDS.map((kind) =>
-      deps.cluster.listJobs(kind).catch((error: unknown) => {
-        // A cluster without the Kubeflow CRDs simply has no such jobs.
-        if (error instanceof NotFoundError) return [];
-        throw error;
-      }),
-    ),
-  );
-  return lists.flat();
 }
 
 /**
@@ -123,7 +111,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   const jobs: Observed[] = [];
   const pending: PendingDemand[] = [];
   const stranded: JobSnapshot[] = [];
-  const listed = await listAllJobs(deps);
+  const listed = await listAllJobs(deps.cluster);
   // trainscaler's state of every job (cool-downs, largest runs, measured costs), in one LIST: never a read per
   // job, and never the jobs' own annotations.
   const states = jobStateLookup(await deps.cluster.listJobStates());

@@ -5,8 +5,9 @@
 // allow and, under `Recommend`, records the decision in the job's ScaledTrainingJob instead of writing the job.
 import { controlledByItsOwner } from './adapters/job-adapter.js';
 import type { ClusterClient, KubeObject } from './cluster/cluster-client.js';
+import { servedOrEmpty } from './cluster/served-lists.js';
 import type { PolicyConfig } from './config.js';
-import { NotFoundError, TrainscalerError } from './errors.js';
+import { TrainscalerError } from './errors.js';
 import type { ManagementScope } from './management.js';
 import {
   type PolicyActions,
@@ -40,12 +41,7 @@ export const policyId = (p: TrainingAutoscaler) => `${p.namespace}/${p.name}`;
  * failure (a list trainscaler is not allowed) is thrown: a policy that cannot be read may say Off.
  */
 async function policiesOf(cluster: ClusterClient, namespace: string) {
-  const listed = await (cluster.listTrainingAutoscalers?.(namespace) ?? Promise.resolve([])).catch(
-    (error: unknown) => {
-      if (error instanceof NotFoundError) return [];
-      throw error;
-    },
-  );
+  const listed = await servedOrEmpty(cluster.listTrainingAutoscalers?.(namespace) ?? Promise.resolve([]));
   return parseTrainingAutoscalers(listed);
 }
 

@@ -24,6 +24,7 @@ import type {
   WriteOptions,
 } from './cluster-client.js';
 import { jobStateName } from './job-state.js';
+import { servedOrEmpty } from './served-lists.js';
 
 /** Every object of each kind, cluster-wide. A kind the API server does not serve: NotFoundError, or none. */
 export interface ClusterReadSource {
@@ -131,14 +132,6 @@ class TickLists {
     }
     return listed;
   }
-
-  /** A kind whose CRD is not installed is an empty list (said once: the answer is kept for the tick). */
-  static served<T>(list: Promise<T[]>): Promise<T[]> {
-    return list.catch((error: unknown) => {
-      if (error instanceof NotFoundError) return [];
-      throw error;
-    });
-  }
 }
 
 const jobKey = (kind: string, namespace: string, name: string) => `job:${kind}:${namespace}/${name}`;
@@ -191,7 +184,7 @@ export class ListedClusterReads implements ClusterClient {
 
   #jobs(kind: JobKind): Promise<LabelIndex<KubeObject>> {
     return this.#lists.once(`jobs:${kind}`, async () => {
-      const items = await TickLists.served(this.#lists.source.jobs(kind));
+      const items = await servedOrEmpty(this.#lists.source.jobs(kind));
       return new LabelIndex(items);
     });
   }
@@ -203,13 +196,13 @@ export class ListedClusterReads implements ClusterClient {
   #workloads(): Promise<LabelIndex<KubeObject>> {
     return this.#lists.once(
       'workloads',
-      async () => new LabelIndex(await TickLists.served(this.#lists.source.workloads())),
+      async () => new LabelIndex(await servedOrEmpty(this.#lists.source.workloads())),
     );
   }
 
   #states(): Promise<Map<string, JobStateObject>> {
     return this.#lists.once('states', async () => {
-      const items = await TickLists.served(this.#lists.source.jobStates());
+      const items = await servedOrEmpty(this.#lists.source.jobStates());
       return new Map(items.map((s) => [stateKey(s.namespace, s.name), s]));
     });
   }
@@ -220,7 +213,7 @@ export class ListedClusterReads implements ClusterClient {
       const listed = source.trainingAutoscalers
         ? source.trainingAutoscalers()
         : (this.live.listTrainingAutoscalers?.() ?? Promise.resolve([]));
-      return new LabelIndex(await TickLists.served(listed));
+      return new LabelIndex(await servedOrEmpty(listed));
     });
   }
 

@@ -10,13 +10,9 @@ import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { ClusterClient, JsonPatchOp } from '../../lib/cluster/cluster-client.js';
 import { ApiError, ConflictError } from '../../lib/errors.js';
-import type { Change, Plan } from '../../lib/types.js';
+import type { Change } from '../../lib/types.js';
+import { planText as told } from '../support/plan-text.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
-
-/** The reason and its details, as `explain --verbose` shows them. */
-function told(plan: Plan): string {
-  return [plan.reason, ...(plan.details ?? [])].join('; ');
-}
 
 const GiB = 1024 ** 3;
 

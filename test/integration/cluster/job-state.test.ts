@@ -11,7 +11,6 @@ import {
   CustomObjectsApi,
   type KubeConfig,
   PatchStrategy,
-  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { type ActuatorDeps, actOnJob, loadSnapshot } from '../../../lib/actuator.js';

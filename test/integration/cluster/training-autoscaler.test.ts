@@ -10,13 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import {
-  ApiException,
-  AuthorizationV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  RbacAuthorizationV1Api,
-} from '@kubernetes/client-node';
+import { ApiException, AuthorizationV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import {
   parseTrainingAutoscalers,

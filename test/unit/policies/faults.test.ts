@@ -7,17 +7,12 @@ import type {
   ClusterCapacity,
   JobView,
   NodeView,
-  Plan,
   PodView,
   Resources,
   RoleView,
 } from '../../../lib/types.js';
 import { jobView, workerRole } from '../../support/job-views.js';
-
-/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
-function told(plan: Plan): string {
-  return [plan.reason, ...(plan.details ?? [])].join('; ');
-}
+import { planText as told } from '../../support/plan-text.js';
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;

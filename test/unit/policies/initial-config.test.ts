@@ -4,13 +4,9 @@ import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from '../../../lib/config.js
 import type { Placement, ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { decideInitialConfig, type InitialConfigInput } from '../../../lib/policies/initial-config.js';
 import type { JobProfile } from '../../../lib/policies/profiles.js';
-import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleView } from '../../../lib/types.js';
+import type { Change, ClusterCapacity, JobView, Resources, RoleView } from '../../../lib/types.js';
 import { jobView, workerRole } from '../../support/job-views.js';
-
-/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
-function told(plan: Plan): string {
-  return [plan.reason, ...(plan.details ?? [])].join('; ');
-}
+import { planText as told } from '../../support/plan-text.js';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;

@@ -7,16 +7,11 @@ import type {
   ContainerUsage,
   JobKind,
   JobView,
-  Plan,
   Resources,
   RoleName,
   RoleView,
 } from '../../../lib/types.js';
-
-/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
-function told(plan: Plan): string {
-  return [plan.reason, ...(plan.details ?? [])].join('; ');
-}
+import { planText as told } from '../../support/plan-text.js';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;

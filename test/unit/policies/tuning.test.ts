@@ -10,13 +10,9 @@ import {
   withinHysteresis,
 } from '../../../lib/policies/placement.js';
 import { decideTuning, type TuningInput } from '../../../lib/policies/tuning.js';
-import type { ClusterCapacity, JobView, Plan, Resources, RoleView } from '../../../lib/types.js';
+import type { ClusterCapacity, JobView, Resources, RoleView } from '../../../lib/types.js';
 import { jobView, workerRole } from '../../support/job-views.js';
-
-/** The reason and its details, as `explain --verbose` shows them: what the tests below read. */
-function told(plan: Plan): string {
-  return [plan.reason, ...(plan.details ?? [])].join('; ');
-}
+import { planText as told } from '../../support/plan-text.js';
 
 const GiB = 1024 ** 3;
 const NOW = 1_700_000_000;
