@@ -4,7 +4,6 @@
 // list once; a second 410 is a clear error.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ApiException, KubeConfig } from '@kubernetes/client-node';
 import {
@@ -13,6 +12,7 @@ import {
   listAllPages,
 } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { ApiError } from '../../../lib/errors.js';
+import { listenAsApiServer } from '../../support/local-api-server.js';
 
 const OBJECTS = 7;
 const PAGE = 3;
@@ -28,6 +28,7 @@ describe('KubernetesClusterClient pages its lists', () => {
   /** Continue tokens to answer 410 Gone, once each. */
   let expire: string[] = [];
   let server: Server;
+  let close: () => Promise<void>;
   let client: KubernetesClusterClient;
 
   before(async () => {
@@ -59,21 +60,11 @@ describe('KubernetesClusterClient pages its lists', () => {
         }),
       );
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-      users: [{ name: 'u', token: 't' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
-    client = new KubernetesClusterClient(kubeConfig, { listPageSize: PAGE });
+    const listening = await listenAsApiServer(server);
+    close = listening.close;
+    client = new KubernetesClusterClient(listening.kubeConfig, { listPageSize: PAGE });
   });
-  after(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  after(() => close());
   beforeEach(() => {
     served.length = 0;
     expire = [];

@@ -4,13 +4,12 @@
 // listed is listed from the API server.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../../lib/cluster/cluster-client.js';
 import { ListedClusterReads } from '../../../lib/cluster/listed-cluster-reads.js';
 import { informerReadSource } from '../../../lib/runner/informer-reads.js';
 import { INFORMER_PAGE_SIZE, startInformers } from '../../../lib/runner/informers.js';
+import { listenAsApiServer } from '../../support/local-api-server.js';
 
 const PODS = INFORMER_PAGE_SIZE * 2 + 1;
 
@@ -46,22 +45,11 @@ async function apiServer() {
       }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
+  const { kubeConfig, close } = await listenAsApiServer(server);
   return {
     kubeConfig,
     requests,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close,
   };
 }
 

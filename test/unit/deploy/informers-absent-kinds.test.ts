@@ -3,10 +3,9 @@
 // server that answers 404 for those kinds' lists, as an API server does for a resource it does not serve.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import { briefError, isNotServed, startInformers } from '../../../lib/runner/informers.js';
+import { listenAsApiServer } from '../../support/local-api-server.js';
 
 interface Line {
   level: 'info' | 'warn' | 'error';
@@ -35,22 +34,11 @@ async function apiServer(served: Set<string>) {
     if (url.searchParams.get('watch') === 'true') return response.write('');
     return response.end(JSON.stringify({ metadata: { resourceVersion: '1' }, items: [] }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
+  const { kubeConfig, close } = await listenAsApiServer(server);
   return {
     kubeConfig,
     lists,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close,
   };
 }
 

@@ -9,9 +9,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { loadAll } from 'js-yaml';
 import { explainJob } from '../../../cli/explain.js';
 import { readJobHistory } from '../../../cli/history.js';
@@ -45,6 +44,7 @@ import { kubernetesLeaderLabelPatch } from '../../../lib/runner/leader-pod-label
 import { KubernetesLeaseLock } from '../../../lib/runner/lease-lock.js';
 import { startRunner } from '../../../lib/runner/runner.js';
 import type { JobKind } from '../../../lib/types.js';
+import { listenAsApiServer } from '../../support/local-api-server.js';
 
 const OWN = 'trainscaler-system';
 
@@ -138,23 +138,12 @@ async function recorder(missing: (access: ApiAccess) => boolean = () => false): 
       }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
+  const { kubeConfig, close } = await listenAsApiServer(server);
   return {
     kubeConfig,
     recorded,
     discovery,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close,
   };
 }
 
