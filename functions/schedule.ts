@@ -3,7 +3,7 @@ import { refOf } from '../lib/adapters/job-adapter.js';
 import { jobStateLookup } from '../lib/cluster/job-state.js';
 import { readView } from '../lib/cluster/listed-cluster-reads.js';
 import {
-  capacityOf,
+  capacityReading,
   exceptPodsOf,
   exceptWaitingPodsOf,
   loadNodesAndPods,
@@ -171,13 +171,11 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   // A job whose pods partly run and partly wait for room no pod event will bring (a shrink that a guardrail
   // clamped, a node gone): the fault policy's answer to unplaceable pods, as on a pod event, every tick.
   const reviewed = new Set<string>();
+  const capacityHolding = capacityReading(state.nodes, state.pods, { now: listedAt });
   for (const snapshot of stranded) {
     const ref = snapshot.view.ref;
     try {
-      const capacity = capacityOf(state.nodes, state.pods, {
-        holdRoomFor: exceptPodsOf(ref),
-        now: listedAt,
-      });
+      const capacity = capacityHolding(exceptPodsOf(ref));
       const outcome = await actOnJob(
         ref,
         (current) =>
@@ -226,10 +224,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       pending: toPlace,
       // The rebalance places the waiting pods of `toPlace` itself (or holds their room): held here as well, a
       // queued job whose pods fit in free room would seem not to, and running jobs would shrink for it.
-      capacity: capacityOf(state.nodes, state.pods, {
-        holdRoomFor: exceptWaitingPodsOf(toPlace.map((d) => d.job.ref)),
-        now: listedAt,
-      }),
+      capacity: capacityHolding(exceptWaitingPodsOf(toPlace.map((d) => d.job.ref))),
       config: deps.config,
       now,
     },

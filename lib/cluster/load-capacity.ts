@@ -2,7 +2,7 @@ import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { jobOfPod, readPod } from '../adapters/pod-view.js';
 import { cpuToMillis, parseQuantity } from '../adapters/quantity.js';
 import type { ClusterCapacity, JobRef, NodeView, Resources } from '../types.js';
-import { addResources, reserve, ZERO_RESOURCES } from './capacity.js';
+import { addResources, ShrinkingCapacity, ZERO_RESOURCES } from './capacity.js';
 import type { ClusterClient } from './cluster-client.js';
 
 function allocatableOf(node: V1Node): Resources {
@@ -14,12 +14,20 @@ function allocatableOf(node: V1Node): Resources {
   };
 }
 
+// A tick reads the same pod objects in every capacity pass it makes (they are replaced, never changed, when the
+// cluster changes), and parsing quantities was most of a pass at 100,000 pods.
+const requestsOfPod = new WeakMap<V1Pod, Resources>();
+
 function podRequests(pod: V1Pod): Resources {
+  const known = requestsOfPod.get(pod);
+  if (known) return known;
   // Sum over all containers: the scheduler reserves the whole pod, not just the training container.
-  return (pod.spec?.containers ?? []).reduce(
+  const requests = (pod.spec?.containers ?? []).reduce(
     (acc, c) => addResources(acc, readPod({ ...pod, spec: { ...pod.spec, containers: [c] } }).requests),
     ZERO_RESOURCES,
   );
+  requestsOfPod.set(pod, requests);
+  return requests;
 }
 
 export interface CapacityOptions {
@@ -65,37 +73,58 @@ function isPendingUnbound(pod: V1Pod): boolean {
  * `now`, as it will be once the pods being deleted are gone.
  */
 export function capacityOf(nodes: V1Node[], pods: V1Pod[], options: CapacityOptions = {}): ClusterCapacity {
-  const { preemptibleBelow, holdRoomFor = () => true, resize = () => false, now } = options;
+  return capacityReading(nodes, pods, options)(options.holdRoomFor);
+}
+
+/**
+ * One pass over the bound pods, then the capacity as held by any choice of pending pods: a tick that asks for
+ * the capacity once per stranded job pays for the pending pods each time, not for every pod in the cluster.
+ */
+export function capacityReading(
+  nodes: V1Node[],
+  pods: V1Pod[],
+  options: Omit<CapacityOptions, 'holdRoomFor'> = {},
+): (holdRoomFor?: (pod: V1Pod) => boolean) => ClusterCapacity {
+  const { preemptibleBelow, resize = () => false, now } = options;
+  const preempted = (pod: V1Pod) =>
+    preemptibleBelow !== undefined && (pod.spec?.priority ?? 0) < preemptibleBelow;
   const allocated = new Map<string, Resources>();
+  const pending: V1Pod[] = [];
   for (const pod of pods) {
+    if (isPendingUnbound(pod)) {
+      // Pods created but not yet bound (a scale-up a moment ago) would otherwise be promised twice.
+      if (!preempted(pod)) pending.push(pod);
+      continue;
+    }
     const node = pod.spec?.nodeName;
     const phase = pod.status?.phase;
     if (!node || phase === 'Succeeded' || phase === 'Failed' || resize(pod) || leaving(pod, now)) continue;
-    if (preemptibleBelow !== undefined && (pod.spec?.priority ?? 0) < preemptibleBelow) continue;
+    if (preempted(pod)) continue;
     allocated.set(node, addResources(allocated.get(node) ?? ZERO_RESOURCES, podRequests(pod)));
   }
-  const views: NodeView[] = nodes.map((node) => {
-    const name = node.metadata?.name ?? '';
-    // Unknown is a node whose kubelet stopped reporting: the node controller taints it unreachable and the
-    // scheduler places nothing there, so its free room would be promised to growth that stays Pending. A node
-    // with no Ready condition yet is taken at its word.
-    const readiness = node.status?.conditions?.find((c) => c.type === 'Ready')?.status;
-    const ready = readiness !== 'False' && readiness !== 'Unknown';
-    return {
-      name,
-      allocatable: allocatableOf(node),
-      allocated: allocated.get(name) ?? ZERO_RESOURCES,
-      schedulable: ready && node.spec?.unschedulable !== true,
-    };
-  });
-  let capacity: ClusterCapacity = { nodes: views.sort((a, b) => a.name.localeCompare(b.name)) };
-  // Pods created but not yet bound (a scale-up a moment ago) would otherwise be promised twice.
-  for (const pod of pods) {
-    if (!isPendingUnbound(pod) || !holdRoomFor(pod)) continue;
-    if (preemptibleBelow !== undefined && (pod.spec?.priority ?? 0) < preemptibleBelow) continue;
-    capacity = reserve(capacity, podRequests(pod), 1);
-  }
-  return capacity;
+  const views: NodeView[] = nodes
+    .map((node) => {
+      const name = node.metadata?.name ?? '';
+      // Unknown is a node whose kubelet stopped reporting: the node controller taints it unreachable and the
+      // scheduler places nothing there, so its free room would be promised to growth that stays Pending. A
+      // node with no Ready condition yet is taken at its word.
+      const readiness = node.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+      const ready = readiness !== 'False' && readiness !== 'Unknown';
+      return {
+        name,
+        allocatable: allocatableOf(node),
+        allocated: allocated.get(name) ?? ZERO_RESOURCES,
+        schedulable: ready && node.spec?.unschedulable !== true,
+      };
+    })
+    .sort((a, b) => a.name.localeCompare(b.name));
+  return (holdRoomFor = () => true) => {
+    const held = pending.filter(holdRoomFor);
+    if (held.length === 0) return { nodes: views.map((n) => ({ ...n, allocated: { ...n.allocated } })) };
+    const placing = new ShrinkingCapacity({ nodes: views });
+    for (const pod of held) placing.place(podRequests(pod));
+    return placing.snapshot();
+  };
 }
 
 export interface ClusterState {
@@ -134,8 +163,17 @@ export function podsOf(ref: JobRef): (pod: V1Pod) => boolean {
  * itself (PendingDemand counts them; gated pods wait on their gate's controller and keep their room).
  */
 export function exceptWaitingPodsOf(refs: readonly JobRef[]): (pod: V1Pod) => boolean {
-  const own = refs.map(podsOf);
-  return (pod) => (pod.spec?.schedulingGates?.length ?? 0) > 0 || !own.some((of) => of(pod));
+  // A set, not one test per job: a tick asks this of every pending pod with every queued job in `refs`.
+  const own = new Set(refs.map(({ kind, namespace, name }) => jobKey({ kind, namespace, name })));
+  return (pod) => {
+    if ((pod.spec?.schedulingGates?.length ?? 0) > 0) return true;
+    const owner = jobOfPod(pod);
+    return owner === undefined || !own.has(jobKey(owner));
+  };
+}
+
+function jobKey(job: { kind: string; namespace: string; name: string }): string {
+  return `${job.kind}/${job.namespace}/${job.name}`;
 }
 
 /** Holds room for every pending pod except those of `ref`'s job. */

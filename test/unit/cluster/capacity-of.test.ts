@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import type { V1Node, V1NodeCondition, V1Pod } from '@kubernetes/client-node';
 import {
   capacityOf,
+  capacityReading,
   exceptPodsOf,
   exceptWaitingPodsOf,
   LEAVING_OVERDUE_SECONDS,
@@ -219,5 +220,64 @@ describe('exceptWaitingPodsOf', () => {
     assert.equal(freeGpus(exceptWaitingPodsOf([QUEUED])), 2);
     assert.equal(freeGpus(exceptWaitingPodsOf([{ ...QUEUED, name: 'other' }])), 1);
     assert.equal(freeGpus(exceptWaitingPodsOf([])), 0);
+  });
+
+  it('matches kind, namespace and name of every job it names, not only the first', () => {
+    const others: JobRef[] = [
+      { ...QUEUED, name: 'other' },
+      { ...QUEUED, kind: 'TFJob' },
+      { ...QUEUED, namespace: 'team-b' },
+    ];
+    assert.equal(freeGpus(exceptWaitingPodsOf(others)), 1);
+    assert.equal(freeGpus(exceptWaitingPodsOf([...others, QUEUED])), 3);
+  });
+});
+
+describe('capacityReading: one pass over the bound pods, any choice of pending pods held', () => {
+  const nodes = [gpuNode('gpu-0'), gpuNode('gpu-1')];
+  const pods = [
+    gpuPod('a-0', { job: 'a', node: 'gpu-0' }),
+    gpuPod('a-1', { job: 'a' }),
+    gpuPod('b-0', { job: 'b', containers: 3 }),
+    gpuPod('c-0', { job: 'c', containers: 2 }),
+    gpuPod('low-0', { job: 'low', node: 'gpu-1', priority: -1 }),
+    gpuPod('done-0', { job: 'done', node: 'gpu-1', phase: 'Succeeded' }),
+  ];
+  const choices: Array<((pod: V1Pod) => boolean) | undefined> = [
+    undefined,
+    exceptPodsOf({ kind: 'PyTorchJob', namespace: 'ml', name: 'a' }),
+    exceptPodsOf({ kind: 'PyTorchJob', namespace: 'ml', name: 'b' }),
+    exceptWaitingPodsOf([{ kind: 'PyTorchJob', namespace: 'ml', name: 'c' }]),
+    () => false,
+  ];
+
+  it('gives for each choice what capacityOf gives, asked in any order', () => {
+    for (const preemptibleBelow of [undefined, 0]) {
+      const reading = capacityReading(
+        nodes,
+        pods,
+        preemptibleBelow === undefined ? {} : { preemptibleBelow },
+      );
+      for (const holdRoomFor of [...choices, ...choices.toReversed()]) {
+        const options = {
+          ...(holdRoomFor ? { holdRoomFor } : {}),
+          ...(preemptibleBelow === undefined ? {} : { preemptibleBelow }),
+        };
+        assert.deepEqual(reading(holdRoomFor), capacityOf(nodes, pods, options));
+      }
+    }
+  });
+
+  it('hands out a capacity of its own each time: a policy that reserves in one does not shrink the next', () => {
+    const reading = capacityReading(nodes, pods);
+    for (const holdRoomFor of [() => false, undefined]) {
+      const first = reading(holdRoomFor);
+      const before = structuredClone(first);
+      const node = first.nodes[0];
+      assert.ok(node);
+      node.allocated.gpus += 4;
+      first.nodes.pop();
+      assert.deepEqual(reading(holdRoomFor), before);
+    }
   });
 });
