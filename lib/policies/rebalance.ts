@@ -766,9 +766,12 @@ function reclaimLowValueWorkers(
     // A worker moves alone: a recipient whose single next worker speeds it up.
     const recipients = slots.map(optionOf).filter(isDefined).sort(compareOptions);
     if (recipients.length === 0) return cap;
+    // A donor whose loss is not a number can never be outgained; without it the order by loss is total, which
+    // the early stop below relies on.
     const victims = slots
       .map(donorOf)
       .filter(isDefined)
+      .filter((v) => !Number.isNaN(v.loss))
       .sort(
         (a, b) =>
           a.loss - b.loss ||
@@ -790,6 +793,9 @@ function reclaimLowValueWorkers(
     let moved = false;
     for (const r of recipients) {
       for (const v of victims) {
+        // Victims come by loss, least first: from here on none is outgained, whether idle or not. Without this
+        // stop the last round of a tick weighed every recipient against every donor (10 s at 3,000 jobs).
+        if (v.loss >= Math.max(r.gainPerGpu, r.gainPerGpu / RECLAIM_MARGIN)) break;
         if (v.slot === r.slot) continue;
         // Reclaiming never takes from a more important job to feed a less important one.
         if (v.slot.entry.job.priority > r.slot.entry.job.priority) continue;
@@ -849,8 +855,17 @@ function finishFirstAmongAlike(slots: Slot[], capacity: ClusterCapacity, config:
   const timed = slots
     .filter((s) => s.entry.model !== undefined && s.entry.remainingSeconds !== undefined)
     .sort((a, b) => a.remaining - b.remaining || compareStrings(a.key, b.key));
+  // Only jobs of one signature are alike: each looks for donors among its own kind, not the whole cluster.
+  const alike = new Map<string, Slot[]>();
+  for (const s of timed) {
+    const kind = alike.get(s.entry.job.signature);
+    if (kind) kind.push(s);
+    else alike.set(s.entry.job.signature, [s]);
+  }
   for (const r of timed) {
-    const donors = timed
+    // finishFirstStep would answer 0 for every donor, and nothing would move.
+    if (meanPredict(r, r.k0) === undefined || !canGrow(r, config)) continue;
+    const donors = (alike.get(r.entry.job.signature) ?? [])
       .filter(
         (d) =>
           endsFirstAmongAlike(r, d) &&
