@@ -2,6 +2,7 @@ import type { Outcome } from '../lib/actuator.js';
 import type { ClusterClient } from '../lib/cluster/cluster-client.js';
 import type { ClusterReadSource } from '../lib/cluster/listed-cluster-reads.js';
 import type { PolicyConfig } from '../lib/config.js';
+import type { JobWorkLimits } from '../lib/decisions/job-work.js';
 import type { ProfileStoreRef } from '../lib/decisions/profile-store.js';
 import type { MetricsSource } from '../lib/metrics/metrics-source.js';
 import type { FitCache } from '../lib/model/fit-cache.js';
@@ -47,6 +48,8 @@ export interface HandlerDeps {
    * "Fits between ticks"). Absent: every fit starts from scratch, with the same answers.
    */
   fitCache?: FitCache;
+  /** How many jobs a tick writes at once and how long each may take (lib/decisions/job-work.ts); absent: the defaults. */
+  jobWork?: JobWorkLimits;
 }
 
 export type { Outcome };

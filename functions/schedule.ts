@@ -9,6 +9,7 @@ import {
   loadNodesAndPods,
 } from '../lib/cluster/load-capacity.js';
 import { listAllJobs } from '../lib/cluster/served-lists.js';
+import { DEFAULT_JOB_WORK_LIMITS, jobWorkUnder } from '../lib/decisions/job-work.js';
 import {
   type ProfileLookup,
   type ProfileOwner,
@@ -172,27 +173,34 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   // clamped, a node gone): the fault policy's answer to unplaceable pods, as on a pod event, every tick.
   const reviewed = new Set<string>();
   const capacityHolding = capacityReading(state.nodes, state.pods, { now: listedAt });
-  for (const snapshot of stranded) {
-    const ref = snapshot.view.ref;
-    try {
-      const capacity = capacityHolding(exceptPodsOf(ref));
-      const outcome = await actOnJob(
-        ref,
-        (current) =>
-          decideOnFault({
-            job: current.view,
-            pods: current.pods,
-            capacity,
-            config: configUnder(current.governing, deps.config),
-            now: deps.clock(),
-          }),
-        actuatorDeps({ ...deps, metrics: metrics.source }, listedAt),
-      );
+  const written = actuatorDeps({ ...deps, metrics: metrics.source }, listedAt);
+  const runJob = jobWorkUnder(
+    deps.jobWork ?? DEFAULT_JOB_WORK_LIMITS,
+    Number.isFinite(written.guardrails?.maxClusterGpus),
+  );
+  const faults = await settleInOrder(
+    stranded.map((snapshot) => snapshot.view.ref),
+    (ref) =>
+      runJob(ref, (signal) =>
+        actOnJob(
+          ref,
+          (current) =>
+            decideOnFault({
+              job: current.view,
+              pods: current.pods,
+              capacity: capacityHolding(exceptPodsOf(ref)),
+              config: configUnder(current.governing, deps.config),
+              now: deps.clock(),
+            }),
+          { ...written, signal },
+        ),
+      ),
+  );
+  for (const { ref, outcome, error } of faults) {
+    if (outcome) {
       result.outcomes.push(outcome);
       if (outcome.plan.changes.length > 0) reviewed.add(key(ref));
-    } catch (error) {
-      result.errors.push(containJobError(ref, error, deps.logger));
-    }
+    } else result.errors.push(containJobError(ref, error, deps.logger));
   }
   const now = deps.clock();
   // Each job's entry is its own work: a job whose model cannot be fitted or asked is reported, not fatal.
@@ -235,17 +243,19 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   );
   const rebalanced = entries.filter((e) => !failed.has(key(e.job.ref)));
   const planned = new Map(jobs.map((j) => [key(j.snapshot.view.ref), j.snapshot.view.resourceVersion]));
-  for (const plan of plans) {
-    try {
-      const outcome = await actOnJob(
-        plan.ref,
-        (snapshot) => stillValid(plan, snapshot, planned.get(key(plan.ref))),
-        actuatorDeps({ ...deps, metrics: metrics.source }, listedAt),
-      );
-      result.outcomes.push(outcome);
-    } catch (error) {
-      result.errors.push(containJobError(plan.ref, error, deps.logger));
-    }
+  const applied = await settleInOrder(
+    plans.map((plan) => plan.ref),
+    (ref, i) =>
+      runJob(ref, (signal) =>
+        actOnJob(ref, (snapshot) => stillValid(plans[i] as Plan, snapshot, planned.get(key(ref))), {
+          ...written,
+          signal,
+        }),
+      ),
+  );
+  for (const { ref, outcome, error } of applied) {
+    if (outcome) result.outcomes.push(outcome);
+    else result.errors.push(containJobError(ref, error, deps.logger));
   }
   // Jobs the rebalance considered and left alone: a "keep" outcome each, so that why is answerable.
   const moved = new Set([...plans.map((p) => key(p.ref)), ...reviewed]);
@@ -412,4 +422,16 @@ function stillValid(plan: Plan, snapshot: JobSnapshot, plannedVersion: string | 
     changes: [],
     reason: 'job changed since the rebalance snapshot; the next tick recomputes',
   };
+}
+
+/** Each job's outcome or error, in the order of `refs` whatever order the work ends in: a tick's result reads alike run to run. */
+async function settleInOrder(
+  refs: readonly JobRef[],
+  work: (ref: JobRef, index: number) => Promise<Outcome>,
+): Promise<Array<{ ref: JobRef; outcome?: Outcome; error?: unknown }>> {
+  const settled = await Promise.allSettled(refs.map((ref, i) => work(ref, i)));
+  return settled.map((s, i) => {
+    const ref = refs[i] as JobRef;
+    return s.status === 'fulfilled' ? { ref, outcome: s.value } : { ref, error: s.reason };
+  });
 }

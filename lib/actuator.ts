@@ -89,6 +89,12 @@ export interface ActuatorDeps {
    * the write a 120 s cool-down held every job a third tick. Absent: the write's time.
    */
   triggeredAt?: number;
+  /**
+   * Aborted when the caller stops waiting for this job (a tick's per-job deadline, lib/decisions/job-work.ts):
+   * no write of the decision starts after that. A write begun before it completes with what follows it (the
+   * state after the job), since the decision is real once the job holds it.
+   */
+  signal?: AbortSignal;
 }
 
 /** What the actuator read, handed to the policy so that it decides on exactly the version it will patch. */
@@ -423,6 +429,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       }),
     };
     if (governing?.policy.mode === 'Recommend' && policyStatus) {
+      deps.signal?.throwIfAborted();
       // Decided exactly as under Auto; nothing is written to the job, its pods or its Events.
       await recordRecommendation(deps, { ref, uid: view.uid, apiVersion: obj.apiVersion }, snapshot, {
         before: stateRead,
@@ -442,6 +449,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     plan = withPodResizes(plan, podResizes);
     const refusedNow = await evictionsRefused(deps, ref, evictedPods(plan.changes), true);
     if (refusedNow.length > 0) {
+      deps.signal?.throwIfAborted();
       await recordRefusal(deps, view, obj, plan, refusedNow);
       return {
         ref,
@@ -476,6 +484,7 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       [ANNOTATION.history]: JSON.stringify([...readHistory(obj), record].slice(-HISTORY_LENGTH)),
     };
     const patch = buildJobPatch(obj, plan.changes, annotations);
+    deps.signal?.throwIfAborted();
     try {
       await deps.cluster.patchJob(ref, patch, { dryRun: deps.dryRun });
     } catch (error) {

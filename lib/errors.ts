@@ -10,7 +10,8 @@ export type ErrorCode =
   | 'FORBIDDEN'
   | 'API_ERROR'
   | 'MISSING_METRICS'
-  | 'CONFIG';
+  | 'CONFIG'
+  | 'JOB_DEADLINE';
 
 export class TrainscalerError extends Error {
   readonly code: ErrorCode;

@@ -141,10 +141,20 @@ export const PRODUCTION_API_REQUESTS = {
 } as const;
 
 /** The same client with each call counted as the production client's requests (counted when issued). */
-export function countingClusterClient(target: ClusterClient, counter: () => RequestCounter): ClusterClient {
-  const counted = <T>(keys: readonly ApiRequestKey[], run: () => T): T => {
+/**
+ * `latencyMs`: each request the production client would send waits this long before the simulator answers it (a
+ * round trip to an API server; 0, the default, answers at once), so that a tick's wall time shows what its
+ * requests cost when they are not free.
+ */
+export function countingClusterClient(
+  target: ClusterClient,
+  counter: () => RequestCounter,
+  latencyMs = 0,
+): ClusterClient {
+  const counted = <T>(keys: readonly ApiRequestKey[], run: () => Promise<T>): Promise<T> => {
     for (const key of keys) counter().api(key);
-    return run();
+    if (latencyMs <= 0 || keys.length === 0) return run();
+    return new Promise((resolve) => setTimeout(resolve, latencyMs * keys.length)).then(run);
   };
   const listing = async <T>(keys: readonly ApiRequestKey[], run: () => Promise<T[]>): Promise<T[]> => {
     const items = await counted(keys, run);

@@ -1,4 +1,4 @@
-// npm run bench:scale [-- --json] [-- --jobs 100,1000] [-- --smoke] [-- --time-limit 600]
+// npm run bench:scale [-- --json] [-- --jobs 100,1000] [-- --smoke] [-- --time-limit 600] [-- --api-latency-ms 2]
 //
 // The cost of one schedule tick as the number of managed jobs grows (issue 41): for each N, N managed elastic
 // PyTorchJobs on the simulated cluster (scale-world.ts), one handleSchedule tick with every step sample new to
@@ -102,7 +102,12 @@ const rssPeak = () => process.resourceUsage().maxRSS * 1024;
 
 // ---- child: one N -----------------------------------------------------------------------------------------
 
-async function runOne(jobs: number, progressFile: string, trainedSeconds: number): Promise<void> {
+async function runOne(
+  jobs: number,
+  progressFile: string,
+  trainedSeconds: number,
+  apiLatencyMs: number,
+): Promise<void> {
   let progress: Progress = { phase: 'building the world', since: Date.now(), partial: { jobs } };
   let lastWrite = 0;
   const save = (force = false) => {
@@ -144,7 +149,7 @@ async function runOne(jobs: number, progressFile: string, trainedSeconds: number
   };
   // One client for the run, as the runner keeps one (the Lambda one per cold start): only the counter changes.
   const deps: HandlerDeps = {
-    cluster: countingClusterClient(world.cluster, () => counter),
+    cluster: countingClusterClient(world.cluster, () => counter, apiLatencyMs),
     metrics: countingMetricsSource(world.metrics, () => counter, world.clock),
     clock: world.clock,
     config: DEFAULT_POLICY_CONFIG,
@@ -245,6 +250,7 @@ interface Options {
   json: boolean;
   timeLimitSeconds: number;
   trainedSeconds: number;
+  apiLatencyMs: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -253,6 +259,7 @@ function parseOptions(argv: string[]): Options {
     json: false,
     timeLimitSeconds: DEFAULT_TIME_LIMIT_SECONDS,
     trainedSeconds: DEFAULT_TRAINED_SECONDS,
+    apiLatencyMs: 0,
   };
   const positive = (flag: string, raw: string | undefined) => {
     const n = Number(raw);
@@ -266,11 +273,15 @@ function parseOptions(argv: string[]): Options {
     else if (arg === '--smoke') options.jobs = [100];
     else if (arg === '--jobs') options.jobs = (argv[++i] ?? '').split(',').map((n) => positive('--jobs', n));
     else if (arg === '--time-limit') options.timeLimitSeconds = positive('--time-limit', argv[++i]);
-    else if (arg === '--trained-minutes')
+    else if (arg === '--api-latency-ms') {
+      const raw = argv[++i];
+      options.apiLatencyMs = Number(raw);
+      if (!(options.apiLatencyMs >= 0)) throw new Error(`--api-latency-ms takes a number >= 0, got '${raw}'`);
+    } else if (arg === '--trained-minutes')
       options.trainedSeconds = 60 * positive('--trained-minutes', argv[++i]);
     else
       throw new Error(
-        `unknown argument '${arg}' (--json, --smoke, --jobs N,M, --time-limit S, --trained-minutes M)`,
+        `unknown argument '${arg}' (--json, --smoke, --jobs N,M, --time-limit S, --trained-minutes M, --api-latency-ms L)`,
       );
   }
   return options;
@@ -348,7 +359,7 @@ function runChild(jobs: number, options: Options, dir: string): Promise<Run> {
   const file = join(dir, `progress-${jobs}.json`);
   const child = fork(
     fileURLToPath(import.meta.url),
-    ['--child', String(jobs), file, String(options.trainedSeconds)],
+    ['--child', String(jobs), file, String(options.trainedSeconds), String(options.apiLatencyMs)],
     { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
   );
   return new Promise((resolve, reject) => {
@@ -445,7 +456,7 @@ function table(runs: Run[]): string {
 
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--child') {
-    await runOne(Number(argv[1]), argv[2] ?? '', Number(argv[3]));
+    await runOne(Number(argv[1]), argv[2] ?? '', Number(argv[3]), Number(argv[4] ?? 0));
     return;
   }
   const options = parseOptions(argv);
@@ -458,7 +469,12 @@ async function main(argv: string[]): Promise<void> {
       runs.push(await runChild(jobs, options, dir));
       log(`N=${jobs}: done in ${((Date.now() - started) / 1000).toFixed(0)} s wall`);
     }
-    process.stdout.write(options.json ? `${JSON.stringify({ runs })}\n` : `${table(runs)}\n`);
+    const latency = `API requests answered after ${options.apiLatencyMs} ms each`;
+    process.stdout.write(
+      options.json
+        ? `${JSON.stringify({ apiLatencyMs: options.apiLatencyMs, runs })}\n`
+        : `${latency}\n${table(runs)}\n`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -18,6 +18,7 @@ import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { ClusterClient, KubeObject } from '../../lib/cluster/cluster-client.js';
 import { EVENT_MESSAGE_LIMIT } from '../../lib/cluster/event-message.js';
 import { STATUS_REASON_LIMIT, stateOfStatus } from '../../lib/cluster/job-state.js';
+import { JobDeadlineError } from '../../lib/decisions/job-work.js';
 import { ApiError, ConflictError, TrainscalerError } from '../../lib/errors.js';
 import { placedReplicasOf } from '../../lib/guardrails.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
@@ -203,6 +204,39 @@ describe('actOnJob: what it skips', () => {
     assert.equal(outcome.conflicts, 0);
     assert.deepEqual(outcome.plan.changes, []);
     assert.ok(calls.every((c) => !c.startsWith('patch') && !c.startsWith('event')));
+  });
+});
+
+describe("actOnJob: a caller that stopped waiting (a tick's per-job deadline)", () => {
+  it('starts no write once its signal is aborted: not the job, not its state, not an Event', async () => {
+    const controller = new AbortController();
+    const { sim, deps, calls } = setup();
+    const before = await job(sim);
+    const late = new JobDeadlineError(TOY, 60);
+    await assert.rejects(
+      actOnJob(
+        TOY,
+        (s) => {
+          // The deadline passes while the job is being decided.
+          controller.abort(late);
+          return workersTo(3)(s);
+        },
+        { ...deps, signal: controller.signal },
+      ),
+      (error: unknown) => error === late,
+    );
+    assert.deepEqual(
+      calls.filter((c) => /^(patch|event|putJobState)/.test(c)),
+      [],
+    );
+    assert.equal((await job(sim)).view.roles[0]?.replicas, before.view.roles[0]?.replicas);
+  });
+
+  it('writes as before while its signal is not aborted', async () => {
+    const { sim, deps } = setup();
+    const outcome = await actOnJob(TOY, workersTo(3), { ...deps, signal: new AbortController().signal });
+    assert.equal(outcome.applied, true);
+    assert.equal((await job(sim)).view.roles[0]?.replicas, 3);
   });
 });
 

@@ -127,6 +127,44 @@ describe('one job cannot stop the schedule tick for everyone', () => {
     assert.equal(result.outcomes.find(named('other'))?.applied, true);
   });
 
+  it('a job whose API server read hangs is given up at its deadline; the others are written meanwhile', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob({ name: 'other', namespace: 'team-b', workers: 1, labels: MANAGED }));
+    sim.submitJob(toyJob({ workers: 1, labels: MANAGED }));
+    sim.step(1200);
+    // The tick lists every job at once; it reads one again, live, only right before writing it. That read of
+    // team-a's job never answers (an admission webhook, an etcd stall: what holds one object and not another).
+    let hung = 0;
+    const cluster: ClusterClient = Object.assign(Object.create(null), {
+      ...replaceable(sim),
+      getJob: (ref: Parameters<ClusterClient['getJob']>[0]) => {
+        if (ref.name !== TOY.name) return sim.getJob(ref);
+        hung++;
+        return new Promise<never>(() => undefined);
+      },
+    });
+    const started = performance.now();
+    const result = await handleSchedule(scheduledEvent(), {
+      ...deps,
+      cluster,
+      jobWork: { concurrency: 4, deadlineSeconds: 0.3 },
+    });
+    const seconds = (performance.now() - started) / 1000;
+    assert.ok(hung > 0, 'the hung read was reached');
+    assert.ok(seconds < 5, `the tick waited ${seconds} s`);
+    assert.deepEqual(
+      result.errors.map((e) => [e.ref.name, e.code]),
+      [['toy', 'JOB_DEADLINE']],
+    );
+    assert.match(
+      result.errors[0]?.message ?? '',
+      /not decided within 0\.3 s; nothing written, retried next tick/,
+    );
+    assert.equal(result.outcomes.find(named('other'))?.applied, true);
+    assert.ok((workers(await sim.getJob(OTHER)) ?? 0) > 1);
+    assert.equal(workers(await sim.getJob(TOY)), 1, 'nothing written for it');
+  });
+
   it("a tenant's Worker replicas set to 2^31 - 1 (no pod created: quota) costs the tick nothing unusual", async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob({ name: 'other', namespace: 'team-b', workers: 1, labels: MANAGED }));
