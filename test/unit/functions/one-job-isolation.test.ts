@@ -165,6 +165,25 @@ describe('one job cannot stop the schedule tick for everyone', () => {
     assert.equal(workers(await sim.getJob(TOY)), 1, 'nothing written for it');
   });
 
+  it('under a cluster GPU budget, jobs are written one at a time: two growths never both take its last GPU', async () => {
+    const { sim, deps } = harness();
+    sim.submitJob(toyJob({ name: 'other', namespace: 'team-b', workers: 1, labels: MANAGED }));
+    sim.submitJob(toyJob({ workers: 1, labels: MANAGED }));
+    sim.step(1200);
+    const gpusInUse = async () =>
+      (workers(await sim.getJob(TOY)) ?? 0) + (workers(await sim.getJob(OTHER)) ?? 0);
+    assert.equal(await gpusInUse(), 2);
+    // Room for one more GPU: both jobs would grow into the idle cluster, and each growth's guardrail reads the
+    // cluster's GPUs live right before its write.
+    const result = await handleSchedule(scheduledEvent(), {
+      ...deps,
+      config: { ...deps.config, maxClusterGpus: 3 },
+      jobWork: { concurrency: 8, deadlineSeconds: 30 },
+    });
+    assert.deepEqual(result.errors, []);
+    assert.equal(await gpusInUse(), 3);
+  });
+
   it("a tenant's Worker replicas set to 2^31 - 1 (no pod created: quota) costs the tick nothing unusual", async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob({ name: 'other', namespace: 'team-b', workers: 1, labels: MANAGED }));
