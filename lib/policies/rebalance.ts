@@ -589,15 +589,29 @@ function growIntoIdle(slots: Slot[], capacity: ClusterCapacity, config: PolicyCo
 }
 
 function sortedIndex(ranked: GrowthOption[], option: GrowthOption): number {
+  return indexInOrder(ranked, option, compareOptions);
+}
+
+/** Where `item` goes in `ranked` (in `compare`'s order), after every entry that compares equal to it. */
+function indexInOrder<T>(ranked: readonly T[], item: T, compare: (a: T, b: T) => number): number {
   let lo = 0;
   let hi = ranked.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     const other = ranked[mid];
-    if (other && compareOptions(other, option) <= 0) lo = mid + 1;
+    if (other !== undefined && compare(other, item) <= 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
+}
+
+/** Donors by what their last worker is worth, least first; then lower priority; then by name. */
+function compareVictims(a: Donor, b: Donor): number {
+  return (
+    a.loss - b.loss ||
+    a.slot.entry.job.priority - b.slot.entry.job.priority ||
+    compareStrings(a.slot.key, b.slot.key)
+  );
 }
 
 /**
@@ -762,22 +776,18 @@ function reclaimLowValueWorkers(
     if (!donors.has(s)) donors.set(s, donorFigures(s, config));
     return donors.get(s);
   };
+  // A donor whose loss is not a number can never be outgained; without it the order by loss is total, which
+  // the early stop below relies on.
+  const victimOf = (s: Slot) => {
+    const donor = donorOf(s);
+    return donor && !Number.isNaN(donor.loss) ? donor : undefined;
+  };
+  // A worker moves alone: a recipient whose single next worker speeds it up. Both lists stay in order across
+  // rounds, the two slots of a move taken out and put back where they now belong (both orders are total).
+  const recipients = slots.map(optionOf).filter(isDefined).sort(compareOptions);
+  const victims = slots.map(victimOf).filter(isDefined).sort(compareVictims);
   for (;;) {
-    // A worker moves alone: a recipient whose single next worker speeds it up.
-    const recipients = slots.map(optionOf).filter(isDefined).sort(compareOptions);
     if (recipients.length === 0) return cap;
-    // A donor whose loss is not a number can never be outgained; without it the order by loss is total, which
-    // the early stop below relies on.
-    const victims = slots
-      .map(donorOf)
-      .filter(isDefined)
-      .filter((v) => !Number.isNaN(v.loss))
-      .sort(
-        (a, b) =>
-          a.loss - b.loss ||
-          a.slot.entry.job.priority - b.slot.entry.job.priority ||
-          compareStrings(a.slot.key, b.slot.key),
-      );
     // Whether a worker of one shape fits where a worker of another is released: the same answer for every
     // pair of those shapes until the capacity changes (a move, which ends this round).
     const fits = new Map<string, boolean>();
@@ -810,9 +820,20 @@ function reclaimLowValueWorkers(
         cap = reserve(release(cap, v.slot.worker.requests, 1), r.slot.worker.requests, 1);
         shrink(v.slot);
         grow(r.slot);
-        for (const moved of [v.slot, r.slot]) {
+        const movers = [v.slot, r.slot];
+        for (const list of [recipients, victims] as Array<Array<{ slot: Slot }>>) {
+          for (const moved of movers) {
+            const at = list.findIndex((e) => e.slot === moved);
+            if (at >= 0) list.splice(at, 1);
+          }
+        }
+        for (const moved of movers) {
           options.delete(moved);
           donors.delete(moved);
+          const option = optionOf(moved);
+          if (option) recipients.splice(indexInOrder(recipients, option, compareOptions), 0, option);
+          const victim = victimOf(moved);
+          if (victim) victims.splice(indexInOrder(victims, victim, compareVictims), 0, victim);
         }
         const why = idle
           ? `last worker adds only ${formatChange(v.lastGain ?? 0)} (< ${formatPercent(config.minRelativeGain)})`
