@@ -143,7 +143,9 @@ export const INFORMER_ACCESS: readonly ApiAccess[] = [
 
 /**
  * `trainscaler run` only: its informers also watch the tenants' TrainingAutoscalers, so that its ticks read them
- * from the cache (the forwarder does not: a policy change triggers no review of its own).
+ * from the cache and a spec change asks for a tick at once (lib/runner/event-router.ts). The forwarder does
+ * not: on Lambda the schedule function reads every policy on each tick (every minute), and forwarding a policy
+ * change would cost a watch of every tenant's policies and a route to the schedule for at most a minute.
  */
 export const POLICY_INFORMER_ACCESS: readonly ApiAccess[] = (['list', 'watch'] as const).map((verb) => ({
   group: STATE,
