@@ -149,12 +149,7 @@ describe('trainscaler run as its ServiceAccount: alert -> decision -> patch -> o
       submitGraceMs: 0,
       webhookToken: async () => TEST_WEBHOOK_TOKEN,
     });
-    await waitFor('the runner to lead', async () => (runner?.isLeader() ? true : undefined), 60_000).catch(
-      (e) => {
-        console.log('DEBUG warnings', warnings.slice(0, 10));
-        throw e;
-      },
-    );
+    await waitFor('the runner to lead', async () => (runner?.isLeader() ? true : undefined), 60_000);
 
     const alert = JSON.stringify(
       alertmanagerWebhook([{ namespace: ns, kind: 'PyTorchJob', name: ref.name }]),
