@@ -1,20 +1,21 @@
 // `trainscaler explain NAMESPACE/JOB`: the last decision of every policy on a job, "keep" decisions included,
-// from what the cluster stores: the outcome ConfigMaps `trainscaler run` keeps (lib/decisions/outcome-store.ts)
-// and, for a policy the store has nothing on (the Lambda functions keep no store), the decisions written on the
-// job itself (trainscaler.io/history). The store is in trainscaler's namespace, where tenants cannot write; the
-// annotation is the job owner's to edit, so what comes from it is labelled, and nothing read from either
-// reaches the terminal unescaped.
+// from what only trainscaler writes: the outcome ConfigMaps `trainscaler run` keeps in its own namespace
+// (lib/decisions/outcome-store.ts) and the job's ScaledTrainingJob status (its last decision written, and under
+// a Recommend policy its recommendation; the Lambda functions keep no outcome store). Nothing is read from the
+// job's annotations (the job owner's to edit), and nothing read reaches the terminal unescaped.
 import type { Command } from 'commander';
 import { SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
-import type { ClusterClient } from '../lib/cluster/cluster-client.js';
+import { isObject } from '../lib/adapters/unstructured.js';
+import type { ClusterClient, JobStateObject, KubeObject } from '../lib/cluster/cluster-client.js';
+import { ownedBy } from '../lib/cluster/job-state.js';
 import { type JobOutcomes, readJobOutcomes } from '../lib/decisions/outcome-store.js';
+import { ForbiddenError } from '../lib/errors.js';
 import type { Change, JobKind, JobRef } from '../lib/types.js';
 import {
   describeChange,
-  HISTORY_SOURCE_NOTE,
   jobRef,
   kindOption,
-  readJobHistory,
+  statusDecisionOf,
   terminalSafe,
   terminalSafeJson,
 } from './history.js';
@@ -30,8 +31,8 @@ export interface ExplainedPolicy {
   changes: Change[];
   trigger?: string;
   decisionId?: string;
-  /** Where it was read: the outcome store, or the job's own history annotation. */
-  source: 'outcome-store' | 'job-history';
+  /** Where it was read: the outcome store, or the job's ScaledTrainingJob status. */
+  source: 'outcome-store' | 'job-state';
 }
 
 export async function explainJob(
@@ -40,8 +41,11 @@ export async function explainJob(
   ref: JobRef,
 ): Promise<ExplainedPolicy[]> {
   // The job first: a job that does not exist is NotFoundError, not "nothing recorded".
-  const history = await readJobHistory(cluster, ref);
-  const stored: JobOutcomes = await readJobOutcomes(cluster, storeNamespace, ref);
+  const job = await cluster.getJob(ref);
+  const [stored, state] = await Promise.all([
+    readStoredOutcomes(cluster, storeNamespace, ref),
+    cluster.getJobState(ref),
+  ]);
   const byPolicy = new Map<string, ExplainedPolicy>();
   for (const [policy, s] of Object.entries(stored)) {
     const entry: ExplainedPolicy = {
@@ -58,26 +62,61 @@ export async function explainJob(
     if (details) entry.details = details;
     byPolicy.set(policy, entry);
   }
-  for (const r of history) {
-    // What trainscaler stored wins whatever the annotation's dates say (its owner may have written them).
-    const known = byPolicy.get(r.policy);
-    if (known?.source === 'outcome-store' || (known && known.at >= r.at)) continue;
-    const details = stringsOf(r.details);
-    byPolicy.set(r.policy, {
-      policy: r.policy,
-      at: r.at,
-      outcome: 'applied',
-      reason: r.reason,
-      ...(details ? { details } : {}),
-      changes: r.changes,
-      decisionId: r.id,
-      source: 'job-history',
-    });
+  for (const entry of fromJobState(job, state)) {
+    const known = byPolicy.get(entry.policy);
+    if (!known || known.at < entry.at) byPolicy.set(entry.policy, entry);
   }
   return [...byPolicy.values()].sort((a, b) => a.policy.localeCompare(b.policy));
 }
 
-/** Details as read back: strings only (the annotation is the job owner's to edit), none when empty. */
+/**
+ * The outcome store's entries for the job; none where the caller may not read trainscaler's namespace (a
+ * tenant's own credentials): the job's status is still shown.
+ */
+async function readStoredOutcomes(
+  cluster: ClusterClient,
+  storeNamespace: string,
+  ref: JobRef,
+): Promise<JobOutcomes> {
+  try {
+    return await readJobOutcomes(cluster, storeNamespace, ref);
+  } catch (error) {
+    if (error instanceof ForbiddenError) return {};
+    throw error;
+  }
+}
+
+/** What the job's ScaledTrainingJob status says was decided: its last decision and its recommendation. */
+function fromJobState(job: KubeObject, state: JobStateObject | undefined): ExplainedPolicy[] {
+  const out: ExplainedPolicy[] = [];
+  const last = statusDecisionOf(job, state);
+  if (last)
+    out.push({
+      policy: last.policy,
+      at: last.at,
+      outcome: 'applied',
+      reason: last.reason,
+      changes: last.changes,
+      decisionId: last.id,
+      source: 'job-state',
+    });
+  const status = ownedBy(state, job) && isObject(state.status) ? state.status : undefined;
+  const r = status?.recommendation;
+  if (isObject(r) && typeof r.workers === 'number' && typeof r.at === 'number') {
+    const policy = isObject(status?.policy) ? status.policy.name : undefined;
+    out.push({
+      policy: `TrainingAutoscaler ${typeof policy === 'string' ? policy : '?'}`,
+      at: r.at,
+      outcome: `recommends ${r.workers} workers (mode Recommend: not written to the job)`,
+      reason: typeof r.reason === 'string' ? r.reason : '',
+      changes: [],
+      source: 'job-state',
+    });
+  }
+  return out;
+}
+
+/** Details as read back: strings only, none when empty. */
 function stringsOf(value: unknown): string[] | undefined {
   if (!Array.isArray(value)) return undefined;
   const strings = value.filter((d): d is string => typeof d === 'string');
@@ -96,7 +135,7 @@ export function renderExplanation(
   for (const p of policies) {
     const via = p.trigger ? ` on ${p.trigger}` : '';
     lines.push(`${p.policy}: ${p.outcome}${via}, since ${new Date(p.at * 1000).toISOString()}`);
-    if (p.source === 'job-history') lines.push(`  (${HISTORY_SOURCE_NOTE})`);
+    if (p.source === 'job-state') lines.push("  (from the job's ScaledTrainingJob status)");
     lines.push(`  reason: ${p.reason}`);
     if (options.verbose) for (const d of p.details ?? []) lines.push(`  detail: ${d}`);
     for (const c of p.changes) lines.push(`  - ${describeChange(c)}`);

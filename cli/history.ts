@@ -1,22 +1,28 @@
-// `trainscaler history NAMESPACE/JOB`: the decisions trainscaler recorded on a job (the
-// trainscaler.io/history annotation, the last ten writes), read through the real Kubernetes client.
-// The annotation is on the job, so anyone who may edit the job may rewrite it: the output says so, and
-// nothing read from it reaches the terminal unescaped (an escape sequence could clear the screen, rewrite
-// earlier lines or forge a record). trainscaler's own record is its Events and the outcome store (explain).
+// `trainscaler history NAMESPACE/JOB`: what trainscaler decided on a job, oldest first: the Events trainscaler
+// reported about it (one per decision written, refusal or failure) and the last decision its ScaledTrainingJob
+// status holds (only trainscaler may write that status). Nothing is read from the job's annotations: those are
+// the job owner's to edit. Whatever is printed is escaped (an escape sequence in an Event's message could clear
+// the screen, rewrite earlier lines or forge a record).
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError } from 'commander';
-import { ANNOTATION } from '../lib/adapters/annotations.js';
 import { isSupportedKind, SUPPORTED_KINDS } from '../lib/adapters/job-adapter.js';
-import type { ClusterClient } from '../lib/cluster/cluster-client.js';
+import { isObject } from '../lib/adapters/unstructured.js';
+import type { ClusterClient, JobStateObject, KubeObject } from '../lib/cluster/cluster-client.js';
+import { ownedBy } from '../lib/cluster/job-state.js';
 import type { Change, JobKind, JobRef } from '../lib/types.js';
 
 export interface HistoryRecord {
+  /** The decision's id (the status), or the Event's name (named after the decision it records). */
   id: string;
+  /** Epoch seconds. */
   at: number;
+  /** The Event's reason (TrainscalerRebalance, TrainscalerEvictionRefused, ...), or the status's decision policy. */
   policy: string;
   reason: string;
-  /** The decision's details, when it was recorded with them (not checked: the annotation is the owner's). */
-  details?: unknown;
+  type?: 'Normal' | 'Warning';
+  /** The decision's changes: only the status keeps them (an Event's message is its reason). */
   changes: Change[];
+  source: 'event' | 'job-state';
 }
 
 export function jobRef(value: string, kind: JobKind): JobRef {
@@ -32,23 +38,80 @@ export function kindOption(value: string): JobKind {
   return value;
 }
 
-function isRecord(value: unknown): value is HistoryRecord {
-  if (typeof value !== 'object' || value === null) return false;
-  const r = value as Record<string, unknown>;
-  return typeof r.id === 'string' && typeof r.at === 'number' && Array.isArray(r.changes);
+/** What every Event trainscaler creates says of its author (lib/cluster/kubernetes-cluster-client.ts createEvent). */
+const TRAINSCALER_COMPONENT = 'trainscaler';
+const TRAINSCALER_REASON = /^Trainscaler[A-Za-z]+$/;
+
+const secondsOf = (time: Date | string | undefined): number | undefined => {
+  if (time === undefined) return undefined;
+  const ms = new Date(time).getTime();
+  return Number.isFinite(ms) ? ms / 1000 : undefined;
+};
+
+/**
+ * The Events trainscaler reported about this job: its component and reason, and about this job's uid (an
+ * earlier job of the same name had another). Kept by the API server for its event TTL (1 h by default).
+ */
+export function trainscalerEventsOf(events: readonly CoreV1Event[], job: KubeObject): HistoryRecord[] {
+  const out: HistoryRecord[] = [];
+  for (const e of events) {
+    if (e.source?.component !== TRAINSCALER_COMPONENT || !TRAINSCALER_REASON.test(e.reason ?? '')) continue;
+    if (!job.metadata.uid || e.involvedObject.uid !== job.metadata.uid) continue;
+    const at =
+      secondsOf(e.lastTimestamp) ??
+      secondsOf(e.eventTime as Date | string | undefined) ??
+      secondsOf(e.firstTimestamp) ??
+      secondsOf(e.metadata.creationTimestamp);
+    if (at === undefined) continue;
+    out.push({
+      id: e.metadata.name ?? '',
+      at,
+      policy: e.reason ?? '',
+      reason: e.message ?? '',
+      type: e.type === 'Warning' ? 'Warning' : 'Normal',
+      changes: [],
+      source: 'event',
+    });
+  }
+  return out;
 }
 
-/** The job's recorded decisions, oldest first; a missing or corrupt annotation reads as none. */
+/** The last decision of the job's own ScaledTrainingJob status, when it has one made for this job. */
+export function statusDecisionOf(
+  job: KubeObject,
+  stored: JobStateObject | undefined,
+): HistoryRecord | undefined {
+  if (!ownedBy(stored, job) || !isObject(stored.status)) return undefined;
+  const d = stored.status.lastDecision;
+  if (!isObject(d) || typeof d.id !== 'string' || typeof d.at !== 'number') return undefined;
+  return {
+    id: d.id,
+    at: d.at,
+    policy: typeof d.policy === 'string' ? d.policy : '',
+    reason: typeof d.reason === 'string' ? d.reason : '',
+    changes: Array.isArray(d.changes) ? (d.changes as Change[]) : [],
+    source: 'job-state',
+  };
+}
+
+/**
+ * The job's recorded decisions, oldest first: trainscaler's Events about it and its status's last decision
+ * (which lends its changes to the Event named after it). A job that does not exist is NotFoundError.
+ */
 export async function readJobHistory(cluster: ClusterClient, ref: JobRef): Promise<HistoryRecord[]> {
   const job = await cluster.getJob(ref);
-  const raw = job.metadata.annotations?.[ANNOTATION.history];
-  if (!raw) return [];
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    return Array.isArray(parsed) ? parsed.filter(isRecord) : [];
-  } catch {
-    return [];
+  const [stored, events] = await Promise.all([
+    cluster.getJobState(ref),
+    cluster.listJobEvents?.(ref) ?? Promise.resolve([]),
+  ]);
+  const records = trainscalerEventsOf(events, job);
+  const last = statusDecisionOf(job, stored);
+  if (last) {
+    const event = records.find((r) => r.id.endsWith(`.trainscaler.${last.id}`));
+    if (event) event.changes = last.changes;
+    else records.push(last);
   }
+  return records.sort((a, b) => a.at - b.at);
 }
 
 export function describeChange(c: Change): string {
@@ -101,8 +164,9 @@ export function terminalSafeJson(value: unknown): string {
   );
 }
 
-/** Where history's records come from, said with them: the job's owner can edit the annotation. */
-export const HISTORY_SOURCE_NOTE = `from the job's ${ANNOTATION.history} annotation, which whoever may edit the job can change`;
+/** Where history's records come from, said with them. */
+export const HISTORY_SOURCE_NOTE =
+  "trainscaler's Events about the job (kept for the API server's event TTL) and its ScaledTrainingJob's last decision";
 
 /** One block per decision: when, policy, id, the reason, and every change with its previous value. */
 export function renderHistory(ref: JobRef, records: readonly HistoryRecord[]): string {
@@ -110,7 +174,8 @@ export function renderHistory(ref: JobRef, records: readonly HistoryRecord[]): s
   if (records.length === 0) return `${terminalSafe(head)}: no decisions recorded\n`;
   const lines = [`${head}: ${records.length} decision(s), oldest first (${HISTORY_SOURCE_NOTE})`];
   for (const r of records) {
-    lines.push(`${new Date(r.at * 1000).toISOString()}  ${r.policy}  ${r.id}`);
+    const warning = r.type === 'Warning' ? '  Warning' : '';
+    lines.push(`${new Date(r.at * 1000).toISOString()}  ${r.policy}${warning}  ${r.id}`);
     lines.push(`  reason: ${r.reason}`);
     for (const c of r.changes) lines.push(`  - ${describeChange(c)}`);
   }
@@ -120,7 +185,9 @@ export function renderHistory(ref: JobRef, records: readonly HistoryRecord[]): s
 export function registerHistoryCommand(program: Command): Command {
   return program
     .command('history')
-    .description('Print the decisions trainscaler recorded on a job (reason, previous and new values)')
+    .description(
+      "Print what trainscaler decided on a job: its Events about the job and its status's last decision",
+    )
     .argument('<job>', 'NAMESPACE/JOB')
     .option(
       '--kubeconfig <path>',

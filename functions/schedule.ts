@@ -50,6 +50,7 @@ import {
   type RebalanceJob,
 } from '../lib/policies/rebalance.js';
 import { configUnder, rebalanceHold } from '../lib/policy-governance.js';
+import { recordPolicyStatuses } from '../lib/policy-status.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
 import type { JobRef, Plan, StepSample } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
@@ -262,6 +263,11 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   for (const { job, missing } of rebalanced) {
     if (!moved.has(key(job.ref))) result.outcomes.push(keepOutcome(job, deps, missing));
   }
+  // The policies' own status (matchedJobs, Ready, Conflict), from what this tick listed.
+  await recordPolicyStatuses(
+    { ...deps, scope: managementScope(deps.config), now: listedAt, dryRun: deps.dryRun },
+    listed,
+  );
   deps.logger.info(
     {
       trigger: 'schedule',

@@ -87,6 +87,8 @@ export const CLUSTER_CLIENT_ACCESS = {
   // system:discovery ClusterRole): nothing for trainscaler's RBAC to grant.
   servesPodResize: [],
   createEvent: [{ group: '', resource: 'events', verb: 'create', scope: CLUSTER }],
+  // `explain` and `history` (and nothing else): trainscaler's Events about one job, by field selector.
+  listJobEvents: [{ group: '', resource: 'events', verb: 'list', scope: CLUSTER }],
   // Kueue (lib/cluster/kueue-state.ts): whether Kueue manages a job (its Workloads) and the quota left in its
   // ClusterQueue. Read only: trainscaler never writes a Kueue object.
   listWorkloads: [{ group: KUEUE, resource: 'workloads', verb: 'list', scope: CLUSTER }],
@@ -141,7 +143,9 @@ export const INFORMER_ACCESS: readonly ApiAccess[] = [
 
 /**
  * `trainscaler run` only: its informers also watch the tenants' TrainingAutoscalers, so that its ticks read them
- * from the cache (the forwarder does not: a policy change triggers no review of its own).
+ * from the cache and a spec change asks for a tick at once (lib/runner/event-router.ts). The forwarder does
+ * not: on Lambda the schedule function reads every policy on each tick (every minute), and forwarding a policy
+ * change would cost a watch of every tenant's policies and a route to the schedule for at most a minute.
  */
 export const POLICY_INFORMER_ACCESS: readonly ApiAccess[] = (['list', 'watch'] as const).map((verb) => ({
   group: STATE,
@@ -198,11 +202,13 @@ export const FORWARDER_LEDGER_ACCESS: readonly ApiAccess[] = inOwnNamespace('con
 export const FORWARDER_ACCESS: readonly ApiAccess[] = [...INFORMER_ACCESS, ...FORWARDER_LEDGER_ACCESS];
 
 /**
- * What a user running `trainscaler explain` needs (their own credentials; no manifest grants it): the job,
- * for its recorded history, and its namespace's outcome ConfigMap in trainscaler's namespace.
+ * What a user running `trainscaler explain` needs (their own credentials, or the runner's ServiceAccount): the
+ * job, its ScaledTrainingJob, and its namespace's outcome ConfigMap in trainscaler's namespace (a user who may
+ * not read that sees the status only).
  */
 export const EXPLAIN_ACCESS: readonly ApiAccess[] = [
   ...CLUSTER_CLIENT_ACCESS.getJob,
+  ...CLUSTER_CLIENT_ACCESS.getJobState,
   ...inOwnNamespace('configmaps', OUTCOMES_CONFIGMAPS, ['get']),
 ];
 
@@ -216,18 +222,26 @@ export const STATUS_ACCESS: readonly ApiAccess[] = [
   ...inOwnNamespace('configmaps', OUTCOMES_CONFIGMAPS, ['get']),
 ];
 
-/** What a user running `trainscaler history` needs: the job (its history annotation). */
-export const HISTORY_ACCESS: readonly ApiAccess[] = CLUSTER_CLIENT_ACCESS.getJob;
+/** What a user running `trainscaler history` needs: the job, its ScaledTrainingJob, and its Events. */
+export const HISTORY_ACCESS: readonly ApiAccess[] = [
+  ...CLUSTER_CLIENT_ACCESS.getJob,
+  ...CLUSTER_CLIENT_ACCESS.getJobState,
+  ...CLUSTER_CLIENT_ACCESS.listJobEvents,
+];
 
-/** What the functions need (the Lambda group): the cluster client's calls. */
-export const FUNCTIONS_ACCESS: readonly ApiAccess[] = Object.values(CLUSTER_CLIENT_ACCESS).flat();
+/** The cluster client's calls of explain and history only: no handler reads Events. */
+const { listJobEvents: _readByTheCliOnly, ...HANDLER_CALLS } = CLUSTER_CLIENT_ACCESS;
+
+/** What the functions need (the Lambda group): the cluster client's calls, but for the CLI's. */
+export const FUNCTIONS_ACCESS: readonly ApiAccess[] = Object.values(HANDLER_CALLS).flat();
 
 /**
  * What the in-cluster runner needs: the functions' calls, its informers, its Lease, its pod's leader label and
- * the outcome store.
+ * the outcome store; and the Events of a job, so that `explain` and `history` work as its ServiceAccount.
  */
 export const RUNNER_ACCESS: readonly ApiAccess[] = [
   ...FUNCTIONS_ACCESS,
+  ...CLUSTER_CLIENT_ACCESS.listJobEvents,
   ...INFORMER_ACCESS,
   ...POLICY_INFORMER_ACCESS,
   ...LEASE_ACCESS,

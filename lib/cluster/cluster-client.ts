@@ -114,6 +114,12 @@ export interface ClusterClient {
   resizePod?(namespace: string, name: string, patch: JsonPatchOp[], options: WriteOptions): Promise<V1Pod>;
   createEvent(event: AuditEventInput, options: WriteOptions): Promise<CoreV1Event | undefined>;
   /**
+   * The Events about one job (involvedObject kind and name), whoever reported them; the caller keeps those it
+   * trusts (cli/history.ts trainscalerEventsOf). Read by `explain` and `history` only. Absent from a client
+   * that keeps none.
+   */
+  listJobEvents?(ref: JobRef, options?: ReadOptions): Promise<CoreV1Event[]>;
+  /**
    * Kueue Workloads (kueue.x-k8s.io/v1beta2) in a namespace (or all namespaces: undefined) matching a label
    * selector ('' matches all); none when the cluster does not serve them (Kueue not installed).
    */

@@ -464,6 +464,16 @@ export class KubernetesClusterClient implements ClusterClient {
     }
   }
 
+  async listJobEvents(ref: JobRef, options?: ReadOptions): Promise<CoreV1Event[]> {
+    const { namespace } = ref;
+    const fieldSelector = `involvedObject.kind=${ref.kind},involvedObject.name=${ref.name}`;
+    const bounded = readRequestOptions(options);
+    const timeoutSeconds = listTimeoutSeconds(options);
+    return listAllPages(`list events of ${namespace}/${ref.name}`, this.pageSize, (limit, _continue) =>
+      this.core.listNamespacedEvent({ namespace, fieldSelector, timeoutSeconds, limit, _continue }, bounded),
+    );
+  }
+
   async listWorkloads(
     namespace: string | undefined,
     labelSelector: string,

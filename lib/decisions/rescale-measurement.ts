@@ -1,7 +1,7 @@
 // Measures what the job's last rescale cost, from its own metrics: the time from trainscaler's patch to the
 // first step of the re-formed world (MetricsSource.firstStepAfterPause) and, for a growth, the pause itself
-// (MetricsSource.pauseEndedAfter: the old world trains on while the new pods start), recorded per direction on
-// the job's state (trainscaler.io/state: rescaleCost), where tuning and rebalance read it
+// (MetricsSource.pauseEndedAfter: the old world trains on while the new pods start), recorded per direction in
+// the job's state (its ScaledTrainingJob status: rescaleCost), where tuning and rebalance read it
 // (lib/policies/rescale-cost.ts).
 import { TrainscalerError } from '../errors.js';
 import {

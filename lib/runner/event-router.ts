@@ -8,7 +8,11 @@
 // - a Job or JobSet that another object controls (a JobSet's child Jobs, a TrainJob's JobSet) is its owner's
 //   part, not a job of its own: its events are the owner's business and route nowhere;
 // - a job that turns Succeeded (Complete, Completed: each kind's own condition) updates its signature's profile, once: jobs already Succeeded when listed
-//   at start were recorded by an earlier leader.
+//   at start were recorded by an earlier leader;
+// - a TrainingAutoscaler created, deleted or whose spec changed (a new metadata.generation) asks for the
+//   schedule tick now, which reviews every job under its new bounds, mode and actions (and writes the policy's
+//   status); it coalesces with the tick. Status writes (trainscaler's own, every tick) keep the generation and
+//   ask for nothing, so the tick cannot feed itself. Those listed at start are the state, not a change.
 
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from '../adapters/annotations.js';
@@ -26,6 +30,8 @@ export interface WatchedObject {
     namespace?: string;
     uid?: string;
     creationTimestamp?: string | Date;
+    /** Bumped by the API server on a spec change (not on a status write). */
+    generation?: number;
     annotations?: Record<string, string>;
     labels?: Record<string, string>;
     ownerReferences?: ReadonlyArray<{
@@ -48,9 +54,14 @@ export interface InformerEvent {
 export interface RoutedTask {
   /** Queue key: tasks with the same key coalesce. */
   key: string;
-  trigger: 'cluster-event' | 'submit';
+  /** `schedule`: the schedule tick, now (key POLICY_REVIEW_KEY, the tick's own). */
+  trigger: 'cluster-event' | 'submit' | 'schedule';
   payload: { type: WatchType; object: WatchedObject };
 }
+
+/** A policy change's review is the schedule tick: the runner's key for it, so that the two coalesce. */
+export const POLICY_REVIEW_KEY = 'schedule';
+const POLICY_KIND = 'TrainingAutoscaler';
 
 export interface EventRouterOptions {
   /** Epoch milliseconds. */
@@ -73,6 +84,8 @@ export class EventRouter {
   private readonly ownerWatched: (kind: string, namespace: string, name: string) => boolean;
   /** Jobs whose success was already seen (or recorded): key -> uid. */
   private readonly finished = new Map<string, string>();
+  /** TrainingAutoscalers seen: `namespace/name` -> uid and generation. */
+  private readonly policies = new Map<string, { uid: string; generation: number }>();
 
   constructor(options: EventRouterOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -91,6 +104,8 @@ export class EventRouter {
       if (!this.ownerWatched(owner.kind, namespace, owner.name)) return [];
       return [{ key: `pods:${owner.kind}/${namespace}/${owner.name}`, trigger: 'cluster-event', payload }];
     }
+    if (object.kind === POLICY_KIND)
+      return this.policyChanged(event) ? [{ key: POLICY_REVIEW_KEY, trigger: 'schedule', payload }] : [];
     if (!isSupportedKind(object.kind)) return [];
     // A JobSet's child Jobs and a TrainJob's JobSet are their owner's (submitted, succeeded): not separate jobs.
     if (controlledByItsOwner(object)) return [];
@@ -109,6 +124,21 @@ export class EventRouter {
     if (event.type !== 'ADDED') return [];
     if (event.initial && !this.recentlySubmitted(object)) return [];
     return [{ key: `submit:${key}`, trigger: 'submit', payload }];
+  }
+
+  /** Whether the event is a change of what the policy asks (not of its status, not the start's list). */
+  private policyChanged(event: InformerEvent): boolean {
+    const { metadata } = event.object;
+    const key = `${metadata.namespace ?? 'default'}/${metadata.name}`;
+    const seen = { uid: metadata.uid ?? '', generation: metadata.generation ?? 0 };
+    const before = this.policies.get(key);
+    if (event.type === 'DELETED') {
+      this.policies.delete(key);
+      return !event.initial;
+    }
+    this.policies.set(key, seen);
+    if (event.initial) return false;
+    return before === undefined || before.uid !== seen.uid || seen.generation > before.generation;
   }
 
   private recentlySubmitted(object: WatchedObject): boolean {

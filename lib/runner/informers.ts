@@ -44,8 +44,8 @@ export interface InformerSetOptions {
   /** Cap of the silent re-check of a kind whose CRD is not installed (default 5 min). */
   maxAbsentRecheckMs?: number;
   /**
-   * Also watch the tenants' TrainingAutoscalers (the runner: its ticks read them from the cache). Their events
-   * route nowhere (lib/runner/event-router.ts): a changed policy is read by the job's next trigger or tick.
+   * Also watch the tenants' TrainingAutoscalers (the runner: its ticks read them from the cache). A change of
+   * one's spec asks for the schedule tick now (lib/runner/event-router.ts).
    */
   policies?: boolean;
 }

@@ -240,6 +240,9 @@ export async function startRunner(options: RunnerOptions): Promise<Runner> {
         : {}),
     });
     const dispatch = (task: RoutedTask) => {
+      // A policy's change: the tick, now (its key is the tick's: they coalesce).
+      if (task.trigger === 'schedule')
+        return enqueue(SCHEDULE_KEY, () => invoke('schedule', handlers.schedule, {}));
       const handler = task.trigger === 'submit' ? handlers.submit : handlers.clusterEvent;
       enqueue(task.key, () => invoke(task.trigger, handler, task.payload));
     };

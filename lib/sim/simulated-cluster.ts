@@ -535,7 +535,10 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: {
-        name: `${ref.name}.${(this.#revision + 1).toString(16)}`,
+        // Named after the decision as the API server's client names it (kubernetes-cluster-client.ts createEvent).
+        name: event.decisionId
+          ? `${ref.name.slice(0, 200)}.trainscaler.${event.decisionId}`
+          : `${ref.name}.${(this.#revision + 1).toString(16)}`,
         namespace: ref.namespace,
         uid: this.#newUid(),
         creationTimestamp: now,
@@ -559,6 +562,15 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       target: `Event ${ref.namespace}/${created.metadata.name}`,
     });
     return structuredClone(created);
+  }
+
+  async listJobEvents(ref: JobRef): Promise<CoreV1Event[]> {
+    this.#takeFault();
+    const about = (e: CoreV1Event) =>
+      e.metadata.namespace === ref.namespace &&
+      e.involvedObject.kind === ref.kind &&
+      e.involvedObject.name === ref.name;
+    return structuredClone(this.#events.filter(about));
   }
 
   /** The simulated cluster runs no Kueue: no Workloads, no queues. */

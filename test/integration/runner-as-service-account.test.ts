@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { explainJob, renderExplanation } from '../../cli/explain.js';
+import { readJobHistory, renderHistory } from '../../cli/history.js';
 import { managedJobStatuses } from '../../cli/status.js';
 import { buildClusterClient } from '../../functions/runtime-deps.js';
 import { KubernetesClusterClient } from '../../lib/cluster/kubernetes-cluster-client.js';
@@ -187,6 +188,18 @@ describe('trainscaler run as its ServiceAccount: alert -> decision -> patch -> o
     const text = renderExplanation(ref, explained);
     assert.match(text, /^tuning: applied on alarm, since /m);
     assert.match(text, /^ {2}- Worker replicas 1 -> 3$/m);
+
+    // history, as the ServiceAccount too (HISTORY_ACCESS): trainscaler's Event about the decision, with the
+    // changes its ScaledTrainingJob's status keeps; nothing from the job's annotations.
+    const history = await waitFor("trainscaler's Event", async () => {
+      const records = await readJobHistory(saClient, ref);
+      return records.some((r) => r.source === 'event') ? records : undefined;
+    });
+    assert.deepEqual(
+      history.map((r) => [r.source, r.policy]),
+      [['event', 'TrainscalerTuning']],
+    );
+    assert.match(renderHistory(ref, history), /^ {2}- Worker replicas 1 -> 3$/m);
 
     // status, from trainscaler's records (the ScaledTrainingJob's status, the outcome store).
     const rows = await managedJobStatuses(saClient, OWN);

@@ -9,13 +9,14 @@ import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { handleAlarm } from '../../../functions/alarm.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
+import { handleSchedule } from '../../../functions/schedule.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { jobStateName } from '../../../lib/cluster/job-state.js';
 import { KubernetesClusterClient, loadKubeConfig } from '../../../lib/cluster/kubernetes-cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import { TRAINING_AUTOSCALER_RESOURCE } from '../../../lib/training-autoscaler.js';
 import type { JobRef } from '../../../lib/types.js';
-import { alertmanagerWebhook } from '../../fixtures/payloads.js';
+import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
 import { RecordedMetricsSource, wellScalingSamples } from '../support/recorded-metrics.js';
 import {
   createNamespace,
@@ -183,5 +184,96 @@ describe('handlers under a TrainingAutoscaler on the real control plane', { skip
       undefined,
       'under Auto there is no recommendation, only the decision',
     );
+  });
+
+  it("each policy's status, from the schedule tick: jobs governed, Ready, Conflict, the generation read; no rewrite when unchanged", async () => {
+    const create = (plural: string, group: string, body: object) =>
+      cluster.admin.custom.createNamespacedCustomObject({
+        group,
+        version: 'v1',
+        namespace: ns,
+        plural,
+        body,
+      });
+    for (const [name, labels] of [
+      ['shared', { team: 'nlp', tier: 'gold' }],
+      ['solo', { team: 'vision' }],
+    ] as const) {
+      const job = elasticPyTorchJob({ name, namespace: ns, workers: 1, min: 1, max: 2 });
+      delete (job.metadata.annotations as Record<string, string>)['trainscaler.io/managed'];
+      await create('pytorchjobs', 'kubeflow.org', { ...job, metadata: { ...job.metadata, labels } });
+    }
+    const policy = (name: string, spec: object) =>
+      cluster.admin.custom.createNamespacedCustomObject({
+        ...POLICIES,
+        namespace: ns,
+        body: {
+          apiVersion: `${POLICIES.group}/${POLICIES.version}`,
+          kind: TRAINING_AUTOSCALER_RESOURCE.kind,
+          metadata: { name },
+          spec: { mode: 'Recommend', ...spec },
+        },
+      });
+    await policy('by-team', { selector: { matchLabels: { team: 'nlp' } } });
+    await policy('by-tier', { selector: { matchLabels: { tier: 'gold' } } });
+    await policy('solo', { selector: { matchLabels: { team: 'vision' } } });
+    const quiet = () => undefined;
+    const deps: HandlerDeps = {
+      cluster: sa,
+      metrics: new RecordedMetricsSource(new Map(), new Map()),
+      clock: () => Math.floor(Date.now() / 1000),
+      config: DEFAULT_POLICY_CONFIG,
+      dryRun: false,
+      logger: { info: quiet, warn: quiet, error: quiet },
+      profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
+    };
+    const read = async (name: string) =>
+      (await cluster.admin.custom.getNamespacedCustomObject({ ...POLICIES, namespace: ns, name })) as {
+        metadata: { resourceVersion: string; generation: number };
+        status?: {
+          matchedJobs?: number;
+          observedGeneration?: number;
+          conditions?: { type: string; status: string; message: string }[];
+        };
+      };
+    const condition = async (name: string, type: string) =>
+      (await read(name)).status?.conditions?.find((c) => c.type === type);
+
+    await handleSchedule(scheduledEvent(), deps);
+    assert.equal((await read('solo')).status?.matchedJobs, 1);
+    assert.equal((await read('solo')).status?.observedGeneration, 1);
+    assert.equal((await condition('solo', 'Ready'))?.status, 'True');
+    assert.equal((await condition('solo', 'Conflict'))?.status, 'False');
+    for (const name of ['by-team', 'by-tier']) {
+      assert.equal((await read(name)).status?.matchedJobs, 0, name);
+      const conflict = await condition(name, 'Conflict');
+      assert.equal(conflict?.status, 'True', name);
+      assert.match(conflict?.message ?? '', new RegExp(`PyTorchJob ${ns}/shared`));
+    }
+    // `kubectl get tsa` shows the count.
+    const table = kubectl('get', 'tsa', '-n', ns, 'solo');
+    const [head = '', row = ''] = table.trimEnd().split('\n');
+    // Columns by position: TARGET and MAX are empty for a selector policy without maxWorkers.
+    assert.equal(row.slice(head.indexOf('JOBS')).trim().split(/\s+/)[0], '1', table);
+
+    // A tick that finds nothing changed writes nothing.
+    const before = (await read('solo')).metadata.resourceVersion;
+    await handleSchedule(scheduledEvent(), deps);
+    assert.equal((await read('solo')).metadata.resourceVersion, before, 'not rewritten');
+
+    // The tenant narrows by-tier to another tier: generation 2, read on the next tick; the conflict is gone.
+    await cluster.admin.custom.patchNamespacedCustomObject(
+      {
+        ...POLICIES,
+        namespace: ns,
+        name: 'by-tier',
+        body: { spec: { selector: { matchLabels: { tier: 'silver' } } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await handleSchedule(scheduledEvent(), deps);
+    assert.equal((await read('by-tier')).status?.observedGeneration, 2);
+    assert.equal((await condition('by-tier', 'Conflict'))?.status, 'False');
+    assert.equal((await read('by-team')).status?.matchedJobs, 1);
   });
 });

@@ -1,12 +1,15 @@
-// `trainscaler history` and `explain` print what a job's owner can write (the trainscaler.io/history
-// annotation) and what trainscaler stored about the job: a crafted annotation must not reach the terminal as
-// escape sequences, and must not pass for trainscaler's own record.
+// `trainscaler history` and `explain` print what trainscaler recorded about a job (its Events, its
+// ScaledTrainingJob's status, its outcome store), which holds text that tenants chose (job, pod and role
+// names, Event messages quoting them): nothing of it may reach the terminal as escape sequences. And neither
+// reads the job's annotations, which its owner can edit: a forged history there shows nowhere.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { explainJob, renderExplanation } from '../../../cli/explain.js';
 import { readJobHistory, renderHistory, terminalSafe, terminalSafeJson } from '../../../cli/history.js';
-import type { ClusterClient, KubeObject } from '../../../lib/cluster/cluster-client.js';
+import type { ClusterClient, JobStateObject, KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { outcomesConfigMapName, outcomesKey } from '../../../lib/decisions/outcome-store.js';
+import { ForbiddenError } from '../../../lib/errors.js';
 import type { JobRef } from '../../../lib/types.js';
 
 const REF: JobRef = { kind: 'PyTorchJob', namespace: 'team-a', name: 'bert' };
@@ -26,25 +29,63 @@ const HOSTILE = [
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters the output must not contain (LF excepted)
 const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
-/** A cluster holding one job with `annotation` as its history, and `stored` as its namespace's outcomes. */
-function cluster(annotation: unknown, stored?: Record<string, unknown>): ClusterClient {
+const UID = 'uid-bert';
+
+/**
+ * A cluster holding one job whose history annotation is `annotation` (forged), its Events `events`, its
+ * ScaledTrainingJob's status `status`, and `stored` as its namespace's outcomes.
+ */
+function cluster(input: {
+  annotation?: unknown;
+  events?: CoreV1Event[];
+  status?: Record<string, unknown>;
+  stored?: Record<string, unknown>;
+  storeForbidden?: boolean;
+}): ClusterClient {
   const job: KubeObject = {
     apiVersion: 'kubeflow.org/v1',
     kind: 'PyTorchJob',
     metadata: {
       name: REF.name,
       namespace: REF.namespace,
-      annotations: { 'trainscaler.io/history': JSON.stringify(annotation) },
+      uid: UID,
+      annotations: { 'trainscaler.io/history': JSON.stringify(input.annotation ?? []) },
     },
   } as KubeObject;
-  const fake: Pick<ClusterClient, 'getJob' | 'getConfigMap'> = {
+  const state: JobStateObject | undefined = input.status && {
+    namespace: REF.namespace,
+    name: 'pytorchjob-bert',
+    resourceVersion: '1',
+    target: { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob', name: REF.name },
+    ownerUid: UID,
+    status: input.status,
+  };
+  const fake: Pick<ClusterClient, 'getJob' | 'getConfigMap' | 'getJobState' | 'listJobEvents'> = {
     getJob: async () => job,
-    getConfigMap: async (namespace, name) =>
-      stored && namespace === STORE_NS && name === outcomesConfigMapName(REF.namespace)
-        ? { data: { [outcomesKey(REF)]: JSON.stringify(stored) } }
-        : undefined,
+    getJobState: async () => state,
+    listJobEvents: async () => input.events ?? [],
+    getConfigMap: async (namespace, name) => {
+      if (input.storeForbidden) throw new ForbiddenError('get configmaps', 'forbidden');
+      return input.stored && namespace === STORE_NS && name === outcomesConfigMapName(REF.namespace)
+        ? { data: { [outcomesKey(REF)]: JSON.stringify(input.stored) } }
+        : undefined;
+    },
   };
   return fake as ClusterClient;
+}
+
+/** An Event as trainscaler creates it about the job (or, with `component`, as someone else does). */
+function event(i: number, text: string, over: Partial<CoreV1Event> = {}): CoreV1Event {
+  return {
+    metadata: { name: `bert.trainscaler.id-${i}`, namespace: REF.namespace },
+    involvedObject: { kind: 'PyTorchJob', name: REF.name, namespace: REF.namespace, uid: UID },
+    reason: 'TrainscalerTuning',
+    message: `grow${text}`,
+    type: 'Normal',
+    source: { component: 'trainscaler' },
+    lastTimestamp: new Date((1_800_000_000 + i) * 1000),
+    ...over,
+  };
 }
 
 const hostileRecord = (i: number, text: string) => ({
@@ -59,18 +100,45 @@ const hostileRecord = (i: number, text: string) => ({
   ],
 });
 
-describe('history and explain print what tenants wrote, escaped and labelled', () => {
+describe('history and explain print what trainscaler recorded, escaped, and never the annotations', () => {
   it('history: no control character or bidi override reaches the terminal; each shows as its escape', async () => {
-    const records = await readJobHistory(cluster(HOSTILE.map((text, i) => hostileRecord(i, text))), REF);
+    const last = HOSTILE.length - 1;
+    const records = await readJobHistory(
+      cluster({
+        events: HOSTILE.map((text, i) => event(i, text)),
+        // The status's last decision lends its changes to the Event named after it.
+        status: { lastDecision: { ...hostileRecord(last, ''), id: `id-${last}` } },
+      }),
+      REF,
+    );
+    assert.equal(records.length, HOSTILE.length);
     const out = renderHistory(REF, records);
     assert.doesNotMatch(out, RAW);
     assert.ok(out.includes('\\x1b[2J'), 'ESC shown as \\x1b');
     assert.ok(out.includes('\\x9b31m') && out.includes('\\u202etxt.exe') && out.includes('\\x7f'));
-    // Every record is 2 lines plus its 3 changes: a CR or LF in a field forges no line of its own.
-    assert.equal(out.trimEnd().split('\n').length, 1 + HOSTILE.length * 5);
-    assert.match(
-      out.split('\n')[0] ?? '',
-      /trainscaler\.io\/history annotation, which whoever may edit the job/,
+    // Every record is 2 lines, the last plus its 3 changes: a CR or LF in a field forges no line of its own.
+    assert.equal(out.trimEnd().split('\n').length, 1 + HOSTILE.length * 2 + 3);
+    assert.match(out.split('\n')[0] ?? '', /trainscaler's Events about the job/);
+  });
+
+  it("history: only trainscaler's Events about this job (not another reporter's, not an earlier job's), and no annotation", async () => {
+    const records = await readJobHistory(
+      cluster({
+        annotation: [hostileRecord(9, ' forged')],
+        events: [
+          event(1, ''),
+          event(2, ' by someone else', { source: { component: 'kubectl' } }),
+          event(3, ' not ours', { reason: 'Scaled' }),
+          event(4, ' an earlier job', {
+            involvedObject: { kind: 'PyTorchJob', name: REF.name, namespace: REF.namespace, uid: 'old' },
+          }),
+        ],
+      }),
+      REF,
+    );
+    assert.deepEqual(
+      records.map((r) => r.reason),
+      ['grow'],
     );
   });
 
@@ -82,7 +150,7 @@ describe('history and explain print what tenants wrote, escaped and labelled', (
     assert.ok(out.includes('\\u009b31m') && out.includes('\\u202e'));
   });
 
-  it('explain: what trainscaler stored wins over the annotation whatever its dates, and the annotation is labelled', async () => {
+  it("explain: the store and the job's status, the later per policy; the annotation nowhere", async () => {
     const stored = {
       tuning: {
         at: 1_800_000_000,
@@ -93,26 +161,36 @@ describe('history and explain print what tenants wrote, escaped and labelled', (
         signature: 's',
       },
     };
-    // The job's owner writes a "newer" tuning decision and a rebalance one.
-    const forged = [
-      { ...hostileRecord(0, CLEAR_SCREEN), policy: 'tuning', at: 1_900_000_000 },
-      { ...hostileRecord(1, ''), policy: 'rebalance' },
-    ];
-    const explained = await explainJob(cluster(forged, stored), STORE_NS, REF);
+    const status = {
+      lastDecision: { ...hostileRecord(1, CLEAR_SCREEN), policy: 'rebalance' },
+      policy: { name: `bert-policy${CLEAR_SCREEN}`, mode: 'Recommend' },
+      recommendation: { workers: 6, reason: `grow${CLEAR_SCREEN}`, at: 1_800_000_100 },
+    };
+    // The job's owner writes a "newer" tuning decision into the annotation explain once read.
+    const forged = [{ ...hostileRecord(0, CLEAR_SCREEN), policy: 'tuning', at: 1_900_000_000 }];
+    const explained = await explainJob(cluster({ annotation: forged, stored, status }), STORE_NS, REF);
     assert.deepEqual(
       explained.map((p) => [p.policy, p.source]),
       [
-        ['rebalance', 'job-history'],
+        ['rebalance', 'job-state'],
+        [`TrainingAutoscaler bert-policy${CLEAR_SCREEN}`, 'job-state'],
         ['tuning', 'outcome-store'],
       ],
     );
     const out = renderExplanation(REF, explained);
     assert.doesNotMatch(out, RAW);
-    assert.match(
-      out,
-      /^rebalance: applied, since .*\n {2}\(from the job's trainscaler\.io\/history annotation/m,
-    );
+    assert.match(out, /^rebalance: applied, since .*\n {2}\(from the job's ScaledTrainingJob status\)/m);
     assert.match(out, /^tuning: no-change on alarm, since .*\n {2}reason: keep 4 workers\\x1b\[2J$/m);
+    assert.match(out, /^TrainingAutoscaler bert-policy\\x1b\[2J: recommends 6 workers/m);
+  });
+
+  it("explain with credentials that may not read trainscaler's namespace: the status still", async () => {
+    const status = { lastDecision: hostileRecord(1, '') };
+    const explained = await explainJob(cluster({ status, storeForbidden: true }), STORE_NS, REF);
+    assert.deepEqual(
+      explained.map((p) => [p.policy, p.outcome]),
+      [['tuning', 'applied']],
+    );
   });
 
   it('terminalSafe leaves ordinary text, non-ASCII letters included, as it is', () => {

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventRouter, type InformerEvent, type WatchedObject } from '../../../lib/runner/event-router.js';
+import {
+  EventRouter,
+  type InformerEvent,
+  POLICY_REVIEW_KEY,
+  type WatchedObject,
+} from '../../../lib/runner/event-router.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
 
@@ -201,5 +206,27 @@ describe('EventRouter', () => {
         ['pods:JobSet/ml/llm'],
       );
     });
+  });
+
+  it("a TrainingAutoscaler's spec change asks for the tick now; its status writes and the start's list do not", () => {
+    const r = router();
+    const policy = (generation: number, uid = 'uid-p'): WatchedObject =>
+      ({
+        apiVersion: 'trainscaler.io/v1alpha1',
+        kind: 'TrainingAutoscaler',
+        metadata: { name: 'p', namespace: 'ml', uid, generation },
+      }) as WatchedObject;
+    const keys = (event: InformerEvent) => r.route(event).map((t) => `${t.trigger}:${t.key}`);
+    assert.deepEqual(keys(ev('ADDED', policy(1), true)), [], 'listed at start: the state, not a change');
+    assert.deepEqual(
+      keys(ev('MODIFIED', policy(1))),
+      [],
+      'its status written (trainscaler): same generation',
+    );
+    assert.deepEqual(keys(ev('MODIFIED', policy(2))), [`schedule:${POLICY_REVIEW_KEY}`], 'its spec changed');
+    assert.deepEqual(keys(ev('MODIFIED', policy(2))), []);
+    assert.deepEqual(keys(ev('DELETED', policy(2))), [`schedule:${POLICY_REVIEW_KEY}`]);
+    assert.deepEqual(keys(ev('ADDED', policy(1, 'uid-new'))), [`schedule:${POLICY_REVIEW_KEY}`], 'created');
+    assert.deepEqual(keys(ev('MODIFIED', policy(1, 'uid-new'))), []);
   });
 });

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { explainJob, renderExplanation } from '../../../cli/explain.js';
+import { readJobHistory } from '../../../cli/history.js';
 import { handleAlarm } from '../../../functions/alarm.js';
 import { handleSchedule } from '../../../functions/schedule.js';
 import { OutcomeStore, outcomesConfigMapName } from '../../../lib/decisions/outcome-store.js';
@@ -82,17 +83,34 @@ describe('outcome store and explain', () => {
     );
   });
 
-  it('explain merges decisions written on the job (applied) with the store', async () => {
+  it("explain and history read the job's ScaledTrainingJob and trainscaler's Events, not its annotations", async () => {
     const { sim, deps } = harness();
     sim.submitJob(toyJob({ workers: 1, labels: { 'trainscaler.io/managed': 'true' } }));
     sim.step(1200);
     const applied = await handleAlarm(alarm, deps);
     assert.equal(applied.outcomes[0]?.applied, true, applied.outcomes[0]?.plan.reason);
-    const explained = await explainJob(sim, STORE_NS, TOY); // nothing in the store: from the job's history
+    const explained = await explainJob(sim, STORE_NS, TOY); // nothing in the store: from the status
     assert.equal(explained.length, 1);
     assert.equal(explained[0]?.outcome, 'applied');
-    assert.equal(explained[0]?.source, 'job-history');
+    assert.equal(explained[0]?.source, 'job-state');
+    assert.deepEqual(explained[0]?.changes, applied.outcomes[0]?.plan.changes);
+    const history = await readJobHistory(sim, TOY);
+    assert.deepEqual(
+      history.map((r) => [r.source, r.policy, r.changes.length > 0]),
+      [['event', 'TrainscalerTuning', true]],
+      "the Event, with the status's changes",
+    );
+    // The job's owner rewrites the annotations trainscaler used to read: neither command shows it.
+    const forged = JSON.stringify([{ id: 'forged', at: 1, policy: 'forged', reason: 'x', changes: [] }]);
+    await sim.patchJob(
+      TOY,
+      [{ op: 'add', path: '/metadata/annotations/trainscaler.io~1history', value: forged }],
+      { dryRun: false },
+    );
+    assert.deepEqual(await explainJob(sim, STORE_NS, TOY), explained);
+    assert.deepEqual(await readJobHistory(sim, TOY), history);
     await assert.rejects(explainJob(sim, STORE_NS, { ...TOY, name: 'ghost' }), /not found/i);
+    await assert.rejects(readJobHistory(sim, { ...TOY, name: 'ghost' }), /not found/i);
   });
 
   it('dry run stores nothing', async () => {

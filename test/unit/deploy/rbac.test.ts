@@ -223,6 +223,7 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
           },
           { dryRun: false },
         ),
+      listJobEvents: (c) => Promise.all(refs.map((ref) => c.listJobEvents(ref))),
       listWorkloads: (c) => c.listWorkloads('team-a', 'kueue.x-k8s.io/job-uid=u'),
       getLocalQueue: (c) => c.getLocalQueue('team-a', 'lq'),
       getClusterQueue: (c) => c.getClusterQueue('cq'),
@@ -384,7 +385,7 @@ describe('the API requests the code makes are the ones lib/cluster/api-access.ts
     assert.deepEqual(keys(requests), keys(FORWARDER_LEDGER_ACCESS));
   });
 
-  it("trainscaler explain and history (a user's own credentials): the job, and its outcome ConfigMap", async () => {
+  it("trainscaler explain and history (a user's own credentials): the job, its state, its Events, its outcome ConfigMap", async () => {
     const explained = await requestsOf((kc) =>
       Promise.all(refs.map((ref) => explainJob(new KubernetesClusterClient(kc), OWN, ref))),
     );
