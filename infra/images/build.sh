@@ -155,8 +155,8 @@ npm_ci_cached() { # dir-with-package-files name [npm ci flags...]
 # A layer of the files under $1 (a directory standing for the image's /), made readable by all.
 tree_layer() { chmod -R u=rwX,go=rX "$1" && layer_tar "$1" "$2" && rm -rf "$1"; }
 
-# 3a. The runner: its production dependencies (one layer, cached per lockfile) and the compiled CLI
-# (npm run build): package.json, bin, dist.
+# 3a. The runner: its production dependencies (one layer, cached per lockfile) and the compiled CLI:
+# package.json, bin, dist.
 runner_modules=$(npm_ci_cached "$REPO" runner --omit=dev)
 deps_layer() {
   mkdir -p "$WORK/deps/app"
@@ -167,14 +167,14 @@ deps_layer() {
 layer_on "runner-deps-$runtime_key-$(basename "$runner_modules")" "$runtime_layout" \
   "trainscaler's production node_modules at /app/node_modules (npm ci --omit=dev)" deps_layer
 deps_layout=$LAYOUT
-log "trainscaler: npm run build"
-(cd "$REPO" && PATH="$(dirname "$NODE_BIN"):$PATH" npm run --silent build >&2)
 runner_layer() {
   local app="$WORK/runner/app"
-  mkdir -p "$app/dist"
+  mkdir -p "$app"
   cp "$REPO/package.json" "$app/"
   cp -r "$REPO/bin" "$app/bin"
-  for d in cli lib functions; do cp -r "$REPO/dist/$d" "$app/dist/$d"; done
+  # npm run build's compiler, into a fresh directory: no stale module of an earlier build, no dist/images.
+  log "trainscaler: tsc -p tsconfig.build.json"
+  (cd "$REPO" && "$NODE_BIN" node_modules/typescript/bin/tsc -p tsconfig.build.json --outDir "$app/dist" >&2)
   tree_layer "$WORK/runner" "$1"
 }
 
@@ -220,7 +220,7 @@ assemble() { # name parent-layout app-layer-fn user entrypoint-json cmd-or-empty
   tar -C "$OUT/$name" --sort=name --mtime="@$EPOCH" --owner=0 --group=0 --numeric-owner -cf "$OUT/$name-$VERSION.oci.tar" .
 }
 assemble trainscaler "$deps_layout" runner_layer 65532:65532 '["/usr/local/bin/node","/app/bin/trainscaler.js"]' run 8080 \
-  "trainscaler $VERSION at /app: package.json, bin, dist (npm run build)"
+  "trainscaler $VERSION at /app: package.json, bin, dist (tsc -p tsconfig.build.json)"
 assemble trainscaler-sidecar "$runtime_layout" sidecar_layer 10001:10001 '["/usr/local/bin/node","/app/sidecar.cjs"]' '' 9470 \
   "trainscaler-sidecar $VERSION: /app/sidecar.cjs (esbuild bundle of infra/sidecar)"
 # Layouts of earlier inputs (another base, Node or lockfile) are not used again.
