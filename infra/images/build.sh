@@ -141,7 +141,8 @@ npm_ci_cached() { # dir-with-package-files name [npm ci flags...]
   local src=$1 name=$2
   shift 2
   local dir
-  dir="$CACHE/npm-$name-$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -c1-16)"
+  # Keyed by the lockfile alone: it records package.json's dependencies, so a change of scripts reuses it.
+  dir="$CACHE/npm-$name-$(sha256sum <"$src/package-lock.json" | cut -c1-16)"
   if [[ ! -f $dir/.done ]]; then
     rm -rf "$CACHE"/npm-"$name"-*
     mkdir -p "$dir"
