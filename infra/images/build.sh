@@ -4,10 +4,11 @@
 #   trainscaler          `trainscaler run` (the controller) and `trainscaler forward` (the forwarder)
 #   trainscaler-sidecar  the GPU-worker sidecar (infra/sidecar), serving /metrics on 9470
 #
-# Three layers each: the base root filesystem (Debian bookworm packages of base-packages.txt, extracted by
+# Layers: the base root filesystem (Debian bookworm packages of base-packages.txt, extracted by
 # mmdebstrap and finished by finish-rootfs.sh: glibc and libstdc++, no shell, no package manager), the
 # Node.js binary the project pins (npm package `node`, node_modules/node/bin/node; Debian's nodejs is 18,
-# the project needs >= 22.19), and the application under /app. umoci writes them as OCI image layouts:
+# the project needs >= 22.19), and the application under /app (the runner's production node_modules as a
+# layer of their own). umoci writes them as OCI image layouts:
 #
 #   dist/images/trainscaler          tag <package.json version>  (also dist/images/trainscaler-<v>.oci.tar)
 #   dist/images/trainscaler-sidecar  tag <package.json version>
@@ -18,8 +19,9 @@
 #
 # The slow parts are cached under ${TRAINSCALER_CACHE:-~/.cache/trainscaler}/images: the base root
 # filesystem (rebuilt when its recipe changes or after 7 days, for Debian's security updates) and the npm
-# production dependencies (keyed by the lockfiles). Needs root, or user namespaces for mmdebstrap's unshare
-# mode. Prints each image's size; timings go to the cache's build-times.log.
+# production dependencies (keyed by the lockfiles), and the compressed layers made from them. Run as root
+# (mmdebstrap's unshare mode for other users is untried). Prints each image's size; timings go to the
+# cache's build-times.log.
 #
 # Usage: infra/images/build.sh     Env: TRAINSCALER_CACHE, TRAINSCALER_IMAGES_DIR (default dist/images),
 #        TRAINSCALER_DEBIAN_MIRROR (default http://deb.debian.org/debian), TRAINSCALER_FORCE_BUILD=1

@@ -30,7 +30,7 @@ nogroup:x:65534:
 nonroot:x:65532:
 sidecar:x:10001:
 GROUP
-# Owned by root like everything else: the root filesystem is read-only at run time anyway.
-# The mount points a runtime needs: with a read-only root filesystem it cannot create them.
+# Homes owned by root like everything else (the root filesystem is read-only at run time anyway), and the
+# mount points a runtime needs: on a read-only root filesystem it cannot create them.
 mkdir -p "$root/home/nonroot" "$root/home/sidecar" "$root/tmp" "$root/dev" "$root/proc" "$root/sys" "$root/run"
 chmod 1777 "$root/tmp"
