@@ -9,6 +9,7 @@ import { registerRunCommand } from './run.js';
 import { registerSimulateCommand } from './simulate.js';
 import { registerStatusCommand } from './status.js';
 import { registerStragglersCommand } from './stragglers.js';
+import { packageVersion } from './version.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -22,6 +23,7 @@ const asKubectlPlugin = basename(process.argv[1] ?? '').startsWith('kubectl-');
 const program = new Command()
   .name(asKubectlPlugin ? 'kubectl trainscaler' : 'trainscaler')
   .description('Autoscaler for distributed deep-learning training jobs on Kubernetes')
+  .version(packageVersion())
   .showHelpAfterError();
 
 program

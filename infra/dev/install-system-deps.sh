@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# System packages the test suites use, from Debian: Prometheus and Alertmanager (the metrics pipeline test)
-# and pytest (the Python hook); torch for the elastic trainer. Go builds the control plane on first use (infra/cluster/build.sh) and must be
+# System packages the test suites use, from Debian: Prometheus and Alertmanager (the metrics pipeline test),
+# pytest (the Python hook), the image tools (mmdebstrap, umoci, crun, runc); torch for the elastic trainer. Go builds the control plane on first use (infra/cluster/build.sh) and must be
 # on PATH. Installs only what is missing; needs root (or sudo) when something is.
 set -euo pipefail
 missing=()
@@ -8,6 +8,12 @@ command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(
 { command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null; } && command -v amtool >/dev/null || missing+=(prometheus-alertmanager)
 python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
 command -v openssl >/dev/null || missing+=(openssl)
+# The OCI images without a container engine (npm run build:images, test/package/images.test.ts): mmdebstrap
+# extracts the Debian base, umoci packs the layers, crun or runc (where crun refuses hybrid cgroups) runs them.
+command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+command -v umoci >/dev/null || missing+=(umoci)
+command -v crun >/dev/null || missing+=(crun)
+command -v runc >/dev/null || missing+=(runc)
 # The real elastic trainer (infra/examples/elastic-trainer, npm run bench:rescale): Debian's CPU build of torch
 # under /usr/bin/python3, since PyPI's torch wheels pull CUDA packages.
 [[ -x /usr/bin/torchrun ]] && /usr/bin/python3 -c 'import torch' 2>/dev/null || missing+=(python3-torch)
