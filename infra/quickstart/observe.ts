@@ -26,13 +26,9 @@ export function promQueries(monitoring: MonitoringStack, namespace: string, job:
       if (rates.length === 0) return undefined;
       return { samplesPerSecond: rates.reduce((a, b) => a + b, 0), workers: rates.length };
     },
-    /** Workers whose latest step time was measured at world size `size` (the sidecar's `replicas` label). */
-    async workersAtSize(size: number): Promise<number> {
-      const found = await instant(
-        monitoring.prometheusUrl,
-        `count(trainscaler_step_time_seconds{${selector},role="worker",replicas="${size}"})`,
-      );
-      return found[0] ?? 0;
+    /** Workers that made progress over the last rate window: `size` of them once the new world trains. */
+    async workersTraining(): Promise<number> {
+      return (await this.throughput())?.workers ?? 0;
     },
   };
 }

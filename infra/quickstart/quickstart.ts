@@ -234,8 +234,7 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
       return running.length === size ? true : undefined;
     });
     await until(`training at world size ${size}`, RESIZE_TIMEOUT_MS, async () => {
-      const reporting = await prom.workersAtSize(size);
-      return reporting >= size ? true : undefined;
+      return (await prom.workersTraining()) >= size ? true : undefined;
     });
     print(
       `the job runs at its new size: ${size} workers training together (world size ${size}), ` +
