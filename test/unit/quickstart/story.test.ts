@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { decisionText, stamped, stampedPrinter, throughputText } from '../../../infra/quickstart/story.js';
 import type { Outcome } from '../../../lib/actuator.js';
+import { assertStory } from '../../support/quickstart-story.js';
 
 const ref = { kind: 'PyTorchJob' as const, namespace: 'quickstart-a', name: 'elastic' };
 
@@ -50,4 +52,32 @@ test('a decision says what changed, on what trigger and why; a kept job says so'
     decisionText('alarm', kept),
     'trainscaler reviewed the job and kept it (on the alert, policy tuning)\n  reason: cool-down',
   );
+});
+
+const RECORDED = readFileSync(new URL('./quickstart-output.txt', import.meta.url), 'utf8');
+
+test('a recorded quick start tells the whole story, in order', () => {
+  assertStory(RECORDED);
+});
+
+test('a quick start that leaves out a part of the story, or tells it out of order, fails', () => {
+  const without = (pattern: RegExp) =>
+    RECORDED.split('\n')
+      .filter((l) => !pattern.test(l))
+      .join('\n');
+  assert.throws(() => assertStory(without(/alert firing/)), /did not print the alert/);
+  assert.throws(() => assertStory(without(/^\s+reason:/)), /did not print the decision on the alert/);
+  assert.throws(() => assertStory(without(/new size/)), /did not print the job at its new size/);
+  assert.throws(
+    () => assertStory(without(/2 workers, \d+ per worker/)),
+    /did not print the throughput after/,
+  );
+  assert.throws(() => assertStory(without(/stopped: namespace/)), /did not print the job stopped/);
+  const lines = RECORDED.split('\n');
+  const alert = lines.findIndex((l) => l.includes('alert firing'));
+  const decided = lines.findIndex((l) => l.includes('trainscaler decided'));
+  const swapped = [...lines];
+  swapped.splice(decided, 2, ...lines.slice(alert, alert + 2));
+  swapped.splice(alert, 2, ...lines.slice(decided, decided + 2));
+  assert.throws(() => assertStory(swapped.join('\n')), /did not print the decision on the alert/);
 });
