@@ -275,7 +275,7 @@ export async function runQuickstart(options: QuickstartOptions): Promise<Quickst
         print(`could not stop ${cleanup.what}: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
-    if (ok) rmSync(dir, { recursive: true, force: true });
+    if (ok || signal.aborted) rmSync(dir, { recursive: true, force: true });
     else print(`kept for a look: ${dir} (trainscaler.log, prometheus and the trainer's logs)`);
   }
 }
