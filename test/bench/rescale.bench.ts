@@ -14,11 +14,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePort, type Started, start, stop, waitUntil } from '../../infra/local-stack/processes.js';
 import {
   RECOMMENDED_LAUNCHER,
   recommendedTorchrunFlags,
 } from '../../lib/torchelastic/recommended-rendezvous.js';
-import { freePort, type Started, start, stop, waitUntil } from '../metrics/support/processes.js';
 import { REPO_ROOT } from '../metrics/support/sidecar-bundle.js';
 import {
   BREAKDOWN_PARTS,

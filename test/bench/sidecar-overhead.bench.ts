@@ -10,7 +10,7 @@ import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'no
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Started, start, stop, waitUntil } from '../metrics/support/processes.js';
+import { type Started, start, stop, waitUntil } from '../../infra/local-stack/processes.js';
 import { bundleSidecar, REPO_ROOT } from '../metrics/support/sidecar-bundle.js';
 
 const PHASE_SECONDS = 6;

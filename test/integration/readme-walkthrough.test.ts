@@ -22,7 +22,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { freePort, onPath, type Started, start, stop, waitUntil } from '../metrics/support/processes.js';
+import { freePort, onPath, type Started, start, stop, waitUntil } from '../../infra/local-stack/processes.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const kubeconfig = process.env.TRAINSCALER_KUBECONFIG;

@@ -12,10 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
+import {
+  discoveredTargets,
+  type MonitoringStack,
+  startMonitoring,
+} from '../../infra/local-stack/monitoring.js';
+import { monitoringBinaries, type Started, stop, waitUntil } from '../../infra/local-stack/processes.js';
 import { seriesSelector } from '../../lib/metrics/prometheus-metrics-source.js';
 import type { JobRef } from '../../lib/types.js';
-import { discoveredTargets, type MonitoringStack, startMonitoring } from './support/monitoring.js';
-import { monitoringBinaries, type Started, stop, waitUntil } from './support/processes.js';
 
 /** A pod as the Job controller makes it: controlled by its Job, labelled with its completion index. */
 function podOf(name: string, job: string, index: number, labels: Record<string, string> = {}): V1Pod {

@@ -13,12 +13,19 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { dump, load } from 'js-yaml';
+import { discoveredTargets, testPrometheusConfig } from '../../infra/local-stack/monitoring.js';
+import {
+  freePort,
+  monitoringBinaries,
+  type Started,
+  start,
+  stop,
+  waitUntil,
+} from '../../infra/local-stack/processes.js';
 import { IncompleteMetricsError } from '../../lib/errors.js';
 import { type JobReading, jobKey, type SinceAsk } from '../../lib/metrics/job-readings.js';
 import { PrometheusMetricsSource } from '../../lib/metrics/prometheus-metrics-source.js';
 import type { JobRef } from '../../lib/types.js';
-import { discoveredTargets, testPrometheusConfig } from './support/monitoring.js';
-import { freePort, monitoringBinaries, type Started, start, stop, waitUntil } from './support/processes.js';
 
 /** When the exporters started (epoch seconds); the resume and pause instants are relative to it. */
 const T0 = Math.floor(Date.now() / 1000);

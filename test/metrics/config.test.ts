@@ -7,9 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { load } from 'js-yaml';
-import { type MonitoringBinaries, monitoringBinaries } from './support/processes.js';
+import { type MonitoringBinaries, monitoringBinaries } from '../../infra/local-stack/processes.js';
+import {
+  compressAlertmanagerTimers,
+  compressRuleDurations,
+} from '../../infra/local-stack/time-compression.js';
 import { REPO_ROOT } from './support/sidecar-bundle.js';
-import { compressAlertmanagerTimers, compressRuleDurations } from './support/time-compression.js';
 
 const INFRA = join(REPO_ROOT, 'infra/prometheus');
 

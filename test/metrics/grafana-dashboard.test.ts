@@ -15,14 +15,21 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { dump, load } from 'js-yaml';
 import type { Registry } from 'prom-client';
 import type { HandlerResult } from '../../functions/handler-deps.js';
+import { discoveredTargets, testPrometheusConfig } from '../../infra/local-stack/monitoring.js';
+import {
+  freePort,
+  monitoringBinaries,
+  type Started,
+  start,
+  stop,
+  waitUntil,
+} from '../../infra/local-stack/processes.js';
 import { DrainCoordinator } from '../../infra/sidecar/src/drain.js';
 import { GpuReader } from '../../infra/sidecar/src/gpu.js';
 import { createSidecarMetrics } from '../../infra/sidecar/src/metrics.js';
 import { ProgressTracker } from '../../infra/sidecar/src/progress-tracker.js';
 import { RunnerMetrics } from '../../lib/runner/metrics.js';
 import type { JobRef } from '../../lib/types.js';
-import { discoveredTargets, testPrometheusConfig } from './support/monitoring.js';
-import { freePort, monitoringBinaries, type Started, start, stop, waitUntil } from './support/processes.js';
 import { REPO_ROOT } from './support/sidecar-bundle.js';
 
 const DASHBOARD = join(REPO_ROOT, 'infra/grafana/trainscaler-dashboard.json');

@@ -17,14 +17,11 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createAlertmanagerServer } from '../../functions/alertmanager-http.js';
 import type { HandlerDeps, HandlerResult } from '../../functions/handler-deps.js';
-import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
-import { PrometheusMetricsSource } from '../../lib/metrics/prometheus-metrics-source.js';
-import { PROFILED_APP_MODEL } from '../../lib/sim/profiled-app-model.js';
-import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
-import { pytorchJobManifest } from '../../lib/sim/training-job-manifests.js';
-import type { JobRef } from '../../lib/types.js';
-import { planText } from '../support/plan-text.js';
-import { discoveredTargets, startPrometheus, testPrometheusConfig } from './support/monitoring.js';
+import {
+  discoveredTargets,
+  startPrometheus,
+  testPrometheusConfig,
+} from '../../infra/local-stack/monitoring.js';
 import {
   freePort,
   type MonitoringBinaries,
@@ -33,9 +30,19 @@ import {
   start,
   stop,
   waitUntil,
-} from './support/processes.js';
+} from '../../infra/local-stack/processes.js';
+import {
+  compressAlertmanagerTimers,
+  compressRuleDurations,
+} from '../../infra/local-stack/time-compression.js';
+import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
+import { PrometheusMetricsSource } from '../../lib/metrics/prometheus-metrics-source.js';
+import { PROFILED_APP_MODEL } from '../../lib/sim/profiled-app-model.js';
+import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
+import { pytorchJobManifest } from '../../lib/sim/training-job-manifests.js';
+import type { JobRef } from '../../lib/types.js';
+import { planText } from '../support/plan-text.js';
 import { bundleSidecar, REPO_ROOT } from './support/sidecar-bundle.js';
-import { compressAlertmanagerTimers, compressRuleDurations } from './support/time-compression.js';
 
 const GiB = 1024 ** 3;
 /** 1 minute of the production rules lasts 2 s here. */

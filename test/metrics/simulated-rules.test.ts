@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { dump } from 'js-yaml';
+import { monitoringBinaries } from '../../infra/local-stack/processes.js';
 import { loadProductionTriggerConfig } from '../../lib/sim/alerting/production-triggers.js';
 import { RuleEngine } from '../../lib/sim/alerting/rule-engine.js';
 import { SeriesStore } from '../../lib/sim/alerting/series-store.js';
@@ -17,7 +18,6 @@ import { SidecarSeries } from '../../lib/sim/alerting/sidecar-series.js';
 import { PROFILED_APP_MODEL } from '../../lib/sim/profiled-app-model.js';
 import { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
 import { WORKLOAD_NAMESPACE, workloadJobManifest } from '../../lib/sim/workload.js';
-import { monitoringBinaries } from './support/processes.js';
 import { REPO_ROOT } from './support/sidecar-bundle.js';
 
 const STEP = 15;

@@ -8,14 +8,14 @@
 // job and evaluates infra/prometheus/rules; a real Alertmanager routes with infra/prometheus/alertmanager.yml to
 // the alarm function's webhook (functions/alertmanager-http.ts, as `trainscaler run` serves it), which reads the
 // job's metrics back from that Prometheus and decides. What makes an alert fire is real: worker-0's trainer is
-// CPU-throttled (test/support/cpu-throttle.ts, a named stand-in for a CFS quota), its throughput per worker
+// CPU-throttled (infra/local-stack/cpu-throttle.ts, a named stand-in for a CFS quota), its throughput per worker
 // drops, and TrainscalerLowThroughputPerWorker fires; the review's tuning policy grows the job 1 -> 2.
 // Shrink, through the schedule: a higher-priority job (a PriorityClass that does not preempt) waits for room on
 // the host node; the schedule handler (functions/schedule.ts) shrinks the elastic job 2 -> 1 to admit it; the
 // operator deletes worker-1, the node agent SIGTERMs it, the urgent job runs, the elastic job completes.
 //
 // Test-time timing, and nothing else, differs from production: the rule and Alertmanager durations are divided
-// by TIME_FACTOR (test/metrics/support/time-compression.ts: `for: 10m` -> 20 s, `[5m]` -> 10 s, group_wait
+// by TIME_FACTOR (infra/local-stack/time-compression.ts: `for: 10m` -> 20 s, `[5m]` -> 10 s, group_wait
 // 30 s -> 1 s; expressions and thresholds untouched), the sidecars average step times over 4 s instead of 60 s,
 // the metrics are read at 2 s resolution, and the cool-down is 40 s instead of 300 s.
 //
@@ -30,14 +30,21 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { SchedulingV1Api, type V1Container, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
-import { load } from 'js-yaml';
+import { SchedulingV1Api, type V1Pod } from '@kubernetes/client-node';
 import { createAlertmanagerServer } from '../../functions/alertmanager-http.js';
 import type { HandlerDeps, HandlerResult, Outcome } from '../../functions/handler-deps.js';
 import { handleSchedule } from '../../functions/schedule.js';
+import { type Throttle, throttle, trainerPids } from '../../infra/local-stack/cpu-throttle.js';
+import {
+  EXAMPLE_LOCAL_BATCH,
+  exampleJobManifest,
+  followPodTargets,
+  HOST_NODE,
+} from '../../infra/local-stack/elastic-job.js';
+import { type MonitoringStack, startMonitoring } from '../../infra/local-stack/monitoring.js';
+import { monitoringBinaries, stop } from '../../infra/local-stack/processes.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
 import { cpuToMillis } from '../../lib/adapters/quantity.js';
 import { stateOfStatus } from '../../lib/cluster/job-state.js';
@@ -60,9 +67,6 @@ import {
   waitFor,
   workerPods,
 } from '../integration/support/test-cluster.js';
-import { discoveredTargets, type MonitoringStack, startMonitoring } from '../metrics/support/monitoring.js';
-import { monitoringBinaries, stop } from '../metrics/support/processes.js';
-import { type Throttle, throttle, trainerPids } from '../support/cpu-throttle.js';
 import {
   committedSamples,
   type MeasuredThroughput,
@@ -72,12 +76,9 @@ import {
   throughputAt,
 } from '../support/elastic-train-logs.js';
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const MANIFEST = join(REPO_ROOT, 'infra', 'examples', 'elastic-trainer', 'pytorchjob.yaml');
-const HOST_NODE = 'host-node-0';
 const JOB = 'elastic';
 const URGENT = 'urgent';
-const LOCAL_BATCH = 16;
+const LOCAL_BATCH = EXAMPLE_LOCAL_BATCH;
 const DATASET_SIZE = 16_384;
 const EPOCHS = 2;
 const CHECKPOINT_EVERY = 20;
@@ -103,8 +104,7 @@ let alarmServer: Server | undefined;
 let throttled: Throttle | undefined;
 let priorityClass: string | undefined;
 const cordoned: string[] = [];
-let refreshing = true;
-let refresher: Promise<void> | undefined;
+let targets: { stop(): Promise<void> } | undefined;
 const logLines: string[] = [];
 const alarms: { at: number; alertnames: string[]; result: HandlerResult }[] = [];
 
@@ -115,39 +115,21 @@ const scheduling = () => cluster.admin.kc.makeApiClient(SchedulingV1Api);
 
 /** The example manifest, with this run's namespace, log and checkpoint directories, pace and sidecar window. */
 function jobManifest(): Record<string, unknown> {
-  const job = load(readFileSync(MANIFEST, 'utf8')) as {
-    metadata: { name: string; namespace?: string; annotations: Record<string, string> };
-    spec: {
-      pytorchReplicaSpecs: {
-        Worker: { template: { spec: { containers: V1Container[]; initContainers: V1Container[] } } };
-      };
-    };
-  };
-  job.metadata.name = JOB;
-  job.metadata.namespace = namespace;
-  const spec = job.spec.pytorchReplicaSpecs.Worker.template.spec;
-  const override = (container: V1Container | undefined, values: Record<string, string>) => {
-    assert.ok(container, 'the example manifest has the container');
-    container.env = [
-      ...(container.env ?? []).filter((e: V1EnvVar) => !(e.name in values)),
-      ...Object.entries(values).map(([name, value]) => ({ name, value })),
-    ];
-  };
-  override(spec.containers[0], {
-    TRAIN_LOG_DIR: join(dir, 'logs'),
-    TRAIN_CHECKPOINT_DIR: join(dir, 'checkpoints'),
-    TRAIN_DATASET_SIZE: String(DATASET_SIZE),
-    TRAIN_EPOCHS: String(EPOCHS),
-    TRAIN_CHECKPOINT_EVERY: String(CHECKPOINT_EVERY),
-    TRAIN_LOCAL_BATCH: String(LOCAL_BATCH),
-    TRAIN_MIN_STEP_SECONDS: String(STEP_PACE_SECONDS),
+  return exampleJobManifest({
+    name: JOB,
+    namespace,
+    trainer: {
+      TRAIN_LOG_DIR: join(dir, 'logs'),
+      TRAIN_CHECKPOINT_DIR: join(dir, 'checkpoints'),
+      TRAIN_DATASET_SIZE: String(DATASET_SIZE),
+      TRAIN_EPOCHS: String(EPOCHS),
+      TRAIN_CHECKPOINT_EVERY: String(CHECKPOINT_EVERY),
+      TRAIN_LOCAL_BATCH: String(LOCAL_BATCH),
+      TRAIN_MIN_STEP_SECONDS: String(STEP_PACE_SECONDS),
+    },
+    // The production window (60 s) replayed TIME_FACTOR-ish faster, as the rules are.
+    sidecarWindowSeconds: 4,
   });
-  // The production window (60 s) replayed TIME_FACTOR-ish faster, as the rules are.
-  override(
-    spec.initContainers.find((c) => c.name === 'trainscaler-sidecar'),
-    { TRAINSCALER_STEP_WINDOW_SECONDS: '4' },
-  );
-  return job as unknown as Record<string, unknown>;
 }
 
 /** What the scheduler reserves for a pod: its containers plus its native sidecars (restartPolicy Always). */
@@ -294,27 +276,6 @@ function judge(
 const METRICS_OPTIONS = { stepSeconds: 1, maxPointsPerSeries: 11_000, timeoutMs: 10_000 };
 let startedAt = now();
 
-/** Prometheus's targets follow the namespace's pods with a trainscaler port, as pod discovery would. */
-async function refreshTargets(): Promise<void> {
-  while (refreshing) {
-    try {
-      const pods = (await cluster.admin.core.listNamespacedPod({ namespace })).items;
-      const groups = pods
-        .filter((p) => p.status?.podIP && p.status.phase === 'Running')
-        .filter((p) =>
-          [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].some((c) =>
-            (c.ports ?? []).some((port) => port.name === 'trainscaler'),
-          ),
-        )
-        .map((p) => discoveredTargets(`${p.status?.podIP}:9470`, p));
-      await monitoring?.setTargets(groups);
-    } catch (error) {
-      logLines.push(`targets: ${String(error)}`);
-    }
-    await sleep(1000);
-  }
-}
-
 before(async () => {
   cluster = testCluster();
   const nodes = await cluster.admin.core.listNode({});
@@ -381,13 +342,15 @@ before(async () => {
     profiles: { namespace: 'trainscaler-system', configMapName: 'trainscaler-profiles' },
     priorityClasses: { [priorityClass]: 1000 },
   };
-  refresher = refreshTargets();
+  if (monitoring)
+    targets = followPodTargets(cluster.admin.core, namespace, monitoring, (error) =>
+      logLines.push(`targets: ${String(error)}`),
+    );
 });
 
 after(async () => {
-  refreshing = false;
   await throttled?.stop();
-  await refresher;
+  await targets?.stop();
   await Promise.all((monitoring?.processes ?? []).map((p) => stop(p)));
   if (alarmServer) {
     alarmServer.closeAllConnections();

@@ -2,7 +2,7 @@
 // APIs, started here on a free 127.0.0.1 port and stopped after the tests. It stands in for AWS, which
 // cannot be reached from here; EventBridge rules deliver to SQS inside it as they do in AWS.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { freePort } from '../../metrics/support/processes.js';
+import { freePort } from '../../../infra/local-stack/processes.js';
 
 export interface Moto {
   endpoint: string;

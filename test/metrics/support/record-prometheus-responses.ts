@@ -8,9 +8,16 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  freePort,
+  monitoringBinaries,
+  type Started,
+  start,
+  stop,
+  waitUntil,
+} from '../../../infra/local-stack/processes.js';
 import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
 import type { JobRef } from '../../../lib/types.js';
-import { freePort, monitoringBinaries, type Started, start, stop, waitUntil } from './processes.js';
 import { bundleSidecar, REPO_ROOT } from './sidecar-bundle.js';
 
 const JOB: JobRef = { kind: 'PyTorchJob', namespace: 'team-a', name: 'bert' };

@@ -4,7 +4,7 @@ import {
   compressAlertmanagerTimers,
   compressRuleDurations,
   durationSeconds,
-} from '../../metrics/support/time-compression.js';
+} from '../../../infra/local-stack/time-compression.js';
 
 describe('replaying rules faster', () => {
   it('reads Prometheus durations', () => {

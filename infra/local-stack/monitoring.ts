@@ -1,15 +1,17 @@
-// The production monitoring path for tests, from Debian's packages: Prometheus with infra/prometheus's
+// The production monitoring path run locally (the tests and `npm run quickstart`), from Debian's packages: Prometheus with infra/prometheus's
 // scrape job (its identity labels relabelled from discovery metadata, as in a cluster) and alert rules, and
 // Alertmanager with infra/prometheus/alertmanager.yml's routing to the alarm function's webhook. Only
 // durations change, through time-compression.ts (a test cannot wait ten minutes for `for: 10m`); the rule
 // expressions, thresholds and routes are the production files' own.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { V1Pod } from '@kubernetes/client-node';
 import { dump, load } from 'js-yaml';
 import { freePort, type MonitoringBinaries, type Started, start, waitUntil } from './processes.js';
-import { REPO_ROOT } from './sidecar-bundle.js';
 import { compressAlertmanagerTimers, compressRuleDurations } from './time-compression.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
  * A file_sd target group carrying the metadata Kubernetes pod discovery gives a pod (the __meta_kubernetes_*
