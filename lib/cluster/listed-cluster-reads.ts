@@ -55,6 +55,10 @@ interface Labelled {
 
 const keyOf = (namespace: string | undefined, name: string | undefined) => `${namespace ?? ''}/${name ?? ''}`;
 
+/** A label index entry: the value alone, or (namespace given) the value within that namespace. */
+const labelled = (namespace: string | undefined, value: string) =>
+  namespace === undefined ? value : `${namespace}\u0000${value}`;
+
 /**
  * Objects by namespace/name, and by label for the selectors asked: each label key is indexed on its first use
  * (the selectors the handlers use name a job by one or two labels), so a lookup costs the matches, not a scan.
@@ -74,7 +78,7 @@ class LabelIndex<T extends Labelled> {
     let narrowest: string[] | undefined;
     for (const r of requirements) {
       if (r.op !== 'equals' || !('value' in r)) continue;
-      const keys = this.#labelled(r.key).get(r.value) ?? [];
+      const keys = this.#labelled(r.key).get(labelled(namespace, r.value)) ?? [];
       if (narrowest === undefined || keys.length < narrowest.length) narrowest = keys;
     }
     const candidates: Iterable<T> =
@@ -103,9 +107,13 @@ class LabelIndex<T extends Labelled> {
       for (const [key, item] of this.byKey) {
         const value = item.metadata?.labels?.[label];
         if (value === undefined) continue;
-        const keys = index.get(value);
-        if (keys) keys.push(key);
-        else index.set(value, [key]);
+        // By value, and by value within the object's namespace: jobs of one name in many namespaces (one per
+        // team, or per run) share their pods' job-name label, and a lookup in one namespace walked them all.
+        for (const at of [labelled(undefined, value), labelled(item.metadata?.namespace ?? '', value)]) {
+          const keys = index.get(at);
+          if (keys) keys.push(key);
+          else index.set(at, [key]);
+        }
       }
       this.#byLabel.set(label, index);
     }

@@ -114,6 +114,8 @@ describe('ListedClusterReads answers reads from one list per kind', () => {
     assert.deepEqual(names(await view.listPods('a', `${job}=z`)), []);
     assert.deepEqual(names(await view.listPods('a')), ['p1', 'p2', 'p3']);
     assert.deepEqual(names(await view.listPods('c', `${job}=x`)), []);
+    assert.deepEqual(names(await view.listPods('b', `${job}=x`)), ['p4']);
+    assert.deepEqual(names(await view.listPods('b', `${job}=x,role=worker`)), []);
   });
 
   it('passes a selector it does not understand to the API server instead of misreading it', async () => {
