@@ -886,14 +886,16 @@ function finishFirstAmongAlike(slots: Slot[], capacity: ClusterCapacity, config:
   for (const r of timed) {
     // finishFirstStep would answer 0 for every donor, and nothing would move.
     if (meanPredict(r, r.k0) === undefined || !canGrow(r, config)) continue;
-    const donors = (alike.get(r.entry.job.signature) ?? [])
-      .filter(
-        (d) =>
-          endsFirstAmongAlike(r, d) &&
-          (d.entry.job.priority < r.entry.job.priority || sharesWorker(d, config)),
-      )
-      .reverse();
-    for (const d of donors) {
+    // Longest remaining first. Each donor is weighed when reached: a donor changes only when it gives, so this
+    // is the order and the answers of filtering them all first; and once `r` cannot grow it never changes
+    // again in this loop, so no later donor would give it anything.
+    const kind = alike.get(r.entry.job.signature) ?? [];
+    for (let i = kind.length - 1; i >= 0; i--) {
+      const d = kind[i] as Slot;
+      if (d.remaining <= r.remaining) break;
+      if (!canGrow(r, config)) break;
+      if (!endsFirstAmongAlike(r, d)) continue;
+      if (!(d.entry.job.priority < r.entry.job.priority || sharesWorker(d, config))) continue;
       const step = finishFirstStep(r, d, cap, config);
       if (step === 0) continue;
       cap = reserve(release(cap, d.worker.requests, step), r.worker.requests, step);
