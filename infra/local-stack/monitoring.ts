@@ -71,6 +71,37 @@ export async function startPrometheus(
   ]);
 }
 
+/**
+ * Alertmanager with the production routing (infra/prometheus/alertmanager.yml, timers divided by `timeFactor`),
+ * its webhook pointed at `webhookUrl` with the bearer token read from a file, as in production
+ * (credentials_file).
+ */
+export async function startAlertmanager(
+  binaries: MonitoringBinaries,
+  dir: string,
+  options: { webhookUrl: string; webhookToken: string; timeFactor: number; port: number },
+): Promise<Started> {
+  const production = await readFile(join(REPO_ROOT, 'infra/prometheus/alertmanager.yml'), 'utf8');
+  if (!/url: \S+\/alertmanager/.test(production) || !/credentials_file: \S+/.test(production))
+    throw new Error(
+      'infra/prometheus/alertmanager.yml no longer names the webhook url and its credentials_file',
+    );
+  const tokenFile = join(dir, 'webhook-token');
+  await writeFile(tokenFile, `${options.webhookToken}\n`);
+  await writeFile(
+    join(dir, 'alertmanager.yml'),
+    compressAlertmanagerTimers(production, options.timeFactor)
+      .replace(/url: \S+/, `url: ${options.webhookUrl}`)
+      .replace(/credentials_file: \S+/, `credentials_file: ${tokenFile}`),
+  );
+  return start('alertmanager', binaries.alertmanager, [
+    `--config.file=${join(dir, 'alertmanager.yml')}`,
+    `--storage.path=${join(dir, 'alertmanager-data')}`,
+    `--web.listen-address=127.0.0.1:${options.port}`,
+    '--cluster.listen-address=', // no HA gossip: nothing listens beyond the web port
+  ]);
+}
+
 export interface MonitoringStack {
   prometheusUrl: string;
   alertmanagerUrl: string;
@@ -95,23 +126,7 @@ export async function startMonitoring(options: {
   const processes: Started[] = [];
   const prometheusPort = await freePort();
   const alertmanagerPort = await freePort();
-  const production = await readFile(join(REPO_ROOT, 'infra/prometheus/alertmanager.yml'), 'utf8');
-  const tokenFile = join(dir, 'webhook-token');
-  await writeFile(tokenFile, `${options.webhookToken}\n`);
-  await writeFile(
-    join(dir, 'alertmanager.yml'),
-    compressAlertmanagerTimers(production, timeFactor)
-      .replace(/url: \S+/, `url: ${options.webhookUrl}`)
-      .replace(/credentials_file: \S+/, `credentials_file: ${tokenFile}`),
-  );
-  processes.push(
-    start('alertmanager', binaries.alertmanager, [
-      `--config.file=${join(dir, 'alertmanager.yml')}`,
-      `--storage.path=${join(dir, 'alertmanager-data')}`,
-      `--web.listen-address=127.0.0.1:${alertmanagerPort}`,
-      '--cluster.listen-address=', // no HA gossip: nothing listens beyond the web port
-    ]),
-  );
+  processes.push(await startAlertmanager(binaries, dir, { ...options, port: alertmanagerPort }));
   await writeFile(join(dir, 'prometheus.yml'), await testPrometheusConfig());
   await mkdir(join(dir, 'rules'), { recursive: true });
   const rules = await readFile(join(REPO_ROOT, 'infra/prometheus/rules/trainscaler.rules.yml'), 'utf8');

@@ -19,6 +19,7 @@ import { createAlertmanagerServer } from '../../functions/alertmanager-http.js';
 import type { HandlerDeps, HandlerResult } from '../../functions/handler-deps.js';
 import {
   discoveredTargets,
+  startAlertmanager,
   startPrometheus,
   testPrometheusConfig,
 } from '../../infra/local-stack/monitoring.js';
@@ -31,10 +32,7 @@ import {
   stop,
   waitUntil,
 } from '../../infra/local-stack/processes.js';
-import {
-  compressAlertmanagerTimers,
-  compressRuleDurations,
-} from '../../infra/local-stack/time-compression.js';
+import { compressRuleDurations } from '../../infra/local-stack/time-compression.js';
 import { DEFAULT_POLICY_CONFIG } from '../../lib/config.js';
 import { PrometheusMetricsSource } from '../../lib/metrics/prometheus-metrics-source.js';
 import { PROFILED_APP_MODEL } from '../../lib/sim/profiled-app-model.js';
@@ -152,24 +150,13 @@ describe('metrics pipeline: trainer -> sidecar -> Prometheus -> Alertmanager -> 
 
     // Alertmanager with the production routing, its webhook pointed at the alarm server, and the bearer
     // token read from a file as in production (credentials_file).
-    const production = await readFile(join(REPO_ROOT, 'infra/prometheus/alertmanager.yml'), 'utf8');
-    assert.match(production, /url: \S+\/alertmanager/);
-    assert.match(production, /credentials_file: \S+/);
-    const tokenFile = join(dir, 'webhook-token');
-    await writeFile(tokenFile, `${WEBHOOK_TOKEN}\n`);
-    await writeFile(
-      join(dir, 'alertmanager.yml'),
-      compressAlertmanagerTimers(production, TIME_FACTOR)
-        .replace(/url: \S+/, `url: ${webhook}`)
-        .replace(/credentials_file: \S+/, `credentials_file: ${tokenFile}`),
-    );
     processes.push(
-      start('alertmanager', binaries.alertmanager, [
-        `--config.file=${join(dir, 'alertmanager.yml')}`,
-        `--storage.path=${join(dir, 'alertmanager-data')}`,
-        `--web.listen-address=127.0.0.1:${alertmanagerPort}`,
-        '--cluster.listen-address=', // no HA gossip: nothing listens beyond the web port
-      ]),
+      await startAlertmanager(binaries, dir, {
+        webhookUrl: webhook,
+        webhookToken: WEBHOOK_TOKEN,
+        timeFactor: TIME_FACTOR,
+        port: alertmanagerPort,
+      }),
     );
 
     // Three sidecars (the bundled artifact the image runs), with a stand-in nvidia-smi and cgroup files.

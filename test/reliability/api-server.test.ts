@@ -195,7 +195,7 @@ describe('reliability on the real API server', { skip: SKIP }, () => {
       const out = runHistoryCli([`${ns}/dup`, '--kubeconfig', cluster.saKubeconfig, '--kind', 'PyTorchJob']);
       assert.equal(out.status, 0, out.stderr);
       assert.match(out.stdout, new RegExp(`PyTorchJob ${ns}/dup: 1 decision`));
-      assert.match(out.stdout, /tuning/);
+      assert.match(out.stdout, /TrainscalerTuning/);
       assert.match(out.stdout, /reason: reliability test: 1 -> 2 workers/);
       assert.match(out.stdout, /- Worker replicas 1 -> 2/);
       const json = runHistoryCli([`${ns}/dup`, '--kubeconfig', cluster.saKubeconfig, '--json']);
