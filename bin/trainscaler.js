@@ -6,6 +6,6 @@ import { exitUnlessSupportedNode } from './node-version.js';
 
 exitUnlessSupportedNode(
   'trainscaler',
-  '; run it through npm (npx trainscaler ..., npm run ...), which uses the Node 22 the project pins, or install Node 22',
+  '; run it through npm (npm run trainscaler -- ..., npx trainscaler ...), which uses the Node 22 the project pins, or install Node 22',
 );
 await import('../dist/cli/main.js');

@@ -4,7 +4,7 @@
 // (a free port instead of localhost:9090), the HTTP port of `run` (a free one instead of 8080), and HOME (a
 // temporary one whose ~/.kube/config is the test cluster's admin kubeconfig). A `trainscaler run` line runs
 // until its expected log lines appear, then gets Ctrl-C (SIGINT to its process group), as a user would.
-// Needs TRAINSCALER_KUBECONFIG (npm run test:integration sets it); `npx trainscaler` runs dist/, which
+// Needs TRAINSCALER_KUBECONFIG (npm run test:integration sets it); `npm run trainscaler` runs dist/, which
 // `npm ci` builds (prepare) and the test rebuilds first so it runs the sources under test.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -135,7 +135,10 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
   });
 
   function substituted(line: string): string {
-    assert.ok(!line.includes('trainscaler run') || line.includes('--port 8080'), `run on port 8080: ${line}`);
+    assert.ok(
+      !/\btrainscaler (-- )?run\b/.test(line) || line.includes('--port 8080'),
+      `run on port 8080: ${line}`,
+    );
     return line
       .replaceAll('http://localhost:9090', prometheusUrl)
       .replaceAll('--port 8080', `--port ${httpPort}`);
@@ -169,7 +172,7 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
       exited,
       new Promise<'hung'>((r) => setTimeout(() => r('hung'), 30_000)),
     ]);
-    // npx passes Ctrl-C on and ends by the same signal, as in a terminal; trainscaler itself exits 0.
+    // npm passes Ctrl-C on and ends by the same signal, as in a terminal; trainscaler itself exits 0.
     assert.ok(code === '0' || code === 'SIGINT', `exit after Ctrl-C (${code}):\n${output.slice(-3000)}`);
     const log = logLines(output);
     assert.ok(
@@ -199,11 +202,11 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
 
   it('runs every command of the walkthrough; the logs show the checks, the decisions and the ticks', async () => {
     const commands = walkthroughCommands(readFileSync(join(ROOT, 'README.md'), 'utf8')).map(substituted);
-    const runs = commands.filter((c) => /\btrainscaler run\b/.test(c));
+    const runs = commands.filter((c) => /\btrainscaler (-- )?run\b/.test(c));
     assert.equal(runs.length, 2, 'a dry run, then real writes');
     let explained = '';
     for (const command of commands) {
-      if (!/\btrainscaler run\b/.test(command)) {
+      if (!/\btrainscaler (-- )?run\b/.test(command)) {
         const result = spawnSync('bash', ['-c', command], {
           cwd: ROOT,
           env,
@@ -211,7 +214,7 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
           timeout: 120_000,
         });
         assert.equal(result.status, 0, `${command}\n${result.stdout}\n${result.stderr}`);
-        if (command.includes('trainscaler explain')) explained = result.stdout;
+        if (/\btrainscaler (-- )?explain\b/.test(command)) explained = result.stdout;
         continue;
       }
       const dryRun = command.includes('--dry-run');
