@@ -108,8 +108,11 @@ export async function readJobHistory(cluster: ClusterClient, ref: JobRef): Promi
   const last = statusDecisionOf(job, stored);
   if (last) {
     const event = records.find((r) => r.id.endsWith(`.trainscaler.${last.id}`));
-    if (event) event.changes = last.changes;
-    else records.push(last);
+    if (event) {
+      // Confirmed by the status, which only trainscaler can write: the record is trainscaler's.
+      event.changes = last.changes;
+      event.source = 'job-state';
+    } else records.push(last);
   }
   return records.sort((a, b) => a.at - b.at);
 }
@@ -166,7 +169,11 @@ export function terminalSafeJson(value: unknown): string {
 
 /** Where history's records come from, said with them. */
 export const HISTORY_SOURCE_NOTE =
-  "trainscaler's Events about the job (kept for the API server's event TTL) and its ScaledTrainingJob's last decision";
+  "trainscaler's Events about the job (kept for the API server's event TTL) and its ScaledTrainingJob's last decision; " +
+  "the namespace's edit role may create Events too, so an entry the status does not confirm is marked unconfirmed";
+
+/** Marks a record only an Event holds: anyone who may create Events in the namespace could have written it. */
+export const UNCONFIRMED_MARK = '  (unconfirmed: an Event only)';
 
 /** One block per decision: when, policy, id, the reason, and every change with its previous value. */
 export function renderHistory(ref: JobRef, records: readonly HistoryRecord[]): string {
@@ -175,7 +182,8 @@ export function renderHistory(ref: JobRef, records: readonly HistoryRecord[]): s
   const lines = [`${head}: ${records.length} decision(s), oldest first (${HISTORY_SOURCE_NOTE})`];
   for (const r of records) {
     const warning = r.type === 'Warning' ? '  Warning' : '';
-    lines.push(`${new Date(r.at * 1000).toISOString()}  ${r.policy}${warning}  ${r.id}`);
+    const unconfirmed = r.source === 'event' ? UNCONFIRMED_MARK : '';
+    lines.push(`${new Date(r.at * 1000).toISOString()}  ${r.policy}${warning}  ${r.id}${unconfirmed}`);
     lines.push(`  reason: ${r.reason}`);
     for (const c of r.changes) lines.push(`  - ${describeChange(c)}`);
   }

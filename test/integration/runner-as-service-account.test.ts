@@ -191,15 +191,17 @@ describe('trainscaler run as its ServiceAccount: alert -> decision -> patch -> o
 
     // history, as the ServiceAccount too (HISTORY_ACCESS): trainscaler's Event about the decision, with the
     // changes its ScaledTrainingJob's status keeps; nothing from the job's annotations.
+    // The Event is confirmed by the status (the decision it is named after), so it is not marked unconfirmed.
     const history = await waitFor("trainscaler's Event", async () => {
       const records = await readJobHistory(saClient, ref);
-      return records.some((r) => r.source === 'event') ? records : undefined;
+      return records.some((r) => r.policy === 'TrainscalerTuning') ? records : undefined;
     });
     assert.deepEqual(
       history.map((r) => [r.source, r.policy]),
-      [['event', 'TrainscalerTuning']],
+      [['job-state', 'TrainscalerTuning']],
     );
     assert.match(renderHistory(ref, history), /^ {2}- Worker replicas 1 -> 3$/m);
+    assert.doesNotMatch(renderHistory(ref, history), /\(unconfirmed/);
 
     // status, from trainscaler's records (the ScaledTrainingJob's status, the outcome store).
     const rows = await managedJobStatuses(saClient, OWN);

@@ -199,3 +199,29 @@ describe('history and explain print what trainscaler recorded, escaped, and neve
     assert.equal(terminalSafe('a\tb'), 'a\\x09b');
   });
 });
+
+describe('history marks what only an Event says', () => {
+  // The built-in edit role may create Events (test/integration/cluster/training-autoscaler.test.ts): a tenant can
+  // write one that looks like trainscaler's. Only the status, which trainscaler alone writes, confirms a record.
+  const ref = { kind: 'PyTorchJob', namespace: 'team-a', name: 'bert' } as const;
+  const record = (id: string, source: 'event' | 'job-state') => ({
+    id,
+    at: 1_800_000_000,
+    policy: 'TrainscalerTuning',
+    reason: '1 -> 2 workers',
+    changes: [],
+    source,
+  });
+
+  it('marks an Event the status does not confirm, and says why in the header', () => {
+    const text = renderHistory(ref, [
+      record('bert.trainscaler.a', 'event'),
+      record('bert.trainscaler.b', 'job-state'),
+    ]);
+    const lines = text.split('\n');
+    assert.match(lines[0] ?? '', /edit role may create Events too/);
+    assert.match(lines[1] ?? '', /bert\.trainscaler\.a {2}\(unconfirmed: an Event only\)$/);
+    assert.doesNotMatch(lines[3] ?? '', /unconfirmed/);
+    assert.match(lines[3] ?? '', /bert\.trainscaler\.b$/);
+  });
+});

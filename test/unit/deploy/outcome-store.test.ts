@@ -97,8 +97,8 @@ describe('outcome store and explain', () => {
     const history = await readJobHistory(sim, TOY);
     assert.deepEqual(
       history.map((r) => [r.source, r.policy, r.changes.length > 0]),
-      [['event', 'TrainscalerTuning', true]],
-      "the Event, with the status's changes",
+      [['job-state', 'TrainscalerTuning', true]],
+      "the Event, confirmed by the status and with its changes",
     );
     // The job's owner rewrites the annotations trainscaler used to read: neither command shows it.
     const forged = JSON.stringify([{ id: 'forged', at: 1, policy: 'forged', reason: 'x', changes: [] }]);
