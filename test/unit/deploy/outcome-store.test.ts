@@ -98,7 +98,7 @@ describe('outcome store and explain', () => {
     assert.deepEqual(
       history.map((r) => [r.source, r.policy, r.changes.length > 0]),
       [['job-state', 'TrainscalerTuning', true]],
-      "the Event, confirmed by the status and with its changes",
+      'the Event, confirmed by the status and with its changes',
     );
     // The job's owner rewrites the annotations trainscaler used to read: neither command shows it.
     const forged = JSON.stringify([{ id: 'forged', at: 1, policy: 'forged', reason: 'x', changes: [] }]);
