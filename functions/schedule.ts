@@ -32,6 +32,7 @@ import {
 import { readTickMetrics } from '../lib/decisions/tick-metrics.js';
 import { TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
+import { jobKey } from '../lib/metrics/job-readings.js';
 import { fitRuntimeModelCached } from '../lib/model/fit-cache.js';
 import { modelFor, type ThroughputModel } from '../lib/model/throughput-model.js';
 import { decideOnFault } from '../lib/policies/faults.js';
@@ -155,7 +156,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
         ? priorSamples(
             observed.samples,
             await historyOf(profileOwnerOf(snapshot.view)),
-            key(ref),
+            jobKey(ref),
             deps.logger,
           )
         : [];
@@ -180,8 +181,8 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
     Number.isFinite(written.guardrails?.maxClusterGpus),
   );
   const faults = await settleInOrder(
-    stranded.map((snapshot) => snapshot.view.ref),
-    (ref) =>
+    stranded.map((snapshot) => ({ ref: snapshot.view.ref })),
+    ({ ref }) =>
       runJob(ref, (signal) =>
         actOnJob(
           ref,
@@ -200,7 +201,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   for (const { ref, outcome, error } of faults) {
     if (outcome) {
       result.outcomes.push(outcome);
-      if (outcome.plan.changes.length > 0) reviewed.add(key(ref));
+      if (outcome.plan.changes.length > 0) reviewed.add(jobKey(ref));
     } else result.errors.push(containJobError(ref, error, deps.logger));
   }
   const now = deps.clock();
@@ -208,7 +209,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   const entries: RebalanceJob[] = [];
   for (const job of jobs) {
     const { view } = job.snapshot;
-    if (reviewed.has(key(view.ref))) continue;
+    if (reviewed.has(jobKey(view.ref))) continue;
     // Scaled to 0 workers by its owner (a Master may still run): no speed to model and not trainscaler's to
     // restart, so the rebalance neither asks its model nor grows it.
     if (findRole(view, 'Worker')?.replicas === 0) {
@@ -224,7 +225,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       result.errors.push(containJobError(job.snapshot.view.ref, error, deps.logger));
     }
   }
-  const toPlace = pending.filter((d) => !reviewed.has(key(d.job.ref)));
+  const toPlace = pending.filter((d) => !reviewed.has(jobKey(d.job.ref)));
   const failed = new Set<string>();
   for (const demand of toPlace) if (demand.model) demand.model = answeringFor(demand.job.ref, demand.model);
   const plans = rebalanceIsolated(
@@ -238,30 +239,28 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       now,
     },
     (ref, error) => {
-      failed.add(key(ref));
+      failed.add(jobKey(ref));
       result.errors.push(containJobError(ref, error, deps.logger));
     },
   );
-  const rebalanced = entries.filter((e) => !failed.has(key(e.job.ref)));
-  const planned = new Map(jobs.map((j) => [key(j.snapshot.view.ref), j.snapshot.view.resourceVersion]));
-  const applied = await settleInOrder(
-    plans.map((plan) => plan.ref),
-    (ref, i) =>
-      runJob(ref, (signal) =>
-        actOnJob(ref, (snapshot) => stillValid(plans[i] as Plan, snapshot, planned.get(key(ref))), {
-          ...written,
-          signal,
-        }),
-      ),
+  const rebalanced = entries.filter((e) => !failed.has(jobKey(e.job.ref)));
+  const planned = new Map(jobs.map((j) => [jobKey(j.snapshot.view.ref), j.snapshot.view.resourceVersion]));
+  const applied = await settleInOrder(plans, (plan) =>
+    runJob(plan.ref, (signal) =>
+      actOnJob(plan.ref, (snapshot) => stillValid(plan, snapshot, planned.get(jobKey(plan.ref))), {
+        ...written,
+        signal,
+      }),
+    ),
   );
   for (const { ref, outcome, error } of applied) {
     if (outcome) result.outcomes.push(outcome);
     else result.errors.push(containJobError(ref, error, deps.logger));
   }
   // Jobs the rebalance considered and left alone: a "keep" outcome each, so that why is answerable.
-  const moved = new Set([...plans.map((p) => key(p.ref)), ...reviewed]);
+  const moved = new Set([...plans.map((p) => jobKey(p.ref)), ...reviewed]);
   for (const { job, missing } of rebalanced) {
-    if (!moved.has(key(job.ref))) result.outcomes.push(keepOutcome(job, deps, missing));
+    if (!moved.has(jobKey(job.ref))) result.outcomes.push(keepOutcome(job, deps, missing));
   }
   // The policies' own status (matchedJobs, Ready, Conflict), from what this tick listed.
   await recordPolicyStatuses(
@@ -376,7 +375,7 @@ class JobModelError extends Error {
     readonly ref: JobRef,
     override readonly cause: unknown,
   ) {
-    super(`the model of ${key(ref)} failed`, { cause });
+    super(`the model of ${jobKey(ref)} failed`, { cause });
   }
 }
 
@@ -407,18 +406,14 @@ function rebalanceIsolated(input: RebalanceInput, failedJob: (ref: JobRef, error
       return decideRebalance({ ...input, jobs, pending });
     } catch (error) {
       if (!(error instanceof JobModelError)) throw error;
-      const failed = key(error.ref);
+      const failed = jobKey(error.ref);
       const before = jobs.length + pending.length;
-      jobs = jobs.filter((j) => key(j.job.ref) !== failed);
-      pending = pending.filter((d) => key(d.job.ref) !== failed);
+      jobs = jobs.filter((j) => jobKey(j.job.ref) !== failed);
+      pending = pending.filter((d) => jobKey(d.job.ref) !== failed);
       if (jobs.length + pending.length === before) throw error.cause;
       failedJob(error.ref, error.cause);
     }
   }
-}
-
-function key(ref: Plan['ref']): string {
-  return `${ref.kind}/${ref.namespace}/${ref.name}`;
 }
 
 function stillValid(plan: Plan, snapshot: JobSnapshot, plannedVersion: string | undefined): Plan {
@@ -430,14 +425,14 @@ function stillValid(plan: Plan, snapshot: JobSnapshot, plannedVersion: string | 
   };
 }
 
-/** Each job's outcome or error, in the order of `refs` whatever order the work ends in: a tick's result reads alike run to run. */
-async function settleInOrder(
-  refs: readonly JobRef[],
-  work: (ref: JobRef, index: number) => Promise<Outcome>,
+/** Each job's outcome or error, in the order of `jobs` whatever order the work ends in: a tick's result reads alike run to run. */
+async function settleInOrder<T extends { ref: JobRef }>(
+  jobs: readonly T[],
+  work: (job: T) => Promise<Outcome>,
 ): Promise<Array<{ ref: JobRef; outcome?: Outcome; error?: unknown }>> {
-  const settled = await Promise.allSettled(refs.map((ref, i) => work(ref, i)));
-  return settled.map((s, i) => {
-    const ref = refs[i] as JobRef;
-    return s.status === 'fulfilled' ? { ref, outcome: s.value } : { ref, error: s.reason };
+  const settled = await Promise.allSettled(jobs.map(work));
+  return jobs.map(({ ref }, i) => {
+    const s = settled[i];
+    return s?.status === 'fulfilled' ? { ref, outcome: s.value } : { ref, error: s?.reason };
   });
 }

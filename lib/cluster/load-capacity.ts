@@ -1,6 +1,7 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { jobOfPod, readPod } from '../adapters/pod-view.js';
 import { cpuToMillis, parseQuantity } from '../adapters/quantity.js';
+import { jobKey } from '../metrics/job-readings.js';
 import type { ClusterCapacity, JobRef, NodeView, Resources } from '../types.js';
 import { addResources, ShrinkingCapacity, ZERO_RESOURCES } from './capacity.js';
 import type { ClusterClient } from './cluster-client.js';
@@ -164,16 +165,12 @@ export function podsOf(ref: JobRef): (pod: V1Pod) => boolean {
  */
 export function exceptWaitingPodsOf(refs: readonly JobRef[]): (pod: V1Pod) => boolean {
   // A set, not one test per job: a tick asks this of every pending pod with every queued job in `refs`.
-  const own = new Set(refs.map(({ kind, namespace, name }) => jobKey({ kind, namespace, name })));
+  const own = new Set(refs.map(jobKey));
   return (pod) => {
     if ((pod.spec?.schedulingGates?.length ?? 0) > 0) return true;
     const owner = jobOfPod(pod);
     return owner === undefined || !own.has(jobKey(owner));
   };
-}
-
-function jobKey(job: { kind: string; namespace: string; name: string }): string {
-  return `${job.kind}/${job.namespace}/${job.name}`;
 }
 
 /** Holds room for every pending pod except those of `ref`'s job. */

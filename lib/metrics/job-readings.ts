@@ -10,7 +10,7 @@ export type JobReading<T> = { ok: true; value: T } | { ok: false; error: unknown
 export type JobReadings<T> = Map<string, JobReading<T>>;
 
 /** A job's key in a batch answer (and in the schedule tick's maps). */
-export function jobKey(ref: JobRef): string {
+export function jobKey(ref: Pick<JobRef, 'namespace' | 'name'> & { kind: string }): string {
   return `${ref.kind}/${ref.namespace}/${ref.name}`;
 }
 

@@ -572,7 +572,7 @@ function growIntoIdle(slots: Slot[], capacity: ClusterCapacity, config: PolicyCo
     if (room < workers) {
       // Free capacity only shrinks here: a smaller step may still fit, this one never will.
       const smaller = room > 0 ? growthOption(slot, config, room, meanPredict) : undefined;
-      if (smaller) ranked.splice(sortedIndex(ranked, smaller), 0, smaller);
+      if (smaller) ranked.splice(indexInOrder(ranked, smaller, compareOptions), 0, smaller);
       continue;
     }
     for (let i = 0; i < workers; i++) {
@@ -583,13 +583,9 @@ function growIntoIdle(slots: Slot[], capacity: ClusterCapacity, config: PolicyCo
     slot.onMean = true;
     addNote(slot, 'idle', workers, 'from idle capacity');
     const again = growthOption(slot, config, Number.POSITIVE_INFINITY, meanPredict);
-    if (again) ranked.splice(sortedIndex(ranked, again), 0, again);
+    if (again) ranked.splice(indexInOrder(ranked, again, compareOptions), 0, again);
   }
   return grown ? free.snapshot() : capacity;
-}
-
-function sortedIndex(ranked: GrowthOption[], option: GrowthOption): number {
-  return indexInOrder(ranked, option, compareOptions);
 }
 
 /** Where `item` goes in `ranked` (in `compare`'s order), after every entry that compares equal to it. */

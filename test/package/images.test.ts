@@ -215,10 +215,13 @@ describe(`images run by ${runtime} (${why})`, { skip: unavailable }, () => {
   it('the runner runs as 65532 on a read-only root filesystem, and has no /bin/sh to spawn', async () => {
     const probe = `
       const fs = require('node:fs');
+      const { join, parse } = require('node:path');
+      const root = parse(process.cwd()).root;
       const write = (p) => { try { fs.writeFileSync(p, 'x'); return 'written'; } catch (e) { return e.code; } };
-      const sh = require('node:child_process').spawnSync('/bin/sh', ['-c', 'true']);
-      console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid(), app: write('/app/x'),
-        root: write('/x'), tmp: write('/tmp/x'), sh: sh.error && sh.error.code, node: process.versions.node }));`;
+      const sh = require('node:child_process').spawnSync(join(root, 'bin', 'sh'), ['-c', 'true']);
+      console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid(), app: write(join(root, 'app', 'x')),
+        root: write(join(root, 'x')), tmp: write(join(require('node:os').tmpdir(), 'x')),
+        sh: sh.error && sh.error.code, node: process.versions.node }));`;
     const run = await runToEnd(container(RUNNER, { args: [NODE, '-e', probe] }), 60_000);
     assert.equal(run.code, 0, run.err);
     assert.deepEqual(JSON.parse(run.out), {

@@ -243,28 +243,29 @@ describe('capacityReading: one pass over the bound pods, any choice of pending p
     gpuPod('low-0', { job: 'low', node: 'gpu-1', priority: -1 }),
     gpuPod('done-0', { job: 'done', node: 'gpu-1', phase: 'Succeeded' }),
   ];
-  const choices: Array<((pod: V1Pod) => boolean) | undefined> = [
-    undefined,
-    exceptPodsOf({ kind: 'PyTorchJob', namespace: 'ml', name: 'a' }),
-    exceptPodsOf({ kind: 'PyTorchJob', namespace: 'ml', name: 'b' }),
-    exceptWaitingPodsOf([{ kind: 'PyTorchJob', namespace: 'ml', name: 'c' }]),
-    () => false,
-  ];
+  // Worked out by hand: bound pods first (a-0 on gpu-0; low-0 on gpu-1 unless preemptible; done-0 finished),
+  // then the held pending pods in list order, each on the first node by name with room (a-1: 1 GPU, b-0: 3,
+  // c-0: 2). GPUs allocated on [gpu-0, gpu-1].
+  const choices: Array<[string, ((pod: V1Pod) => boolean) | undefined, [number, number], [number, number]]> =
+    [
+      ['every pending pod held', undefined, [4, 4], [4, 3]],
+      ["all but a's", exceptPodsOf({ kind: 'PyTorchJob', namespace: 'ml', name: 'a' }), [4, 3], [4, 2]],
+      ["all but b's", exceptPodsOf({ kind: 'PyTorchJob', namespace: 'ml', name: 'b' }), [4, 1], [4, 0]],
+      [
+        "all but c's",
+        exceptWaitingPodsOf([{ kind: 'PyTorchJob', namespace: 'ml', name: 'c' }]),
+        [2, 4],
+        [2, 3],
+      ],
+      ['none held', () => false, [1, 1], [1, 0]],
+    ];
+  const allocated = (capacity: ClusterCapacity) => capacity.nodes.map((n) => n.allocated.gpus);
 
-  it('gives for each choice what capacityOf gives, asked in any order', () => {
-    for (const preemptibleBelow of [undefined, 0]) {
-      const reading = capacityReading(
-        nodes,
-        pods,
-        preemptibleBelow === undefined ? {} : { preemptibleBelow },
-      );
-      for (const holdRoomFor of [...choices, ...choices.toReversed()]) {
-        const options = {
-          ...(holdRoomFor ? { holdRoomFor } : {}),
-          ...(preemptibleBelow === undefined ? {} : { preemptibleBelow }),
-        };
-        assert.deepEqual(reading(holdRoomFor), capacityOf(nodes, pods, options));
-      }
+  it('holds each choice of pending pods first-fit on the bound pods, asked in any order', () => {
+    for (const preemptible of [false, true]) {
+      const reading = capacityReading(nodes, pods, preemptible ? { preemptibleBelow: 0 } : {});
+      for (const [what, holdRoomFor, bound, withPreemption] of [...choices, ...choices.toReversed()])
+        assert.deepEqual(allocated(reading(holdRoomFor)), preemptible ? withPreemption : bound, what);
     }
   });
 

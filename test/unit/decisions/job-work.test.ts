@@ -51,10 +51,10 @@ describe('jobWorkUnder', () => {
   });
 
   it('gives up on a job that hangs at its deadline, aborts its signal, and the others finish meanwhile', async () => {
-    const runJob = jobWorkUnder({ concurrency: 2, deadlineSeconds: 0.2 }, false);
+    const runJob = jobWorkUnder({ concurrency: 2, deadlineSeconds: 1 }, false);
     let aborted: unknown;
+    const abortReason = () => aborted;
     const finished: string[] = [];
-    const started = performance.now();
     const hung = runJob(ref('hung'), (signal) => {
       signal.addEventListener('abort', () => {
         aborted = signal.reason;
@@ -68,16 +68,16 @@ describe('jobWorkUnder', () => {
       }),
     );
     await Promise.all(others);
-    // Six quick jobs through the one slot the hung job leaves: done long before its deadline.
-    assert.ok(performance.now() - started < 150, `quick jobs took ${performance.now() - started} ms`);
+    // Six quick jobs through the one slot the hung job leaves, all done while it still holds its own.
+    assert.equal(abortReason(), undefined, 'the quick jobs waited for the hung one');
     assert.equal(finished.length, 6);
     await assert.rejects(hung, (error: unknown) => {
       assert.ok(error instanceof JobDeadlineError);
       assert.equal(error.code, 'JOB_DEADLINE');
-      assert.match(error.message, /team-a\/hung: not decided within 0\.2 s; nothing written/);
+      assert.match(error.message, /team-a\/hung: not decided within 1 s; nothing written/);
       return true;
     });
-    assert.ok(aborted instanceof JobDeadlineError);
+    assert.ok(abortReason() instanceof JobDeadlineError);
     // Its slot is free again.
     assert.equal(await runJob(ref('after'), async () => 'ran'), 'ran');
   });
