@@ -232,6 +232,22 @@ describe('batch metrics reads on the real Prometheus (production identity labels
       "every pod's series in Prometheus",
       () => processes.map((p) => p.output().slice(-2000)).join('\n'),
     );
+    // The limited Prometheus scrapes on its own schedule: until it has scraped every target, a batch query may
+    // load too few samples to be refused (its answer is then partial, not an error).
+    await waitUntil(
+      async () => {
+        const answer = (await (await fetch(`${limitedUrl}/api/v1/targets?state=active`)).json()) as {
+          data: { activeTargets: { health: string }[] };
+        };
+        const targets = answer.data.activeTargets;
+        return targets.length === pods().length + 1 && targets.every((t) => t.health === 'up')
+          ? true
+          : undefined;
+      },
+      90_000,
+      'every target scraped by the limited Prometheus',
+      () => processes.map((p) => p.output().slice(-2000)).join('\n'),
+    );
   });
 
   after(async () => {
