@@ -6,6 +6,7 @@ import { handleSchedule, hasStrandedPods, pendingDemands } from '../../../functi
 import type { JobSnapshot } from '../../../lib/actuator.js';
 import type { JobView, PodView, Resources } from '../../../lib/types.js';
 import { scheduledEvent } from '../../fixtures/payloads.js';
+import { seedJobState } from '../../support/job-states.js';
 import { GiB, harness, TOY, toyJob } from './handler-harness.js';
 
 const MANAGED = { 'trainscaler.io/managed': 'true' };
@@ -60,6 +61,35 @@ describe('the schedule tick line', () => {
       },
     );
     assert.ok(result.outcomes.some((o) => !o.applied));
+  });
+});
+
+describe("a kept job's reason names the cool-down only while it lasts", () => {
+  it('says cool-down with the seconds since the last change, up to the cool-down and not at it', async () => {
+    const reasonAfter = async (secondsSinceChange: number | undefined) => {
+      const { sim, deps } = harness();
+      // At its maximum, so the rebalance keeps it whatever the cool-down: only the reason differs.
+      sim.submitJob(toyJob({ name: 'steady', workers: 4, minReplicas: 4, maxReplicas: 4, labels: MANAGED }));
+      sim.step(1200);
+      if (secondsSinceChange !== undefined)
+        await seedJobState(
+          sim,
+          { ...TOY, name: 'steady' },
+          { lastActionAt: sim.clock.now() - secondsSinceChange },
+        );
+      const result = await handleSchedule(scheduledEvent(), deps);
+      assert.deepEqual(result.errors, []);
+      return result.outcomes.find((o) => o.ref.name === 'steady')?.plan.reason;
+    };
+    const cooldown = harness().deps.config.cooldownSeconds;
+    assert.ok(cooldown > 2, 'a cool-down to be inside of');
+    const free = 'keep 4 workers: no move of a worker to or from this job gains enough';
+    assert.equal(await reasonAfter(undefined), free, 'never changed: no cool-down');
+    assert.equal(await reasonAfter(cooldown), free, 'the cool-down is over at its length');
+    assert.equal(
+      await reasonAfter(cooldown - 1),
+      `keep 4 workers: cool-down (last change ${cooldown - 1} s ago)`,
+    );
   });
 });
 
