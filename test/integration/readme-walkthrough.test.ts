@@ -260,7 +260,7 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
   // The commands README.md and docs/ give for a job trainscaler manages, run as written on the job the
   // walkthrough left (team-a/bert, its TrainingAutoscaler and decisions); test/unit/docs-commands.test.ts
   // finds each of these texts here. `trainscaler` and `kubectl trainscaler` are the package's two bins on
-  // PATH, as `npm install -g` puts them; recommend reads PROMETHEUS_URL (the test's Prometheus).
+  // PATH, as `npm install -g` puts them, run by Node 22 as that needs; recommend reads PROMETHEUS_URL (the test's Prometheus).
   const FOLLOW_UP: [command: string, expect: RegExp][] = [
     ['npm run -s trainscaler -- history team-a/bert --kubeconfig ~/.kube/config', /bert/],
     ['trainscaler history team-a/bert', /bert/],
@@ -269,7 +269,7 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
     ['trainscaler status', /^team-a\s+bert\s+PyTorchJob\s/m],
     ['kubectl trainscaler status', /^team-a\s+bert\s+PyTorchJob\s/m],
     ['trainscaler recommend team-a/bert', /bert/],
-    ['kubectl get stj -n team-a', /^bert\s/m],
+    ['kubectl get stj -n team-a', /^pytorchjob-bert\s+PyTorchJob\s+bert\s/m],
     ['kubectl get stj', /.*/],
     ['kubectl get tsa', /.*/],
     ['kubectl get events', /.*/],
@@ -281,7 +281,12 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
     mkdirSync(bin, { recursive: true });
     for (const name of ['trainscaler', 'kubectl-trainscaler'])
       if (!existsSync(join(bin, name))) symlinkSync(join(ROOT, 'bin', `${name}.js`), join(bin, name));
-    const withBins = { ...env, PATH: [bin, env.PATH].join(delimiter), PROMETHEUS_URL: prometheusUrl };
+    // A global install runs with the first `node` on PATH, which must be Node 22 (docs/operations.md): this one's.
+    const withBins = {
+      ...env,
+      PATH: [bin, dirname(process.execPath), env.PATH].join(delimiter),
+      PROMETHEUS_URL: prometheusUrl,
+    };
     for (const [command, expect] of FOLLOW_UP) {
       const result = spawnSync('bash', ['-c', command], {
         cwd: ROOT,

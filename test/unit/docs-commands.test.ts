@@ -491,7 +491,14 @@ function coverage(command: DocCommand, subcommands: string[], ci: Set<string>): 
   for (const explicit of EXPLICIT) {
     const m = explicit.match.exec(text);
     if (!m) continue;
-    explicit.check(m);
+    try {
+      explicit.check(m);
+    } catch (error) {
+      return {
+        covered: false,
+        why: `not run (${explicit.reason}), and its check fails: ${(error as Error).message}`,
+      };
+    }
     return { covered: true, how: `not run: ${explicit.reason}` };
   }
   return { covered: false, why: 'nothing runs or checks it' };
@@ -508,7 +515,7 @@ function verdicts(commands: DocCommand[], subcommands: string[], ci: Set<string>
     const missed = each.filter((v): v is Extract<Verdict, { covered: false }> => !v.covered);
     return missed.length === 0
       ? { covered: true, how: 'each part covered' }
-      : { covered: false, why: missed.map((v) => v.why).join('; ') };
+      : { covered: false, why: `${whole.why}; by its parts: ${missed.map((v) => v.why).join('; ')}` };
   };
   const first = commands.map((c) => ({ command: c, verdict: single(c) }));
   const coveredTexts = first.filter((r) => r.verdict.covered).map((r) => placeheld(r.command.text));
