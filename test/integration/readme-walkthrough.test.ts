@@ -15,6 +15,7 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -254,5 +255,47 @@ describe('README "From a laptop" walkthrough on the test control plane', { skip 
     assert.match(explained, /^initial: applied on submit, since /m);
     assert.match(explained, /^ {2}- Worker pods prefer node \S+$/m);
     assert.match(explained, /^rebalance: /m);
+  });
+
+  // The commands README.md and docs/ give for a job trainscaler manages, run as written on the job the
+  // walkthrough left (team-a/bert, its TrainingAutoscaler and decisions); test/unit/docs-commands.test.ts
+  // finds each of these texts here. `trainscaler` and `kubectl trainscaler` are the package's two bins on
+  // PATH, as `npm install -g` puts them, run by Node 22 as that needs; recommend reads PROMETHEUS_URL (the test's Prometheus).
+  const FOLLOW_UP: [command: string, expect: RegExp][] = [
+    ['npm run -s trainscaler -- history team-a/bert --kubeconfig ~/.kube/config', /bert/],
+    ['trainscaler history team-a/bert', /bert/],
+    ['trainscaler explain team-a/bert', /^PyTorchJob team-a\/bert: last decision of each policy$/m],
+    ['kubectl trainscaler explain team-a/bert', /^PyTorchJob team-a\/bert: last decision of each policy$/m],
+    ['trainscaler status', /^team-a\s+bert\s+PyTorchJob\s/m],
+    ['kubectl trainscaler status', /^team-a\s+bert\s+PyTorchJob\s/m],
+    ['trainscaler recommend team-a/bert', /bert/],
+    ['kubectl get stj -n team-a', /^pytorchjob-bert\s+PyTorchJob\s+bert\s/m],
+    ['kubectl get stj', /.*/],
+    ['kubectl get tsa', /.*/],
+    ['kubectl get events', /.*/],
+    ['kubectl -n trainscaler-system get lease trainscaler-leader', /^trainscaler-leader\s/m],
+  ];
+
+  it('then the commands the docs give for a managed job, as written', () => {
+    const bin = join(tmp, 'bin');
+    mkdirSync(bin, { recursive: true });
+    for (const name of ['trainscaler', 'kubectl-trainscaler'])
+      if (!existsSync(join(bin, name))) symlinkSync(join(ROOT, 'bin', `${name}.js`), join(bin, name));
+    // A global install runs with the first `node` on PATH, which must be Node 22 (docs/operations.md): this one's.
+    const withBins = {
+      ...env,
+      PATH: [bin, dirname(process.execPath), env.PATH].join(delimiter),
+      PROMETHEUS_URL: prometheusUrl,
+    };
+    for (const [command, expect] of FOLLOW_UP) {
+      const result = spawnSync('bash', ['-c', command], {
+        cwd: ROOT,
+        env: withBins,
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
+      assert.equal(result.status, 0, `${command}\n${result.stdout}\n${result.stderr}`);
+      assert.match(result.stdout, expect, `${command}\n${result.stdout}\n${result.stderr}`);
+    }
   });
 });

@@ -9,9 +9,9 @@
 // Needs TRAINSCALER_KUBECONFIG (npm run test:integration starts the cluster) and Helm (npm run setup).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { freePort, type Started, start, stop, waitUntil } from '../../../infra/local-stack/processes.js';
 import { getArray, getPath, getString } from '../../../lib/adapters/unstructured.js';
@@ -112,26 +112,29 @@ describe('charts/trainscaler installed on the test API server', { skip }, () => 
   });
 
   it('installs with `helm upgrade --install`, taking over what kubectl applied, then the webhook Secret', () => {
-    // docs/operations.md, "Install with Helm", command for command.
-    kubectl('apply', '--server-side', '--force-conflicts', '-f', 'charts/trainscaler/crds/');
-    const out = helm(
-      'upgrade',
-      '--install',
-      'trainscaler',
-      'charts/trainscaler',
-      '--namespace',
-      NAMESPACE,
-      '--create-namespace',
-      '--take-ownership',
-    );
-    execFileSync(
-      'bash',
-      [
-        '-c',
-        'TOKEN="$(openssl rand -hex 32)" && kubectl -n trainscaler-system create secret generic trainscaler-webhook-token --from-literal=token="$TOKEN"',
-      ],
-      { env: { ...process.env, KUBECONFIG: cluster.adminKubeconfig }, timeout: 60_000 },
-    );
+    // docs/operations.md's "Install with Helm" block (README.md's "Install in a cluster" is the same), run as
+    // written by bash, with this cluster's kubeconfig and the Helm npm run setup built first on PATH.
+    const install = [
+      'kubectl apply --server-side --force-conflicts -f charts/trainscaler/crds/',
+      'helm upgrade --install trainscaler charts/trainscaler --namespace trainscaler-system --create-namespace --take-ownership',
+      'TOKEN="$(openssl rand -hex 32)" && kubectl -n trainscaler-system create secret generic trainscaler-webhook-token --from-literal=token="$TOKEN"',
+    ];
+    for (const doc of ['docs/operations.md', 'README.md'])
+      assert.ok(
+        readFileSync(doc, 'utf8').includes(`\`\`\`sh\n${install.join('\n')}\n\`\`\``),
+        `${doc} gives these commands as one block`,
+      );
+    const out = execFileSync('bash', ['-euo', 'pipefail', '-c', install.join('\n')], {
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        KUBECONFIG: cluster.adminKubeconfig,
+        PATH: [HELM?.includes('/') ? dirname(HELM) : '', process.env.PATH ?? '']
+          .filter(Boolean)
+          .join(delimiter),
+      },
+      timeout: 300_000,
+    });
     assert.match(out, /STATUS: deployed/);
     assert.match(
       helm('list', '--namespace', NAMESPACE),
