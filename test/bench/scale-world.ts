@@ -132,14 +132,38 @@ interface Owned {
   metadata?: { uid?: string; ownerReferences?: Array<{ uid: string }> };
 }
 
-/** The shard's uids made unique cluster-wide, in place (the objects are the simulator's fresh clones). */
+/** Each frozen object the simulator shares (its listed pods) with its shard's uids, made once per version. */
+const renamed = new WeakMap<object, unknown>();
+
+/**
+ * The shard's uids made unique cluster-wide: in place for the simulator's fresh clones (jobs), on a copy of the
+ * metadata for the frozen objects it shares (pods), kept while the simulator keeps that version.
+ */
 function withUids<T extends Owned>(object: T, prefix: string): T {
   const metadata = object.metadata;
   if (!metadata) return object;
   const uid = uidOut(metadata.uid, prefix);
-  if (uid !== undefined) metadata.uid = uid;
-  for (const owner of metadata.ownerReferences ?? []) owner.uid = uidOut(owner.uid, prefix) ?? owner.uid;
-  return object;
+  const owners = metadata.ownerReferences?.map((owner) => ({
+    ...owner,
+    uid: uidOut(owner.uid, prefix) ?? owner.uid,
+  }));
+  if (!Object.isFrozen(object)) {
+    if (uid !== undefined) metadata.uid = uid;
+    if (owners) metadata.ownerReferences = owners;
+    return object;
+  }
+  const known = renamed.get(object);
+  if (known) return known as T;
+  const copy = Object.freeze({
+    ...object,
+    metadata: Object.freeze({
+      ...metadata,
+      ...(uid !== undefined ? { uid } : {}),
+      ...(owners ? { ownerReferences: Object.freeze(owners.map((o) => Object.freeze(o))) } : {}),
+    }),
+  });
+  renamed.set(object, copy);
+  return copy;
 }
 
 function patchIn(patch: JsonPatchOp[], prefix: string): JsonPatchOp[] {
