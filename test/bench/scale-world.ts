@@ -217,7 +217,11 @@ export function buildScaleWorld(
     },
     patchJob: async (ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> => {
       const s = shardOf(ref.namespace);
-      return withUids(await s.sim.patchJob(ref, patchIn(patch, s.prefix), options), s.prefix);
+      const patched = await s.sim.patchJob(ref, patchIn(patch, s.prefix), options);
+      // Nothing watches here (the handlers list): the simulator's watch events are dropped as they come, or
+      // the world would keep a copy of every pod change, which is no part of the runner's memory.
+      s.sim.drainEvents();
+      return withUids(patched, s.prefix);
     },
     listPods: async (namespace, selector): Promise<V1Pod[]> => {
       if (namespace === undefined) return all((sim) => sim.listPods(undefined, selector));
@@ -291,7 +295,10 @@ export function buildScaleWorld(
     nodes: shards.reduce((a, s) => a + s.nodes, 0),
     runningJob: { kind: 'PyTorchJob', namespace: home.namespace, name: 'job-001' },
     step: (seconds) => {
-      for (const s of shards) s.sim.step(seconds);
+      for (const s of shards) {
+        s.sim.step(seconds);
+        s.sim.drainEvents();
+      }
     },
   };
   world.step(trainedSeconds);

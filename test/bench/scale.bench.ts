@@ -95,8 +95,13 @@ interface RunnerMemory {
   tickPeakRssGrowthBytes: number;
   /** Largest heap in use sampled every 50 ms during the alert and the ticks, over the baseline. */
   tickPeakHeapGrowthBytes: number;
-  /** Heap still in use after both ticks and a full GC, over the baseline: what is kept between ticks. */
+  /**
+   * Heap still in use after both ticks and a full GC, over the baseline: what is kept between ticks (the
+   * fits; and what the world keeps of the writes: its write log, Events, ScaledTrainingJobs).
+   */
   retainedHeapGrowthBytes: number;
+  /** Of it, the fits kept between ticks (FitCache), measured by letting them go. */
+  fitCacheHeapBytes: number;
   /** Heap of one copy of everything a tick lists (jobs, pods, nodes, ScaledTrainingJobs, Workloads). */
   listedObjectsHeapBytes: number;
   /** rssBeforeWorld + listed objects + the larger tick peak growth: the runner's RSS, estimated from above. */
@@ -276,6 +281,10 @@ async function runOne(
   const tickPeakRssGrowthBytes = rssPeak() - baseline.rss;
   fullGc();
   const retainedHeapGrowthBytes = process.memoryUsage().heapUsed - baseline.heapUsed;
+  // The fits kept between ticks, measured by letting them go.
+  deps.fitCache = new FitCache();
+  fullGc();
+  const fitCacheHeapBytes = retainedHeapGrowthBytes + baseline.heapUsed - process.memoryUsage().heapUsed;
   const listedObjectsHeapBytes = await listedObjectsHeap(world);
   progress.partial.runnerMemory = {
     rssBeforeWorldBytes,
@@ -284,6 +293,7 @@ async function runOne(
     tickPeakRssGrowthBytes,
     tickPeakHeapGrowthBytes: peakHeap - baseline.heapUsed,
     retainedHeapGrowthBytes,
+    fitCacheHeapBytes,
     listedObjectsHeapBytes,
     runnerRssEstimateBytes:
       rssBeforeWorldBytes +
