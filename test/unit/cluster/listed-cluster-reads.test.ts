@@ -358,6 +358,37 @@ describe('the actuator deciding on the listed job first (decideOnListedFirst)', 
     assert.ok(!calls.some((c) => /^(patch|put|create)/.test(c)), calls.join('; '));
   });
 
+  it('a recommendation (mode Recommend) is written after the job is read live, even one that changes nothing', async () => {
+    const { sim } = harness();
+    sim.applyTrainingAutoscaler({
+      apiVersion: 'trainscaler.io/v1alpha1',
+      kind: 'TrainingAutoscaler',
+      metadata: { name: 'p', namespace: TOY.namespace },
+      spec: { targetRef: { kind: 'PyTorchJob', name: TOY.name }, mode: 'Recommend' },
+    });
+    sim.submitJob(toyJob({ workers: 2, minReplicas: 1, maxReplicas: 8 }));
+    sim.step(120);
+    const { client, calls } = recording(sim);
+    const view = readView({ cluster: client });
+    await view.listJobs('PyTorchJob');
+    calls.length = 0;
+    const outcome = await actOnJob(TOY, keep, {
+      clock: sim.clock.now,
+      dryRun: false,
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      namespaceAllowlist: [],
+      decideOnListedFirst: true,
+      cluster: view,
+    });
+    assert.equal(outcome.skipped, 'recommend');
+    const written = calls.findIndex((c) => c.startsWith('putJobState'));
+    assert.ok(written >= 0, calls.join('; '));
+    assert.ok(
+      calls.indexOf('getJob toy,*') >= 0 && calls.indexOf('getJob toy,*') < written,
+      calls.join('; '),
+    );
+  });
+
   it('a decision that writes is made again on the job read live, and pins its resourceVersion', async () => {
     const { client, calls, deps } = world();
     const view = readView({ cluster: client });
