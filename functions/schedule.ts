@@ -194,7 +194,8 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
               config: configUnder(current.governing, deps.config),
               now: deps.clock(),
             }),
-          { ...written, signal },
+          // Most of these reviews change nothing: decided on the listed job, read live only to write.
+          { ...written, signal, decideOnListedFirst: true },
         ),
       ),
   );

@@ -95,6 +95,13 @@ export interface ActuatorDeps {
    * state after the job), since the decision is real once the job holds it.
    */
   signal?: AbortSignal;
+  /**
+   * Decide first on what `cluster` (a tick's read view) already listed, and read the job from the API server
+   * only when that decision would write: a review that leaves most jobs alone (the schedule tick's fault review
+   * of jobs with waiting pods) then costs no request per job. A decision that writes is made again on the live
+   * job, whose resourceVersion its patch pins. Unset: decided on the live job only.
+   */
+  decideOnListedFirst?: boolean;
 }
 
 /** What the actuator read, handed to the policy so that it decides on exactly the version it will patch. */
@@ -354,14 +361,16 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     };
   }
   let conflicts = 0;
-  for (let attempt = 1; ; attempt++) {
+  // Attempt 0 decides on the listed objects only (decideOnListedFirst), and ends only where it writes nothing.
+  for (let attempt = deps.decideOnListedFirst ? 0 : 1; ; attempt++) {
     const management = deps.management ?? {
       ...DEFAULT_MANAGEMENT_SCOPE,
       namespaceAllowlist: deps.namespaceAllowlist,
     };
     // Through a tick's read view (lib/cluster/listed-cluster-reads.ts) the job itself is still read from the API
     // server, for the resourceVersion its patch pins; a retry after a conflict reads everything from it.
-    const reads = attempt === 1 ? readsBeforeWrite(deps.cluster) : liveReads(deps.cluster);
+    const reads =
+      attempt === 0 ? deps.cluster : attempt === 1 ? readsBeforeWrite(deps.cluster) : liveReads(deps.cluster);
     const snapshot = await loadSnapshot(reads, ref, deps.priorityClasses, management);
     const { obj, view } = snapshot;
     const stateRead = view.state;
@@ -382,9 +391,11 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
       placedReplicas: placedReplicasOf(snapshot.pods),
       protectedPods: protectedPodsOf(view, snapshot.pods),
     };
-    if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view))
+    if (Number.isFinite(config.maxClusterGpus) && addsGpus(decided, view)) {
+      if (attempt === 0) continue; // a growth: decided again on the live job
       // Live, not the tick's list: the jobs this tick has grown already count against the budget.
       context.clusterGpusAllocated = await clusterGpusAllocated(liveReads(deps.cluster), snapshot);
+    }
     // Every plan passes the guardrails before it can be written, whichever policy made it.
     const guarded = applyGuardrails(decided, context);
     if (guarded.violations.length > 0)
@@ -393,6 +404,10 @@ export async function actOnJob(ref: JobRef, decide: Decide, deps: ActuatorDeps):
     // Then the job's policy: the actions it does not allow are dropped, and the reason says which.
     const filter = withinPolicy(plan, snapshot.governing);
     plan = filter.plan;
+    // Kueue's rules below only drop changes: a plan without any here writes nothing, unless it is a
+    // recommendation (written to the job's status). Anything that writes is decided again on the live job.
+    if (attempt === 0 && (plan.changes.length > 0 || snapshot.governing?.policy.mode === 'Recommend'))
+      continue;
     // Then Kueue's rules, for a job Kueue manages: nothing Kueue would answer with a suspension, no growth
     // beyond the ClusterQueue's free quota.
     let heldByKueue = false;

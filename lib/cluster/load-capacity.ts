@@ -111,17 +111,19 @@ export function capacityReading(
       // node with no Ready condition yet is taken at its word.
       const readiness = node.status?.conditions?.find((c) => c.type === 'Ready')?.status;
       const ready = readiness !== 'False' && readiness !== 'Unknown';
-      return {
+      // Frozen: every capacity handed out below shares these nodes (copy on write), so no caller's change can
+      // reach the next caller's capacity.
+      return Object.freeze({
         name,
-        allocatable: allocatableOf(node),
-        allocated: allocated.get(name) ?? ZERO_RESOURCES,
+        allocatable: Object.freeze(allocatableOf(node)),
+        allocated: Object.freeze({ ...(allocated.get(name) ?? ZERO_RESOURCES) }),
         schedulable: ready && node.spec?.unschedulable !== true,
-      };
+      });
     })
     .sort((a, b) => a.name.localeCompare(b.name));
   return (holdRoomFor = () => true) => {
     const held = pending.filter(holdRoomFor);
-    if (held.length === 0) return { nodes: views.map((n) => ({ ...n, allocated: { ...n.allocated } })) };
+    if (held.length === 0) return { nodes: [...views] };
     const placing = new ShrinkingCapacity({ nodes: views });
     for (const pod of held) placing.place(podRequests(pod));
     return placing.snapshot();

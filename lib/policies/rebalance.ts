@@ -175,6 +175,12 @@ interface Slot {
   onOptimism: boolean;
   /** Where its workers run and the room left beside them, when known (layoutOf). */
   layout: WorkerLayout | undefined;
+  /**
+   * slotGrowthLimit's answer: it reads only what the decision never changes (k0, the model, the layout, the
+   * job's state; a slot lives for one decision, under one config), and finishFirstAmongAlike asks it for
+   * every pair of alike jobs.
+   */
+  growthLimit?: ReturnType<typeof growthLimit>;
 }
 
 interface WorkerLayout {
@@ -873,8 +879,11 @@ function finishFirstAmongAlike(slots: Slot[], capacity: ClusterCapacity, config:
     .filter((s) => s.entry.model !== undefined && s.entry.remainingSeconds !== undefined)
     .sort((a, b) => a.remaining - b.remaining || compareStrings(a.key, b.key));
   // Only jobs of one signature are alike: each looks for donors among its own kind, not the whole cluster.
+  // And only among those that may move at all: one that may not never shrinks (canShrink), so leaving it out
+  // changes no answer, and a tick in which most jobs cool down weighs the few that may.
   const alike = new Map<string, Slot[]>();
   for (const s of timed) {
+    if (!s.movable) continue;
     const kind = alike.get(s.entry.job.signature);
     if (kind) kind.push(s);
     else alike.set(s.entry.job.signature, [s]);
@@ -1074,7 +1083,8 @@ function canGrow(s: Slot, config: PolicyConfig): boolean {
 }
 
 function slotGrowthLimit(s: Slot, config: PolicyConfig) {
-  return growthLimit(
+  if (s.growthLimit) return s.growthLimit;
+  const limit = growthLimit(
     {
       distinctScales: s.entry.model?.distinctScales ?? 0,
       remainingKnown: s.entry.remainingSeconds !== undefined,
@@ -1083,6 +1093,8 @@ function slotGrowthLimit(s: Slot, config: PolicyConfig) {
     },
     config,
   );
+  s.growthLimit = limit;
+  return limit;
 }
 
 function regrowOf(s: Slot): { from: number; largestRun?: number } {

@@ -132,14 +132,38 @@ interface Owned {
   metadata?: { uid?: string; ownerReferences?: Array<{ uid: string }> };
 }
 
-/** The shard's uids made unique cluster-wide, in place (the objects are the simulator's fresh clones). */
+/** Each frozen object the simulator shares (its listed pods) with its shard's uids, made once per version. */
+const renamed = new WeakMap<object, unknown>();
+
+/**
+ * The shard's uids made unique cluster-wide: in place for the simulator's fresh clones (jobs), on a copy of the
+ * metadata for the frozen objects it shares (pods), kept while the simulator keeps that version.
+ */
 function withUids<T extends Owned>(object: T, prefix: string): T {
   const metadata = object.metadata;
   if (!metadata) return object;
   const uid = uidOut(metadata.uid, prefix);
-  if (uid !== undefined) metadata.uid = uid;
-  for (const owner of metadata.ownerReferences ?? []) owner.uid = uidOut(owner.uid, prefix) ?? owner.uid;
-  return object;
+  const owners = metadata.ownerReferences?.map((owner) => ({
+    ...owner,
+    uid: uidOut(owner.uid, prefix) ?? owner.uid,
+  }));
+  if (!Object.isFrozen(object)) {
+    if (uid !== undefined) metadata.uid = uid;
+    if (owners) metadata.ownerReferences = owners;
+    return object;
+  }
+  const known = renamed.get(object);
+  if (known) return known as T;
+  const copy = Object.freeze({
+    ...object,
+    metadata: Object.freeze({
+      ...metadata,
+      ...(uid !== undefined ? { uid } : {}),
+      ...(owners ? { ownerReferences: Object.freeze(owners.map((o) => Object.freeze(o))) } : {}),
+    }),
+  });
+  renamed.set(object, copy);
+  return copy;
 }
 
 function patchIn(patch: JsonPatchOp[], prefix: string): JsonPatchOp[] {
@@ -193,7 +217,11 @@ export function buildScaleWorld(
     },
     patchJob: async (ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> => {
       const s = shardOf(ref.namespace);
-      return withUids(await s.sim.patchJob(ref, patchIn(patch, s.prefix), options), s.prefix);
+      const patched = await s.sim.patchJob(ref, patchIn(patch, s.prefix), options);
+      // Nothing watches here (the handlers list): the simulator's watch events are dropped as they come, or
+      // the world would keep a copy of every pod change, which is no part of the runner's memory.
+      s.sim.drainEvents();
+      return withUids(patched, s.prefix);
     },
     listPods: async (namespace, selector): Promise<V1Pod[]> => {
       if (namespace === undefined) return all((sim) => sim.listPods(undefined, selector));
@@ -267,7 +295,10 @@ export function buildScaleWorld(
     nodes: shards.reduce((a, s) => a + s.nodes, 0),
     runningJob: { kind: 'PyTorchJob', namespace: home.namespace, name: 'job-001' },
     step: (seconds) => {
-      for (const s of shards) s.sim.step(seconds);
+      for (const s of shards) {
+        s.sim.step(seconds);
+        s.sim.drainEvents();
+      }
     },
   };
   world.step(trainedSeconds);

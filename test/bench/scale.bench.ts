@@ -72,8 +72,40 @@ interface Run extends TickCounts {
   /** Jobs whose newest step sample changed between the ticks: 0, or the second tick is not "no new sample". */
   jobsWithNewSamplesBeforeSecondTick?: number;
   alertRequests: AlertCost | null;
+  /** The runner's own memory, apart from the simulated world's (runnerMemory). */
+  runnerMemory?: RunnerMemory;
   /** Set when a tick was stopped at the time limit: its counts so far (at least these) are in the run. */
   exceeded?: { phase: Phase; afterSeconds: number; note: string };
+}
+
+/**
+ * The handlers' memory apart from the simulated world's, which shares the process: the world is built, a full
+ * GC taken, and the alert and both ticks measured from that baseline. Growths are upper bounds: they also hold
+ * garbage not yet collected and what the world itself added for the tick's writes (its write log, Events,
+ * ScaledTrainingJobs). The listed objects are measured apart: the simulator shares them with the handlers
+ * here, where the runner's informer caches hold copies of their own.
+ */
+interface RunnerMemory {
+  /** RSS with the code loaded, before the world is built: where a runner process starts. */
+  rssBeforeWorldBytes: number;
+  /** After the world is built and a full GC: the baseline. */
+  baselineRssBytes: number;
+  baselineHeapUsedBytes: number;
+  /** Peak RSS (process lifetime, so the build's peak if higher) over the baseline. */
+  tickPeakRssGrowthBytes: number;
+  /** Largest heap in use sampled every 50 ms during the alert and the ticks, over the baseline. */
+  tickPeakHeapGrowthBytes: number;
+  /**
+   * Heap still in use after both ticks and a full GC, over the baseline: what is kept between ticks (the
+   * fits; and what the world keeps of the writes: its write log, Events, ScaledTrainingJobs).
+   */
+  retainedHeapGrowthBytes: number;
+  /** Of it, the fits kept between ticks (FitCache), measured by letting them go. */
+  fitCacheHeapBytes: number;
+  /** Heap of one copy of everything a tick lists (jobs, pods, nodes, ScaledTrainingJobs, Workloads). */
+  listedObjectsHeapBytes: number;
+  /** rssBeforeWorld + listed objects + the larger tick peak growth: the runner's RSS, estimated from above. */
+  runnerRssEstimateBytes: number;
 }
 
 type Phase = 'building the world' | 'alert' | 'tick, all samples new' | 'tick, no new sample' | 'done';
@@ -98,6 +130,13 @@ function tickCounts(s: CountSnapshot): TickCounts {
 }
 
 const log = (message: string) => process.stderr.write(`[bench:scale] ${message}\n`);
+/** A full GC (the child runs with --expose-gc), twice so that what the first freed is gone too. */
+const fullGc = () => {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('the child needs --expose-gc');
+  gc();
+  gc();
+};
 const rssPeak = () => process.resourceUsage().maxRSS * 1024;
 
 // ---- child: one N -----------------------------------------------------------------------------------------
@@ -122,6 +161,7 @@ async function runOne(
     save(true);
   };
   save(true);
+  const rssBeforeWorldBytes = process.memoryUsage().rss;
   const built = performance.now();
   const world = buildScaleWorld(jobs, trainedSeconds);
   const buildSeconds = (performance.now() - built) / 1000;
@@ -163,6 +203,13 @@ async function runOne(
     // As the runner keeps it (functions/runtime-deps.ts): fits live across ticks.
     fitCache: new FitCache(),
   };
+
+  fullGc();
+  const baseline = process.memoryUsage();
+  let peakHeap = baseline.heapUsed;
+  const sampler = setInterval(() => {
+    peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
+  }, 50);
 
   // The alert first: a tick stopped at the time limit ends the process, and the alert is cheap. It reviews one
   // job of N (a per-job cache would hold that one warm for the first tick).
@@ -229,7 +276,48 @@ async function runOne(
     noNewSamples: tickCounts(counter.snapshot()),
     peakRssBytes: rssPeak(),
   };
+  clearInterval(sampler);
+  peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
+  const tickPeakRssGrowthBytes = rssPeak() - baseline.rss;
+  fullGc();
+  const retainedHeapGrowthBytes = process.memoryUsage().heapUsed - baseline.heapUsed;
+  // The fits kept between ticks, measured by letting them go.
+  deps.fitCache = new FitCache();
+  fullGc();
+  const fitCacheHeapBytes = retainedHeapGrowthBytes + baseline.heapUsed - process.memoryUsage().heapUsed;
+  const listedObjectsHeapBytes = await listedObjectsHeap(world);
+  progress.partial.runnerMemory = {
+    rssBeforeWorldBytes,
+    baselineRssBytes: baseline.rss,
+    baselineHeapUsedBytes: baseline.heapUsed,
+    tickPeakRssGrowthBytes,
+    tickPeakHeapGrowthBytes: peakHeap - baseline.heapUsed,
+    retainedHeapGrowthBytes,
+    fitCacheHeapBytes,
+    listedObjectsHeapBytes,
+    runnerRssEstimateBytes:
+      rssBeforeWorldBytes +
+      listedObjectsHeapBytes +
+      Math.max(tickPeakRssGrowthBytes, peakHeap - baseline.heapUsed),
+  };
   enter('done');
+}
+
+/** The heap one copy of a tick's lists takes (read from the world directly, not counted). */
+async function listedObjectsHeap(world: ScaleWorld): Promise<number> {
+  const lists = await Promise.all([
+    world.cluster.listPods(undefined),
+    world.cluster.listNodes(),
+    world.cluster.listJobs('PyTorchJob'),
+    world.cluster.listJobStates(),
+    world.cluster.listWorkloads(undefined, '').catch(() => []),
+  ]);
+  fullGc();
+  const before = process.memoryUsage().heapUsed;
+  const copy = structuredClone(lists);
+  fullGc();
+  const bytes = process.memoryUsage().heapUsed - before;
+  return copy.length > 0 ? bytes : 0;
 }
 
 /** Each job's newest step sample time, read from the world directly (not counted). */
@@ -329,6 +417,7 @@ function runOf(progress: Progress, exceeded?: Run['exceeded']): Run {
     ...(p.jobsWithNewSamplesBeforeSecondTick === undefined
       ? {}
       : { jobsWithNewSamplesBeforeSecondTick: p.jobsWithNewSamplesBeforeSecondTick }),
+    ...(p.runnerMemory ? { runnerMemory: p.runnerMemory } : {}),
     ...(exceeded ? { exceeded } : {}),
   };
 }
@@ -360,7 +449,7 @@ function runChild(jobs: number, options: Options, dir: string): Promise<Run> {
   const child = fork(
     fileURLToPath(import.meta.url),
     ['--child', String(jobs), file, String(options.trainedSeconds), String(options.apiLatencyMs)],
-    { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+    { execArgv: ['--expose-gc', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
   );
   return new Promise((resolve, reject) => {
     let exceeded: Run['exceeded'];
@@ -418,6 +507,7 @@ function table(runs: Run[]): string {
     'tick s (none new)',
     'reads/PromQL (none new)',
     'peak RSS MiB',
+    'runner RSS est. MiB',
     'alert API/PromQL/listed',
   ];
   const rows = runs.map((r) => [
@@ -432,6 +522,7 @@ function table(runs: Run[]): string {
     seconds(r, 'tick, no new sample', r.tickSecondsNoNewSamples),
     r.noNewSamples ? `${r.noNewSamples.apiReadsPerTick}/${r.noNewSamples.promqlQueriesPerTick}` : '-',
     fmt(r.peakRssBytes / MiB, 0),
+    r.runnerMemory ? fmt(r.runnerMemory.runnerRssEstimateBytes / MiB, 0) : '-',
     r.alertRequests
       ? `${r.alertRequests.apiReads + r.alertRequests.apiWrites}/${r.alertRequests.promqlQueries}/${r.alertRequests.apiObjectsListed}`
       : '-',
@@ -446,6 +537,7 @@ function table(runs: Run[]): string {
       out.push(
         `N=${r.jobs} alert, requests: ${JSON.stringify(r.alertRequests.apiRequestsByVerbAndResource)}`,
       );
+    if (r.runnerMemory) out.push(`N=${r.jobs} runner memory: ${JSON.stringify(r.runnerMemory)}`);
     if (r.exceeded)
       out.push(
         `N=${r.jobs} EXCEEDED: ${r.exceeded.phase} after ${r.exceeded.afterSeconds} s (${r.exceeded.note})`,

@@ -31,12 +31,13 @@ function setup(options: {
   const calls: string[] = [];
   const resizes: { pod: string; patch: JsonPatchOp[] }[] = [];
   const faults = [...(options.resizeFaults ?? [])];
-  // A kubelet that resizes reports each running container's resources in its status.
+  // A kubelet that resizes reports each running container's resources in its status (on a copy: the
+  // simulator's listed pods are read-only).
   const withStatus = (pod: V1Pod): V1Pod => {
-    if (options.nodeReports === false) return pod;
+    if (options.nodeReports === false || !pod.status) return pod;
     const resources = pod.spec?.containers[0]?.resources;
-    for (const s of pod.status?.containerStatuses ?? []) s.resources = resources;
-    return pod;
+    const containerStatuses = pod.status.containerStatuses?.map((s) => ({ ...s, resources }));
+    return { ...pod, status: { ...pod.status, ...(containerStatuses ? { containerStatuses } : {}) } };
   };
   const cluster: ClusterClient = {
     getJob: (ref) => sim.getJob(ref),

@@ -316,3 +316,111 @@ describe('the actuator through a tick view', () => {
     ]);
   });
 });
+
+describe('the actuator deciding on the listed job first (decideOnListedFirst)', () => {
+  function world() {
+    const { sim } = harness();
+    const manifest = toyJob({ workers: 2, minReplicas: 1, maxReplicas: 8 });
+    manifest.metadata.annotations = { ...manifest.metadata.annotations, [ANNOTATION.managed]: 'true' };
+    sim.submitJob(manifest);
+    sim.step(120);
+    const { client, calls } = recording(sim);
+    const deps = {
+      clock: sim.clock.now,
+      dryRun: false,
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      namespaceAllowlist: [],
+      decideOnListedFirst: true,
+    };
+    return { sim, client, calls, deps };
+  }
+  const keep = () => ({ ref: TOY, policy: 'fault' as const, reason: 'nothing to do', changes: [] });
+  const toThree = () => ({
+    ref: TOY,
+    policy: 'fault' as const,
+    reason: 'test',
+    changes: [{ kind: 'replicas' as const, role: 'Worker' as const, from: 2, to: 3 }],
+  });
+
+  it('a decision that writes nothing reads nothing from the API server beyond the tick lists', async () => {
+    const { client, calls, deps } = world();
+    const view = readView({ cluster: client });
+    await view.listPods(undefined);
+    await view.listJobs('PyTorchJob');
+    calls.length = 0;
+    const outcome = await actOnJob(TOY, keep, { ...deps, cluster: view });
+    assert.equal(outcome.applied, false);
+    assert.equal(outcome.skipped, 'no-change');
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith('get')),
+      [],
+    );
+    assert.ok(!calls.some((c) => /^(patch|put|create)/.test(c)), calls.join('; '));
+  });
+
+  it('a recommendation (mode Recommend) is written after the job is read live, even one that changes nothing', async () => {
+    const { sim } = harness();
+    sim.applyTrainingAutoscaler({
+      apiVersion: 'trainscaler.io/v1alpha1',
+      kind: 'TrainingAutoscaler',
+      metadata: { name: 'p', namespace: TOY.namespace },
+      spec: { targetRef: { kind: 'PyTorchJob', name: TOY.name }, mode: 'Recommend' },
+    });
+    sim.submitJob(toyJob({ workers: 2, minReplicas: 1, maxReplicas: 8 }));
+    sim.step(120);
+    const { client, calls } = recording(sim);
+    const view = readView({ cluster: client });
+    await view.listJobs('PyTorchJob');
+    calls.length = 0;
+    const outcome = await actOnJob(TOY, keep, {
+      clock: sim.clock.now,
+      dryRun: false,
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      namespaceAllowlist: [],
+      decideOnListedFirst: true,
+      cluster: view,
+    });
+    assert.equal(outcome.skipped, 'recommend');
+    const written = calls.findIndex((c) => c.startsWith('putJobState'));
+    assert.ok(written >= 0, calls.join('; '));
+    assert.ok(
+      calls.indexOf('getJob toy,*') >= 0 && calls.indexOf('getJob toy,*') < written,
+      calls.join('; '),
+    );
+  });
+
+  it('a decision that writes is made again on the job read live, and pins its resourceVersion', async () => {
+    const { client, calls, deps } = world();
+    const view = readView({ cluster: client });
+    await view.listJobs('PyTorchJob');
+    const listed = await view.getJob(TOY);
+    // The job changes after the tick listed it: the listed copy is stale, the live one is what gets patched.
+    await client.patchJob(TOY, [{ op: 'add', path: '/metadata/labels/touched', value: 'yes' }], {
+      dryRun: false,
+    });
+    const live = await client.getJob(TOY);
+    assert.notEqual(live.metadata.resourceVersion, listed.metadata.resourceVersion);
+    calls.length = 0;
+    const seen: Array<string | undefined> = [];
+    const outcome = await actOnJob(
+      TOY,
+      (snapshot) => {
+        seen.push(snapshot.view.resourceVersion);
+        return toThree();
+      },
+      { ...deps, cluster: view },
+    );
+    assert.equal(outcome.applied, true);
+    assert.equal(outcome.conflicts, 0, 'no patch was sent with the listed resourceVersion');
+    // Decided on the listed job, then again on the live one: the write is the live decision's.
+    assert.deepEqual(seen, [listed.metadata.resourceVersion, live.metadata.resourceVersion]);
+    assert.equal(calls.filter((c) => c.startsWith('getJob')).length, 1, calls.join('; '));
+    const patchAt = calls.findIndex((c) => c.startsWith('patchJob toy'));
+    assert.ok(patchAt > calls.indexOf('getJob toy,*') && calls.includes('getJob toy,*'), calls.join('; '));
+    assert.ok(
+      outcome.patch?.some(
+        (op) => op.path === '/metadata/resourceVersion' && op.value === live.metadata.resourceVersion,
+      ),
+    );
+  });
+});

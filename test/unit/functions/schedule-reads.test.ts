@@ -61,4 +61,32 @@ describe('a schedule tick reads the cluster in a number of requests independent 
       assert.equal(count(large.counts, key), 1, key);
     assert.equal(count(large.counts, 'get scaledtrainingjobs'), 0);
   });
+
+  it('a tick that writes nothing reads only the lists and the profile store: no job, not even one with waiting pods', async () => {
+    const world = buildScaleWorld(200);
+    let counter = new RequestCounter();
+    const deps: HandlerDeps = {
+      cluster: countingClusterClient(world.cluster, () => counter),
+      metrics: countingMetricsSource(world.metrics, () => counter, world.clock),
+      clock: world.clock,
+      config: DEFAULT_POLICY_CONFIG,
+      dryRun: false,
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      profiles: { namespace: PROFILES_NAMESPACE, configMapName: 'trainscaler-profiles' },
+    };
+    await handleSchedule({}, deps);
+    // 30 s on: the jobs just written cool down, no sample is new; the pods the first tick's growths asked for
+    // are still being placed, so jobs have pods waiting for room (their faults are reviewed, and left alone).
+    world.step(30);
+    counter = new RequestCounter();
+    const second = await handleSchedule({}, deps);
+    const counts = counter.snapshot();
+    assert.equal(second.errors.length, 0);
+    assert.equal(counts.apiWrites, 0, JSON.stringify(counts.apiRequestsByVerbAndResource));
+    const reviewed = second.outcomes.filter((o) => o.plan.policy === 'fault');
+    assert.ok(reviewed.length > 0, 'jobs with waiting pods were reviewed: the case is exercised');
+    assert.equal(count(counts, 'get pytorchjobs'), 0);
+    // The lists of the first test, and the profile store's ConfigMap.
+    assert.equal(counts.apiReads, 11, JSON.stringify(counts.apiRequestsByVerbAndResource));
+  });
 });

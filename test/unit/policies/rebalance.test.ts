@@ -249,6 +249,21 @@ describe('decideRebalance: idle capacity', () => {
     assert.deepEqual(sizes(grown(10, once)), { back: 5 }, 'seen at one size: one probe worker');
   });
 
+  it("growth rule: each job's limit is its own and that of the decision's config, decision after decision", () => {
+    // The limit is kept per job within one decision (it is asked for every pair of alike jobs): it must never
+    // be another job's, nor an earlier decision's under another config.
+    const table = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i + 1, 100 * (i + 1)]));
+    const back = entry({ name: 'back', k: 4, max: 16, table, remainingSeconds: 36_000 });
+    back.job.state.largestRunWorkers = 10;
+    const stepped = entry({ name: 'stepped', k: 4, max: 16, table, remainingSeconds: 36_000 });
+    const decide = (c: PolicyConfig) =>
+      sizes(decideRebalance({ jobs: [back, stepped], capacity: capacity(8, 64), config: c, now: NOW }));
+    assert.deepEqual(decide(config), { back: 10, stepped: 8 });
+    assert.deepEqual(decide({ ...config, maxReplicaStep: 2 }), { back: 10, stepped: 6 });
+    assert.deepEqual(decide({ ...config, maxReplicaStep: 8 }), { back: 12, stepped: 12 });
+    assert.deepEqual(decide(config), { back: 10, stepped: 8 });
+  });
+
   it('growth rule: a probe of a large job clears the hysteresis on the step it opens', () => {
     // 24 workers seen at one size, +3% per worker on the mean: one worker alone is below the 5% hysteresis,
     // the step measuring it opens (maxReplicaStep, to 28: +7.1%) is not.

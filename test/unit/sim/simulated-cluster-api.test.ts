@@ -153,6 +153,55 @@ describe('SimulatedCluster operator emulation', () => {
   });
 });
 
+describe('SimulatedCluster pod lists share one frozen copy per pod version', () => {
+  const phases = async (sim: SimulatedCluster) =>
+    (await sim.listPods('team-a')).map(
+      (p) => `${p.metadata?.name}:${p.status?.phase}:${p.spec?.nodeName ?? '-'}`,
+    );
+
+  it('lists each pod as it is now: a change since the last list is seen, and the earlier copy stays as it was', async () => {
+    const sim = clusterWithJob(2);
+    const before = await sim.listPods('team-a');
+    const shown = before.map((p) => `${p.metadata?.name}:${p.status?.phase}:${p.spec?.nodeName ?? '-'}`);
+    assert.deepEqual(await phases(sim), shown, 'nothing changed: the same pods');
+    sim.step(120);
+    const after = await phases(sim);
+    assert.ok(
+      after.every((p) => p.includes(':Running:gpu-')),
+      after.join(', '),
+    );
+    assert.notDeepEqual(after, shown);
+    // What a reader holds never changes under it.
+    assert.deepEqual(
+      before.map((p) => `${p.metadata?.name}:${p.status?.phase}:${p.spec?.nodeName ?? '-'}`),
+      shown,
+    );
+    assert.ok(
+      (await sim.listPods('team-a')).every(
+        (p, i) => p.metadata?.resourceVersion !== before[i]?.metadata?.resourceVersion,
+      ),
+    );
+  });
+
+  it('hands out read-only pods: a reader that writes to one throws, and the next list is unchanged', async () => {
+    const sim = clusterWithJob(2);
+    sim.step(120);
+    const [pod] = await sim.listPods('team-a');
+    assert.ok(pod?.status && pod.metadata?.labels);
+    const status = pod.status;
+    const labels = pod.metadata.labels;
+    assert.throws(() => {
+      status.phase = 'Failed';
+    }, TypeError);
+    assert.throws(() => {
+      labels.tampered = 'yes';
+    }, TypeError);
+    const [again] = await sim.listPods('team-a');
+    assert.equal(again?.status?.phase, 'Running');
+    assert.equal(again?.metadata?.labels?.tampered, undefined);
+  });
+});
+
 describe('SimulatedCluster JSON Patch semantics', () => {
   it('bumps resourceVersion and generation on a real write and records it', async () => {
     const sim = clusterWithJob(2);
