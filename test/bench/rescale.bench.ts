@@ -8,13 +8,14 @@
 // defaults, REPS times each. Each pause is also split into where it went (from the trainer's phases log).
 // Run: npm run bench:rescale [-- --reps N] [-- --json]
 //      [-- --only recommended|torchrunDefaults|torchrunRecommendedFlags (the flags without the launcher)]
-// (needs Debian's python3-torch: npm run setup)
+// (needs the pinned PyPI torch: npm run setup; TORCH_PYTHON=/usr/bin/python3 runs it on Debian's torch 1.13)
 // Everything binds 127.0.0.1; every wait is bounded.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, type Started, start, stop, waitUntil } from '../../infra/local-stack/processes.js';
+import { torchPython, torchrunBeside, torchVersionOf } from '../../infra/local-stack/torch-python.js';
 import {
   RECOMMENDED_LAUNCHER,
   recommendedTorchrunFlags,
@@ -38,9 +39,10 @@ const { values } = parseArgs({
   },
 });
 const REPS = Number(values.reps);
-const TORCHRUN = process.env.TORCHRUN ?? '/usr/bin/torchrun';
-// Debian's python3-torch lives in /usr/bin/python3's site-packages (another python3 may come first on PATH).
-const PYTHON = process.env.TORCH_PYTHON ?? '/usr/bin/python3';
+// The pinned PyPI torch's venv (npm run setup), or TORCH_PYTHON / TORCHRUN (/usr/bin/python3: Debian's torch 1.13).
+const PYTHON = torchPython();
+const TORCHRUN = torchrunBeside(PYTHON);
+const TORCH_VERSION = torchVersionOf(PYTHON);
 const TRAINER = join(REPO_ROOT, 'infra', 'examples', 'elastic-trainer', 'train.py');
 const PAUSE_TIMEOUT_MS = 150_000;
 
@@ -204,10 +206,10 @@ if (values.json) {
       { scaleUp: round(v.scaleUp), scaleDown: round(v.scaleDown) },
     ]),
   );
-  console.log(JSON.stringify(out));
+  console.log(JSON.stringify({ torch: TORCH_VERSION, ...out }));
 } else {
   console.log(
-    '\npause from the last step at the old size to the first at the new one (median of reps, seconds):',
+    `\npause from the last step at the old size to the first at the new one (median of reps, seconds; torch ${TORCH_VERSION}):`,
   );
   console.log('| rendezvous | scale-up 1->2 | scale-down 2->1 | samples repeated |');
   console.log('| --- | ---: | ---: | ---: |');
