@@ -51,6 +51,11 @@ interface Launch {
   args: string[];
 }
 
+// Plain torchrun on torch >= 2.4 needs this for a scale-up to work at all: without it the joining agent waits
+// for the shared store's address until the 60 s store timeout (measured on torch 2.15.0; the launcher sets it
+// itself: infra/sidecar/python/trainscaler_hook/launch.py, NO_SHARED_STORE_ENV). Ignored by torch 1.13.
+const TORCHRUN_ENV = { TORCH_DISABLE_SHARE_RDZV_TCP_STORE: '1' };
+
 /** trainscaler's recommendation (what `submit` recommends for an elastic PyTorchJob) vs torchrun's defaults. */
 export const RENDEZVOUS: Record<string, Launch> = {
   recommended: {
@@ -101,6 +106,7 @@ function agent(name: string, port: number, dir: string, launch: Launch): Started
       TRAIN_DATASET_SIZE: '400000',
       TRAINSCALER_HOOK_URL: 'http://127.0.0.1:9', // no sidecar here: the hook drops its reports quietly
       OMP_NUM_THREADS: '1',
+      ...(launch.command === TORCHRUN ? TORCHRUN_ENV : {}),
     },
   });
 }

@@ -113,7 +113,9 @@ def real_torch(monkeypatch):
         (dynamic, "_delay"),
     ]:
         monkeypatch.setattr(module, name, getattr(module, name))
-    monkeypatch.delenv(LEAVING_ENV, raising=False)
+    for name in (LEAVING_ENV, launch.NO_SHARED_STORE_ENV):  # set first, so that the delete is undone too
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.setenv(launch.WARM_ENV, "0")
     return types.SimpleNamespace(mp_api=mp_api, registry=registry, run=run, dynamic=dynamic)
 
@@ -168,3 +170,14 @@ def test_with_no_usable_internal_the_launcher_is_plain_torchrun(real_torch, monk
         launch.main(["train.py"])
     assert seen == {"leaving": None, "untouched": True}
     assert left == []
+
+
+def test_the_launcher_opts_out_of_torch_2s_shared_store_unless_the_job_chose(real_torch, monkeypatch):
+    """Without the opt-out, a node joining a later round (a scale-up) never gets the store's address (torch 2.15)."""
+    seen = []
+    monkeypatch.setattr(launch, "supported_features", lambda: [])
+    monkeypatch.setattr(real_torch.run, "main", lambda argv: seen.append(os.environ.get(launch.NO_SHARED_STORE_ENV)))
+    launch.main(["train.py"])
+    monkeypatch.setenv(launch.NO_SHARED_STORE_ENV, "0")
+    launch.main(["train.py"])
+    assert seen == ["1", "0"]

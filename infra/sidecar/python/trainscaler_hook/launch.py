@@ -21,6 +21,8 @@ off with a warning on stderr, and the launcher behaves there as torchrun does.
   more for the joiner to notice the new round and for the last call's end to be noticed. The launcher polls
   every ``TRAINSCALER_RDZV_POLL_SECONDS`` (default 0.1; a c10d store answers a get in well under a
   millisecond) instead.
+- **Scale-ups that work on torch 2**: ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` unless set (see
+  ``NO_SHARED_STORE_ENV``; plain torchrun 2.15 needs it too).
 - **Warm worker starts** (``trainscaler_hook.warm``): a server started before the agent joins the rendezvous
   imports torch once (a joining pod warms up before it stops anybody), and each worker the agent starts is a
   fork of it. ``TRAINSCALER_WARM=0`` turns it off.
@@ -42,6 +44,11 @@ from .leaving import LEAVING_ENV
 
 WARM_ENV = "TRAINSCALER_WARM"
 POLL_ENV = "TRAINSCALER_RDZV_POLL_SECONDS"
+# torch >= 2.4 shares the rendezvous' TCP store with the workers, and its rank 0 publishes the store's address
+# (MASTER_ADDR) in its first round only: a node that joins a later round (every scale-up) waits for it until
+# the store's 60 s timeout and the rescale fails (measured on torch 2.15.0 with plain torchrun). torch's opt-out
+# (read by the rendezvous handler, ignored by torch 1.13) publishes it every round; set unless the job sets it.
+NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 WARM_READY_SECONDS = float(os.environ.get("TRAINSCALER_WARM_READY_SECONDS", "120"))
 LEAVE_SECONDS = 10.0
 
@@ -203,6 +210,7 @@ def main(argv: List[str]) -> int:
     import torch.distributed.run as run
 
     features = supported_features()
+    os.environ.setdefault(NO_SHARED_STORE_ENV, "1")
     work = tempfile.mkdtemp(prefix="trainscaler-launch-")
     leaving_file = os.path.join(work, "leaving")
     if "leaving marker" in features:
