@@ -38,7 +38,7 @@ mkdir -p "$CACHE_ROOT"
 # --no-cache-dir: the venv is the cache; a pip cache would keep a second copy of 3 GB of wheels.
 if ! "$venv/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check --no-deps \
   --retries 2 --timeout 60 -r "$requirements"; then
-  index="$("$venv/bin/python" -m pip config get global.index-url 2>/dev/null || echo https://pypi.org/simple)"
+  index="${PIP_INDEX_URL:-$("$venv/bin/python" -m pip config get global.index-url 2>/dev/null || echo https://pypi.org/simple)}"
   rm -rf "$venv"
   echo "error: could not install torch $version from PyPI ($index): is it reachable? The training tests," \
     "npm run bench:rescale and the hook's tests need it; retry npm run setup when it is." >&2
