@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Container, V1EnvVar } from '@kubernetes/client-node';
 import { load } from 'js-yaml';
 import { discoveredTargets, type MonitoringStack } from './monitoring.js';
+import { torchPython } from './torch-python.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const EXAMPLE_MANIFEST = join(REPO_ROOT, 'infra', 'examples', 'elastic-trainer', 'pytorchjob.yaml');
@@ -21,6 +22,8 @@ export interface ExampleJobOptions {
   trainer: Record<string, string>;
   /** The sidecar's step-time averaging window (production: 60 s), shortened as the alert rules' durations are. */
   sidecarWindowSeconds: number;
+  /** The python with torch that runs the launcher (the manifest's /usr/bin/python3); default: torchPython(). */
+  python?: string;
 }
 
 interface ExampleJob {
@@ -40,13 +43,18 @@ function overrideEnv(container: V1Container | undefined, what: string, values: R
   ];
 }
 
-/** The example manifest as it is, with this run's name, namespace, trainer environment and sidecar window. */
+/**
+ * The example manifest as it is, with this run's name, namespace, trainer environment and sidecar window, and the
+ * pinned PyPI torch's python (npm run setup) in place of the manifest's /usr/bin/python3 (Debian's torch 1.13).
+ */
 export function exampleJobManifest(options: ExampleJobOptions): Record<string, unknown> {
   const job = load(readFileSync(EXAMPLE_MANIFEST, 'utf8')) as ExampleJob;
   job.metadata.name = options.name;
   job.metadata.namespace = options.namespace;
   const spec = job.spec.pytorchReplicaSpecs.Worker.template.spec;
   overrideEnv(spec.containers[0], 'trainer', options.trainer);
+  const trainer = spec.containers[0] as V1Container;
+  trainer.command = [options.python ?? torchPython(), ...(trainer.command ?? []).slice(1)];
   overrideEnv(
     spec.initContainers.find((c) => c.name === 'trainscaler-sidecar'),
     'trainscaler-sidecar',

@@ -1,6 +1,6 @@
 // `npm run quickstart`: trainscaler growing a real job on a real alert, on this machine. On the test control plane
 // (infra/cluster, started by with-cluster.sh) it starts Prometheus and Alertmanager with infra/prometheus's
-// rules and routes, the example elastic PyTorchJob with its sidecar on the host node (python3-torch), and
+// rules and routes, the example elastic PyTorchJob with its sidecar on the host node (the PyPI torch of npm run setup), and
 // trainscaler's runner (what `trainscaler run` starts: leader election, informers, schedule, webhook) in this
 // process; then it tells what happens in plain lines and stops everything it started, on success, error or
 // Ctrl-C. Every wait is bounded.

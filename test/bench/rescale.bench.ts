@@ -8,13 +8,14 @@
 // defaults, REPS times each. Each pause is also split into where it went (from the trainer's phases log).
 // Run: npm run bench:rescale [-- --reps N] [-- --json]
 //      [-- --only recommended|torchrunDefaults|torchrunRecommendedFlags (the flags without the launcher)]
-// (needs Debian's python3-torch: npm run setup)
+// (needs the pinned PyPI torch: npm run setup; TORCH_PYTHON=/usr/bin/python3 runs it on Debian's torch 1.13)
 // Everything binds 127.0.0.1; every wait is bounded.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, type Started, start, stop, waitUntil } from '../../infra/local-stack/processes.js';
+import { torchPython, torchrunBeside, torchVersionOf } from '../../infra/local-stack/torch-python.js';
 import {
   RECOMMENDED_LAUNCHER,
   recommendedTorchrunFlags,
@@ -38,9 +39,10 @@ const { values } = parseArgs({
   },
 });
 const REPS = Number(values.reps);
-const TORCHRUN = process.env.TORCHRUN ?? '/usr/bin/torchrun';
-// Debian's python3-torch lives in /usr/bin/python3's site-packages (another python3 may come first on PATH).
-const PYTHON = process.env.TORCH_PYTHON ?? '/usr/bin/python3';
+// The pinned PyPI torch's venv (npm run setup), or TORCH_PYTHON / TORCHRUN (/usr/bin/python3: Debian's torch 1.13).
+const PYTHON = torchPython();
+const TORCHRUN = torchrunBeside(PYTHON);
+const TORCH_VERSION = torchVersionOf(PYTHON);
 const TRAINER = join(REPO_ROOT, 'infra', 'examples', 'elastic-trainer', 'train.py');
 const PAUSE_TIMEOUT_MS = 150_000;
 
@@ -48,6 +50,11 @@ interface Launch {
   command: string;
   args: string[];
 }
+
+// Plain torchrun on torch >= 2.4 needs this for a scale-up to work at all: without it the joining agent waits
+// for the shared store's address until the 60 s store timeout (measured on torch 2.15.0; the launcher sets it
+// itself: infra/sidecar/python/trainscaler_hook/launch.py, NO_SHARED_STORE_ENV). Ignored by torch 1.13.
+const TORCHRUN_ENV = { TORCH_DISABLE_SHARE_RDZV_TCP_STORE: '1' };
 
 /** trainscaler's recommendation (what `submit` recommends for an elastic PyTorchJob) vs torchrun's defaults. */
 export const RENDEZVOUS: Record<string, Launch> = {
@@ -99,6 +106,7 @@ function agent(name: string, port: number, dir: string, launch: Launch): Started
       TRAIN_DATASET_SIZE: '400000',
       TRAINSCALER_HOOK_URL: 'http://127.0.0.1:9', // no sidecar here: the hook drops its reports quietly
       OMP_NUM_THREADS: '1',
+      ...(launch.command === TORCHRUN ? TORCHRUN_ENV : {}),
     },
   });
 }
@@ -204,10 +212,10 @@ if (values.json) {
       { scaleUp: round(v.scaleUp), scaleDown: round(v.scaleDown) },
     ]),
   );
-  console.log(JSON.stringify(out));
+  console.log(JSON.stringify({ torch: TORCH_VERSION, ...out }));
 } else {
   console.log(
-    '\npause from the last step at the old size to the first at the new one (median of reps, seconds):',
+    `\npause from the last step at the old size to the first at the new one (median of reps, seconds; torch ${TORCH_VERSION}):`,
   );
   console.log('| rendezvous | scale-up 1->2 | scale-down 2->1 | samples repeated |');
   console.log('| --- | ---: | ---: | ---: |');

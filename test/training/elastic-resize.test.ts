@@ -23,8 +23,9 @@
 // urgent job, each decision's reason on the job (annotation) and in an Event; the job Succeeded; every sample
 // of each epoch processed exactly once (the trainer logs sample ids); no step lost beyond the last checkpoint;
 // the throughput after each resize within the model's 90% prediction interval (lib/model/prediction-interval.ts),
-// or the decision's reason says why not. Pauses and figures are printed. Needs Debian's python3-torch,
-// prometheus and prometheus-alertmanager (npm run setup) and a root shell (the host node); every wait is bounded.
+// or the decision's reason says why not. Pauses and figures are printed. Needs the pinned PyPI torch's venv
+// (infra/local-stack/torch-python.ts; TORCH_PYTHON overrides), prometheus and prometheus-alertmanager (npm run
+// setup) and a root shell (the host node); every wait is bounded.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';

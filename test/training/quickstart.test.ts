@@ -2,7 +2,7 @@
 // (with-cluster.sh reuses it and leaves it up), the real example job, Prometheus, Alertmanager and trainscaler's
 // runner. Asserted: the printed story in order (the throughput, the alert, trainscaler's decision on that alert
 // with its reason, the job at its new size, the throughput after), then everything it started stopped, exit 0.
-// Needs what the training test needs (root, python3-torch, prometheus, prometheus-alertmanager); bounded.
+// Needs what the training test needs (root, the PyPI torch of npm run setup, prometheus, prometheus-alertmanager); bounded.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';

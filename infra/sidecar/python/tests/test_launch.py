@@ -133,3 +133,20 @@ def test_the_warm_server_is_started_and_ready_before_the_agent_runs(tmp_path, mo
 def test_a_warm_server_that_cannot_warm_up_means_cold_starts_not_a_failed_pod(tmp_path, monkeypatch, hook_on_pythonpath):
     monkeypatch.setenv("TRAINSCALER_WARM_PRELOAD", "no_such_module_anywhere")
     assert launch._start_warm_server(str(tmp_path / "warm.sock")) is None
+
+
+def test_a_torch_2_rendezvous_info_is_timed_and_passed_through(capsys):
+    class RendezvousInfo:  # torch 2's next_rendezvous() result: properties, not a tuple
+        rank = 0
+        world_size = 3
+
+    info = RendezvousInfo()
+
+    class Handler:
+        def next_rendezvous(self):
+            return info
+
+    handler = Handler()
+    launch.timed_rendezvous(handler)
+    assert handler.next_rendezvous() is info
+    assert "rank 0 of 3 nodes" in capsys.readouterr().err

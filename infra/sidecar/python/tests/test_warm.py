@@ -247,7 +247,15 @@ def test_preload_list_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv(warm.PRELOAD_ENV, " torch , numpy,,")
     assert warm.preload_from_env() == ["torch", "numpy"]
     monkeypatch.delenv(warm.PRELOAD_ENV)
-    assert warm.preload_from_env() == ["torch"]
+    assert warm.preload_from_env() == ["torch", "torch._dynamo?"]
+
+
+def test_an_optional_preload_that_does_not_exist_is_skipped_and_a_required_one_fails(tmp_path):
+    server = warm.WarmServer(str(tmp_path / "a.sock"), ["json", "no_such_module_anywhere?"])
+    server.warm_up()
+    assert "json" in sys.modules
+    with pytest.raises(ImportError):
+        warm.WarmServer(str(tmp_path / "b.sock"), ["no_such_module_anywhere"]).warm_up()
 
 
 def test_a_later_rank_waits_for_rank_0s_store_port_and_rank_0_does_not():

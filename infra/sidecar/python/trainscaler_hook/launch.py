@@ -1,13 +1,15 @@
 """``torchrun`` with cheaper rescales: ``python -m trainscaler_hook.launch`` takes torchrun's arguments.
 
-What it adds to torch's own launcher (torch.distributed.run; read against torch 1.13's
-torch/distributed/elastic, see the README section "A real elastic job"):
+What it adds to torch's own launcher (torch.distributed.run; read against torch 1.13's and torch 2.15's
+torch/distributed/elastic, see docs/real-training.md). Each addition replaces or calls a few torch internals
+(listed in ``torch_internals.FEATURES``), checked at start: one that is missing or changed turns that addition
+off with a warning on stderr, and the launcher behaves there as torchrun does.
 
 - **Graceful leave.** An agent stopped by SIGTERM (its pod deleted on a scale-down) leaves torchelastic's
   rendezvous instead of vanishing from it: torch's launcher deliberately does not call the handler's
   ``shutdown()`` there (that *closes* the rendezvous for every node), so the leaver stays a participant until
-  its keep-alive heartbeat expires (keep_alive_interval 5 s x keep_alive_max_attempt 3, fixed in 1.13), and the
-  survivors cannot re-form the world for 10-15 s. After its workers stopped, this launcher runs the same
+  its keep-alive heartbeat expires (keep_alive_interval 5 s x keep_alive_max_attempt 3), and the
+  survivors cannot re-form the world for 10-15 s (torch's defaults). After its workers stopped, this launcher runs the same
   exit operation an agent runs at the start of each re-rendezvous (remove this node from the participants),
   so the next round can start at once.
 - **Leaving marker.** Before the agent forwards the SIGTERM to its workers, the launcher creates the file named
@@ -19,6 +21,8 @@ torch/distributed/elastic, see the README section "A real elastic job"):
   more for the joiner to notice the new round and for the last call's end to be noticed. The launcher polls
   every ``TRAINSCALER_RDZV_POLL_SECONDS`` (default 0.1; a c10d store answers a get in well under a
   millisecond) instead.
+- **Scale-ups that work on torch 2**: ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` unless set (see
+  ``NO_SHARED_STORE_ENV``; plain torchrun 2.15 needs it too).
 - **Warm worker starts** (``trainscaler_hook.warm``): a server started before the agent joins the rendezvous
   imports torch once (a joining pod warms up before it stops anybody), and each worker the agent starts is a
   fork of it. ``TRAINSCALER_WARM=0`` turns it off.
@@ -33,13 +37,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
-from . import warm
+from . import torch_internals, warm
 from .leaving import LEAVING_ENV
 
 WARM_ENV = "TRAINSCALER_WARM"
 POLL_ENV = "TRAINSCALER_RDZV_POLL_SECONDS"
+# torch >= 2.4 shares the rendezvous' TCP store with the workers, and its rank 0 publishes the store's address
+# (MASTER_ADDR) in its first round only: a node that joins a later round (every scale-up) waits for it until
+# the store's 60 s timeout and the rescale fails (measured on torch 2.15.0 with plain torchrun). torch's opt-out
+# (read by the rendezvous handler, ignored by torch 1.13) publishes it every round; set unless the job sets it.
+NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 WARM_READY_SECONDS = float(os.environ.get("TRAINSCALER_WARM_READY_SECONDS", "120"))
 LEAVE_SECONDS = 10.0
 
@@ -82,6 +91,14 @@ def poll_faster(handler: Any, poll: float) -> bool:
     return True
 
 
+def rank_and_world(result: Any) -> Tuple[Any, Any]:
+    """The rank and node count of a next_rendezvous() result: a (store, rank, world) tuple in torch 1.13, a
+    RendezvousInfo (rank, world_size) in torch 2."""
+    if isinstance(result, tuple):
+        return result[1], result[2]
+    return getattr(result, "rank", "?"), getattr(result, "world_size", "?")
+
+
 def timed_rendezvous(handler: Any) -> None:
     """Log how long each rendezvous of this agent took (to stderr, beside torchrun's own log)."""
     next_rendezvous = handler.next_rendezvous
@@ -89,7 +106,7 @@ def timed_rendezvous(handler: Any) -> None:
     def timed():
         started = time.monotonic()
         result = next_rendezvous()
-        _store, rank, world = result
+        rank, world = rank_and_world(result)
         print(
             f"trainscaler: rendezvous done in {time.monotonic() - started:.2f} s: rank {rank} of {world} nodes",
             file=sys.stderr,
@@ -133,53 +150,72 @@ def _start_warm_server(socket_path: str) -> Optional[subprocess.Popen]:
     return server
 
 
-def _patch_torch(state: dict, leaving_file: str, warm_on: bool, poll: float) -> None:
+def _patch_torch(features: List[str], state: dict, leaving_file: str, poll: float) -> None:
+    """Install the launcher's replacements for the ``features`` the installed torch supports (torch_internals)."""
     import torch.distributed.elastic.multiprocessing.api as mp_api
     import torch.distributed.elastic.rendezvous.dynamic_rendezvous as dynamic
     import torch.distributed.elastic.rendezvous.registry as registry
     import torch.distributed.run as run
 
-    get_handler: Callable = registry.get_rendezvous_handler
+    if "rendezvous handler" in features:
+        get_handler: Callable = registry.get_rendezvous_handler
+        fast_poll = poll < 1 and "fast rendezvous polling" in features
 
-    def recording_get_handler(params):
-        handler = get_handler(params)
-        state["handler"] = handler
-        if poll < 1 and poll_faster(handler, poll) and hasattr(dynamic, "_delay"):
-            dynamic._delay = poll_delay(dynamic._delay, poll)
-        timed_rendezvous(handler)
-        return handler
+        def recording_get_handler(params):
+            handler = get_handler(params)
+            state["handler"] = handler
+            if fast_poll and poll_faster(handler, poll):
+                dynamic._delay = poll_delay(dynamic._delay, poll)
+            timed_rendezvous(handler)
+            return handler
 
-    registry.get_rendezvous_handler = recording_get_handler
+        # Looked up through the module when the launcher builds the agent's WorkerSpec (launcher/api.py).
+        registry.get_rendezvous_handler = recording_get_handler
 
-    terminate: Callable = mp_api._terminate_process_handler
+    if "leaving marker" in features:
+        terminate: Callable = mp_api._terminate_process_handler
 
-    def marking_terminate(signum, frame):
-        mark_leaving(leaving_file)
-        terminate(signum, frame)
+        def marking_terminate(signum, frame):
+            mark_leaving(leaving_file)
+            terminate(signum, frame)
 
-    # Looked up by name when the agent installs its handlers (PContext.start), so this one is installed.
-    mp_api._terminate_process_handler = marking_terminate
+        # Looked up by name when the agent installs its handlers (PContext.start), so this one is installed.
+        mp_api._terminate_process_handler = marking_terminate
 
-    if warm_on:
+    if "warm worker starts" in features:
         config_from_args = run.config_from_args
 
         def warm_config_from_args(args):
-            config, cmd, cmd_args = config_from_args(args)
+            result = config_from_args(args)
+            if not (isinstance(result, tuple) and len(result) == 3):
+                return result  # not torch's (config, cmd, cmd_args) any more: workers start as torchrun starts them
+            config, cmd, cmd_args = result
             rewritten = warm_worker_args(cmd, cmd_args)
             return config, cmd, rewritten if rewritten is not None else cmd_args
 
         run.config_from_args = warm_config_from_args
 
 
+def supported_features() -> List[str]:
+    """The launcher features this torch supports; a warning on stderr for each one that is off."""
+    import torch
+
+    checked = torch_internals.check(version=torch.__version__)
+    for warning in checked.warnings:
+        print(warning, file=sys.stderr, flush=True)
+    return checked.on
+
+
 def main(argv: List[str]) -> int:
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _RendezvousExitOp
     import torch.distributed.run as run
 
+    features = supported_features()
+    os.environ.setdefault(NO_SHARED_STORE_ENV, "1")
     work = tempfile.mkdtemp(prefix="trainscaler-launch-")
     leaving_file = os.path.join(work, "leaving")
-    os.environ[LEAVING_ENV] = leaving_file
-    warm_on = os.environ.get(WARM_ENV, "1") != "0"
+    if "leaving marker" in features:
+        os.environ[LEAVING_ENV] = leaving_file
+    warm_on = os.environ.get(WARM_ENV, "1") != "0" and "warm worker starts" in features
     server = None
     if warm_on:
         socket_path = os.path.join(work, "warm.sock")
@@ -187,17 +223,25 @@ def main(argv: List[str]) -> int:
         server = _start_warm_server(socket_path)
         if server is None:
             del os.environ[warm.SOCKET_ENV]
+            features = [f for f in features if f != "warm worker starts"]
     state: dict = {}
     poll = float(os.environ.get(POLL_ENV, "0.1"))
     if not 0 < poll <= 1:
         raise SystemExit(f"{POLL_ENV} must be in (0, 1] seconds, got {poll}")
-    _patch_torch(state, leaving_file, warm_on and server is not None, poll)
+    _patch_torch(features, state, leaving_file, poll)
+    stopped: Tuple[type, ...] = ()
+    if "graceful leave" in features:
+        from torch.distributed.elastic.multiprocessing.api import SignalException
+
+        stopped = (SignalException,)
     try:
         run.main(argv)
         return 0
-    except SignalException:
+    except stopped:
         # The workers are stopped (the agent waited for them); only now may this node leave the rendezvous.
         if "handler" in state:
+            from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _RendezvousExitOp
+
             graceful_leave(state["handler"], _RendezvousExitOp())
         raise
     finally:
