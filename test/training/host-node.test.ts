@@ -150,3 +150,32 @@ test('an environment the agent cannot build leaves the container waiting with Cr
   assert.equal(waiting.reason, 'CreateContainerConfigError');
   assert.match(waiting.message ?? '', /secretKeyRef is not supported/);
 });
+
+test('a name outside the hosts file fails to resolve at once in a pod, as with a cluster DNS (no time-out)', async () => {
+  // torch >= 2 looks up the name of its own address at each process-group start; a pod that asked the host's
+  // nameserver, unreachable from its network namespace, waited out two 5 s time-outs each time.
+  const lookup = [
+    'import socket, sys, time',
+    'start = time.monotonic()',
+    'for ask in (lambda: socket.getaddrinfo("no-such-pod.invalid", 80), lambda: socket.getnameinfo(("::ffff:10.247.0.9", 0), 0)):',
+    '    try: ask()',
+    '    except OSError: pass',
+    'took = time.monotonic() - start',
+    'print(f"lookups took {took:.2f} s")',
+    'sys.exit(0 if took < 2 else 3)',
+  ].join('\n');
+  await cluster.admin.core.createNamespacedPod({
+    namespace,
+    body: hostPod('resolver', { command: ['python3', '-c', lookup] }, { restartPolicy: 'Never' }),
+  });
+  const done = await waitFor('resolver finished', async () => {
+    const p = await readPod('resolver');
+    return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined;
+  });
+  assert.equal(
+    done.status?.containerStatuses?.[0]?.state?.terminated?.exitCode,
+    0,
+    'the lookups took 2 s or more',
+  );
+  assert.equal(done.status?.phase, 'Succeeded');
+});

@@ -6,7 +6,7 @@
 // Env: HOST_NODE_AGENT_KUBECONFIG (required), HOST_NODE_NAME, HOST_NODE_TAG (short per-cluster id for link
 // names), HOST_NODE_CIDR (x.y.z.0/24 for pod addresses), HOST_NODE_STATE_DIR (hosts files, container logs),
 // HOST_NODE_WORKDIR (a container's working directory when it names none).
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   CoordinationV1Api,
@@ -58,6 +58,7 @@ const stopping = new Map<string, Promise<void>>();
 /** Pods whose removal this agent has finished: later events about them (until the DELETED one) are stale. */
 const finalized = new Set<string>();
 const hostsDir = join(STATE_DIR, 'hosts');
+const resolvConf = join(STATE_DIR, 'resolv.conf');
 const logDir = join(STATE_DIR, 'logs');
 let shuttingDown = false;
 
@@ -108,6 +109,7 @@ function start(pod: V1Pod): void {
   const runtime = new PodRuntime(pod, {
     network: networkOfPod,
     hostsFile,
+    resolvConf,
     logDir,
     workDir: WORKDIR,
     markerEnv: MARKER,
@@ -198,6 +200,10 @@ function onPodGone(pod: V1Pod): void {
 async function main(): Promise<void> {
   mkdirSync(hostsDir, { recursive: true });
   mkdirSync(logDir, { recursive: true });
+  // No nameserver line: glibc then asks 127.0.0.1, which in a pod's namespace refuses at once (torch >= 2.x
+  // looks up its own address's name at every process-group start; the host's nameserver, unreachable from
+  // there, made each lookup wait out two 5 s time-outs).
+  writeFileSync(resolvConf, '# host node: no cluster DNS; pod and job names resolve through /etc/hosts\n');
   network.setUp();
   await heartbeat.register();
   log(`node ${NODE} registered (bridge ${network.bridge}, gateway ${network.gateway}, pods ${CIDR})`);

@@ -1,7 +1,8 @@
 // The processes of one pod on the host node. Each container is one process tree started as
 //   nsenter --net=<pod netns> unshare --mount --uts --pid --fork --mount-proc sh -c '<setup>; exec command'
 // so it sees the pod's network namespace, its own hostname (the pod name), the job's hosts file bound over
-// /etc/hosts, and its own PID namespace: the command is PID 1 there, SIGTERM goes to it alone (as a kubelet
+// /etc/hosts, a resolv.conf without a nameserver (no cluster DNS here: names resolve through the hosts file,
+// and a lookup of any other name fails at once instead of timing out), and its own PID namespace: the command is PID 1 there, SIGTERM goes to it alone (as a kubelet
 // signals a container's PID 1) and SIGKILL of PID 1 takes every process of the container with it.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
@@ -20,12 +21,18 @@ import {
   terminationOf,
 } from './pod-status.js';
 
-// $1 hostname, $2 hosts file, $3 working directory, then the command.
-const SETUP = 'hostname "$1" && mount --bind "$2" /etc/hosts && cd "$3" && shift 3 && exec "$@"';
+// $1 hostname, $2 hosts file, $3 resolv.conf, $4 working directory, then the command.
+const SETUP =
+  'hostname "$1" && mount --bind "$2" /etc/hosts && mount --bind "$3" /etc/resolv.conf && cd "$4" && shift 4 && exec "$@"';
 
 export interface RuntimeOptions {
   network: PodNetwork;
   hostsFile: string;
+  /**
+   * Bound over /etc/resolv.conf, as a kubelet gives a pod its cluster DNS: the host's nameserver is not
+   * reachable from a pod's network namespace, and every lookup there would wait out its time-outs.
+   */
+  resolvConf: string;
   logDir: string;
   workDir: string;
   /** Variables every container gets on top of the pod's (the agent's marker, so down.sh can find leftovers). */
@@ -181,6 +188,7 @@ export class PodRuntime {
           'sh',
           podName,
           this.options.hostsFile,
+          this.options.resolvConf,
           c.spec.workingDir ?? this.options.workDir,
           ...argv,
         ],
