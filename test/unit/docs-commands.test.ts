@@ -300,6 +300,25 @@ const EXPLICIT: Explicit[] = [
     check: () => assert.match(read('infra/sidecar/python/pyproject.toml'), /trainscaler/),
   },
   {
+    match: /^pip wheel(?: --no-deps infra\/sidecar\/python)?$/,
+    reason:
+      'test:hook builds the same wheel (test-wheel.sh), from a copy of the directory: a build in place leaves build/ and *.egg-info in the checkout',
+    check: () => {
+      assert.match(read('infra/sidecar/python/test-wheel.sh'), /-m pip wheel [^\n]*--no-deps/);
+      assert.match(read('infra/sidecar/python/test.sh'), /bash \.\/test-wheel\.sh/);
+      assert.match(read('package.json'), /"test:hook": "bash infra\/sidecar\/python\/test\.sh/);
+    },
+  },
+  {
+    match: /^TORCH_PYTHON=(\S+) npm run bench:rescale$/,
+    reason:
+      "bench:rescale is not run by CI (NOT_RUN's reason); TORCH_PYTHON picks the interpreter it trains with",
+    check: (m) => {
+      assert.match(read('infra/local-stack/torch-python.ts'), /env\.TORCH_PYTHON/);
+      assert.equal(m[1], '/usr/bin/python3', "Debian's python3, whose torch is 1.13");
+    },
+  },
+  {
     match: /^python3? -m trainscaler_hook\.launch$/,
     reason: 'run inside the elastic example job that test:training trains (named here in prose)',
     check: () => {
