@@ -291,7 +291,8 @@ const EXPLICIT: Explicit[] = [
   },
   {
     match: /^podman load$/,
-    reason: 'no podman here; test:package runs the same archive with crun',
+    reason:
+      'no podman here; test:package runs the same archive with crun (runc where crun refuses hybrid cgroups)',
     check: () => assert.match(read('infra/images/build.sh'), /oci\.tar/),
   },
   {
