@@ -248,22 +248,26 @@ describe('ListedClusterReads around writes', () => {
   });
 });
 
+/** A managed toy job of 2 workers that has run 2 minutes, its calls recorded, and actuator deps for it. */
+function actuatorWorld<T extends object>(extra: T) {
+  const { sim } = harness();
+  const manifest = toyJob({ workers: 2, minReplicas: 1, maxReplicas: 8 });
+  manifest.metadata.annotations = { ...manifest.metadata.annotations, [ANNOTATION.managed]: 'true' };
+  sim.submitJob(manifest);
+  sim.step(120);
+  const { client, calls } = recording(sim);
+  const deps = {
+    clock: sim.clock.now,
+    dryRun: false,
+    logger: { info: () => {}, warn: () => {}, error: () => {} },
+    namespaceAllowlist: [],
+    ...extra,
+  };
+  return { sim, client, calls, deps };
+}
+
 describe('the actuator through a tick view', () => {
-  function world() {
-    const { sim } = harness();
-    const manifest = toyJob({ workers: 2, minReplicas: 1, maxReplicas: 8 });
-    manifest.metadata.annotations = { ...manifest.metadata.annotations, [ANNOTATION.managed]: 'true' };
-    sim.submitJob(manifest);
-    sim.step(120);
-    const { client, calls } = recording(sim);
-    const deps = {
-      clock: sim.clock.now,
-      dryRun: false,
-      logger: { info: () => {}, warn: () => {}, error: () => {} },
-      namespaceAllowlist: [],
-    };
-    return { sim, client, calls, deps };
-  }
+  const world = () => actuatorWorld({});
   const toThree = () => ({
     ref: TOY,
     policy: 'tuning' as const,
@@ -318,22 +322,7 @@ describe('the actuator through a tick view', () => {
 });
 
 describe('the actuator deciding on the listed job first (decideOnListedFirst)', () => {
-  function world() {
-    const { sim } = harness();
-    const manifest = toyJob({ workers: 2, minReplicas: 1, maxReplicas: 8 });
-    manifest.metadata.annotations = { ...manifest.metadata.annotations, [ANNOTATION.managed]: 'true' };
-    sim.submitJob(manifest);
-    sim.step(120);
-    const { client, calls } = recording(sim);
-    const deps = {
-      clock: sim.clock.now,
-      dryRun: false,
-      logger: { info: () => {}, warn: () => {}, error: () => {} },
-      namespaceAllowlist: [],
-      decideOnListedFirst: true,
-    };
-    return { sim, client, calls, deps };
-  }
+  const world = () => actuatorWorld({ decideOnListedFirst: true });
   const keep = () => ({ ref: TOY, policy: 'fault' as const, reason: 'nothing to do', changes: [] });
   const toThree = () => ({
     ref: TOY,

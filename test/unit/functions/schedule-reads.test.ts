@@ -21,18 +21,23 @@ interface TickCount {
   errors: number;
 }
 
-async function oneTick(jobs: number): Promise<TickCount> {
-  const world = buildScaleWorld(jobs);
-  const counter = new RequestCounter();
-  const deps: HandlerDeps = {
-    cluster: countingClusterClient(world.cluster, () => counter),
-    metrics: countingMetricsSource(world.metrics, () => counter, world.clock),
+/** Handler deps on the scale world whose every request is counted by whichever counter `counter()` gives. */
+function countedDeps(world: ReturnType<typeof buildScaleWorld>, counter: () => RequestCounter): HandlerDeps {
+  return {
+    cluster: countingClusterClient(world.cluster, counter),
+    metrics: countingMetricsSource(world.metrics, counter, world.clock),
     clock: world.clock,
     config: DEFAULT_POLICY_CONFIG,
     dryRun: false,
     logger: { info: () => {}, warn: () => {}, error: () => {} },
     profiles: { namespace: PROFILES_NAMESPACE, configMapName: 'trainscaler-profiles' },
   };
+}
+
+async function oneTick(jobs: number): Promise<TickCount> {
+  const world = buildScaleWorld(jobs);
+  const counter = new RequestCounter();
+  const deps = countedDeps(world, () => counter);
   const result = await handleSchedule({}, deps);
   return {
     counts: counter.snapshot(),
@@ -65,15 +70,7 @@ describe('a schedule tick reads the cluster in a number of requests independent 
   it('a tick that writes nothing reads only the lists and the profile store: no job, not even one with waiting pods', async () => {
     const world = buildScaleWorld(200);
     let counter = new RequestCounter();
-    const deps: HandlerDeps = {
-      cluster: countingClusterClient(world.cluster, () => counter),
-      metrics: countingMetricsSource(world.metrics, () => counter, world.clock),
-      clock: world.clock,
-      config: DEFAULT_POLICY_CONFIG,
-      dryRun: false,
-      logger: { info: () => {}, warn: () => {}, error: () => {} },
-      profiles: { namespace: PROFILES_NAMESPACE, configMapName: 'trainscaler-profiles' },
-    };
+    const deps = countedDeps(world, () => counter);
     await handleSchedule({}, deps);
     // 30 s on: the jobs just written cool down, no sample is new; the pods the first tick's growths asked for
     // are still being placed, so jobs have pods waiting for room (their faults are reviewed, and left alone).
