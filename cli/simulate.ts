@@ -221,6 +221,11 @@ export interface JobOutcome {
   workersFinal: number;
   /** Times the tiresias baseline preempted the job (each resume costs a checkpoint-restart). */
   preemptions?: number;
+  /**
+   * The world's rescale cost charged to each re-formed world of the job (a rescale, a replaced or restarted pod,
+   * a tiresias resume), seconds: the progress its re-formed worlds lost. Empty for a job never submitted.
+   */
+  pausesSeconds: number[];
   /** trainscaler's (or the threshold baseline's) last reason about this job, so that a size can be explained. */
   lastReason?: string;
   /** The simulator's reason for a failed job, e.g. 'BackoffLimitExceeded: ...' or 'PendingTimeout: ...'. */
@@ -770,6 +775,7 @@ async function runWorkload(
       workersAsked: t.job.replicas,
       workersFinal: t.workers,
       ...(policy === 'tiresias' ? { preemptions: t.preemptions } : {}),
+      pausesSeconds: sim.chargedPauses(t.ref),
       ...(t.lastReason ? { lastReason: t.lastReason } : {}),
       ...(status.failureReason ? { failureReason: status.failureReason } : {}),
       time: timeSplitOf(sim.timeline(t.ref), status.submittedAt),
@@ -787,6 +793,7 @@ async function runWorkload(
       rescales: 0,
       workersAsked: entry.job.replicas,
       workersFinal: 0,
+      pausesSeconds: [],
     });
   }
   const finishedAt = [...tracked.values()].map((t) => sim.jobStatus(t.ref).finishedAt ?? sim.now());
