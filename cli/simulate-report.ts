@@ -69,12 +69,16 @@ function meanRow(policy: string, a: PolicyAggregate): string[] {
   ];
 }
 
+function spreadText(s: { max: number; maxJob: string | null }): string {
+  return `${s.max}${s.maxJob ? ` (${s.maxJob})` : ''}`;
+}
+
 /** Per policy, over every job of its runs: the mean rescales per job and the most any one job had. */
 export function renderRescalesPerJob(result: Pick<SimulationResult, 'policies'>): string {
   const rows = Object.entries(result.policies).flatMap(([policy, a]) =>
     a
       ? [
-          `  ${policy}: mean ${a.rescalesPerJob.mean.toFixed(2)}, max ${a.rescalesPerJob.max}${a.rescalesPerJob.maxJob ? ` (${a.rescalesPerJob.maxJob})` : ''}`,
+          `  ${policy}: mean ${a.rescalesPerJob.mean.toFixed(2)}, max ${spreadText(a.rescalesPerJob)}; re-formed worlds (any cause, each charged the rescale cost) mean ${a.rescalesPerJob.reformedWorlds.mean.toFixed(2)}, max ${spreadText(a.rescalesPerJob.reformedWorlds)}`,
         ]
       : [],
   );

@@ -321,10 +321,16 @@ export interface PolicyAggregate {
 }
 
 export interface RescalesPerJob {
+  /** Worker-count changes written by the policy after the job first trained (JobOutcome.rescales). */
   mean: number;
   max: number;
-  /** `workload/job` of the job with the most (the first such), null without jobs. */
+  /** `workload/job` of the job with the most (the first such), null when none was rescaled. */
   maxJob: string | null;
+  /**
+   * Re-formed worlds of any cause (a rescale, a replaced or restarted pod, a tiresias resume), each charged the
+   * rescale cost (JobOutcome.pausesSeconds): what the baselines' restarts are compared on.
+   */
+  reformedWorlds: { mean: number; max: number; maxJob: string | null };
 }
 
 export interface SimulationResult {
@@ -931,18 +937,16 @@ function meanOrNull(values: ReadonlyArray<number | null>): number | null {
   return present.length > 0 ? mean(present) : null;
 }
 
-/** Every job of the runs counts once: the mean of their rescales, and the job with the most. */
+/** Every job of the runs counts once: the mean of their rescales (and re-formed worlds), and the job with the most. */
 export function rescalesPerJobOf(runs: readonly Pick<WorkloadRun, 'workload' | 'jobs'>[]): RescalesPerJob {
-  const jobs = runs.flatMap((r) =>
-    r.jobs.map((j) => ({ name: `${r.workload}/${j.name}`, rescales: j.rescales })),
-  );
-  let most: (typeof jobs)[number] | undefined;
-  for (const job of jobs) if (!most || job.rescales > most.rescales) most = job;
-  return {
-    mean: mean(jobs.map((j) => j.rescales)),
-    max: most?.rescales ?? 0,
-    maxJob: most?.name ?? null,
+  const jobs = runs.flatMap((r) => r.jobs.map((j) => ({ name: `${r.workload}/${j.name}`, job: j })));
+  const spread = (count: (j: JobOutcome) => number) => {
+    let most: (typeof jobs)[number] | undefined;
+    for (const entry of jobs) if (!most || count(entry.job) > count(most.job)) most = entry;
+    const max = most ? count(most.job) : 0;
+    return { mean: mean(jobs.map((e) => count(e.job))), max, maxJob: most && max > 0 ? most.name : null };
   };
+  return { ...spread((j) => j.rescales), reformedWorlds: spread((j) => j.pausesSeconds.length) };
 }
 
 export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {

@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Command } from 'commander';
-import { registerSimulateCommand, runSimulation, type SimulationResult } from '../../../cli/simulate.js';
+import {
+  type JobOutcome,
+  registerSimulateCommand,
+  rescalesPerJobOf,
+  runSimulation,
+  type SimulationResult,
+} from '../../../cli/simulate.js';
 import { renderSimulationTables } from '../../../cli/simulate-report.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
 import type { Workload } from '../../../lib/sim/workload.js';
@@ -128,5 +134,48 @@ describe('simulate --rescale-cost', () => {
       // The trace is opened first thing in the action: absent, the command stopped before it.
       assert.equal(existsSync(trace), false, bad);
     }
+  });
+});
+
+describe('rescalesPerJobOf (rescales per job per policy)', () => {
+  const job = (name: string, rescales: number, pauses: number): JobOutcome => ({
+    name,
+    application: 'cifar10',
+    arrivalSeconds: 0,
+    jctSeconds: 1,
+    queuedSeconds: 0,
+    state: 'completed',
+    rescales,
+    workersAsked: 1,
+    workersFinal: 1,
+    pausesSeconds: Array.from({ length: pauses }, () => 30),
+  });
+
+  it('means over every job of every run, and names the job with the most', () => {
+    const spread = rescalesPerJobOf([
+      { workload: 'w1', jobs: [job('a', 2, 2), job('b', 0, 1)] },
+      { workload: 'w2', jobs: [job('c', 7, 7), job('d', 3, 4)] },
+    ]);
+    assert.deepEqual(spread, {
+      mean: 3,
+      max: 7,
+      maxJob: 'w2/c',
+      reformedWorlds: { mean: 3.5, max: 7, maxJob: 'w2/c' },
+    });
+  });
+
+  it('names no job when none was rescaled (a tiresias resume re-forms a world but is no rescale)', () => {
+    assert.deepEqual(rescalesPerJobOf([{ workload: 'w', jobs: [job('a', 0, 1), job('b', 0, 0)] }]), {
+      mean: 0,
+      max: 0,
+      maxJob: null,
+      reformedWorlds: { mean: 0.5, max: 1, maxJob: 'w/a' },
+    });
+    assert.deepEqual(rescalesPerJobOf([]), {
+      mean: 0,
+      max: 0,
+      maxJob: null,
+      reformedWorlds: { mean: 0, max: 0, maxJob: null },
+    });
   });
 });
