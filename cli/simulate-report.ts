@@ -69,6 +69,22 @@ function meanRow(policy: string, a: PolicyAggregate): string[] {
   ];
 }
 
+function spreadText(s: { max: number; maxJob: string | null }): string {
+  return `${s.max}${s.maxJob ? ` (${s.maxJob})` : ''}`;
+}
+
+/** Per policy, over every job of its runs: the mean rescales per job and the most any one job had. */
+export function renderRescalesPerJob(result: Pick<SimulationResult, 'policies'>): string {
+  const rows = Object.entries(result.policies).flatMap(([policy, a]) =>
+    a
+      ? [
+          `  ${policy}: mean ${a.rescalesPerJob.mean.toFixed(2)}, max ${spreadText(a.rescalesPerJob)}; re-formed worlds (any cause, each charged the rescale cost) mean ${a.rescalesPerJob.reformedWorlds.mean.toFixed(2)}, max ${spreadText(a.rescalesPerJob.reformedWorlds)}`,
+        ]
+      : [],
+  );
+  return ['Rescales per job (every job of the runs; the most for one job):', ...rows].join('\n');
+}
+
 /**
  * Average JCT per workload with every policy side by side, their mean, and the peer figures, which come from
  * another simulator (the Pollux artifact's) and are labelled so.
@@ -104,7 +120,7 @@ export function renderSimulationTables(result: SimulationResult): string {
   const lines: string[] = [];
   const c = result.cluster;
   lines.push(
-    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, world ${result.world.toUpperCase()} (step times: ${result.world === 'measured' ? 'the measured Pollux tables' : 'the fitted profiles'}), decision interval ${result.decisionIntervalSeconds} s, rescale cost ${result.rescaleCostSeconds.up} s up / ${result.rescaleCostSeconds.down} s down (measured: ${result.rescaleCostSeconds.source}; a growing elastic job trains on while its new pods start), seed ${result.seed}`,
+    `SIMULATED cluster ${c.nodes} nodes x ${c.gpusPerNode} GPUs, world ${result.world.toUpperCase()} (step times: ${result.world === 'measured' ? 'the measured Pollux tables' : 'the fitted profiles'}), decision interval ${result.decisionIntervalSeconds} s, rescale cost ${result.rescaleCostSeconds.up} s up / ${result.rescaleCostSeconds.down} s down for every policy (--rescale-cost ${result.rescaleCostSeconds.name}, ${result.rescaleCostSeconds.source}; a growing elastic job trains on while its new pods start; trainscaler learns it per job from the job's metrics), seed ${result.seed}`,
     result.triggers,
     '',
   );
@@ -112,6 +128,7 @@ export function renderSimulationTables(result: SimulationResult): string {
   for (const [policy, a] of Object.entries(result.policies)) if (a) rows.push(meanRow(policy, a));
   lines.push(table(rows), '');
   lines.push(renderPolicyComparison(result), '');
+  lines.push(renderRescalesPerJob(result), '');
   if (result.multiTenant) {
     lines.push('Multi-tenant (time-averaged shares of the cluster; requested by bound pods vs really used):');
     const mt: string[][] = [

@@ -27,6 +27,7 @@ import { handleSubmit } from '../functions/submit.js';
 import { readJob, roleOf } from '../lib/adapters/job-adapter.js';
 import { shapeKey } from '../lib/cluster/capacity.js';
 import type { KubeObject } from '../lib/cluster/cluster-client.js';
+import { DEFAULT_POLICY_CONFIG } from '../lib/config.js';
 import {
   describeProductionTriggers,
   loadProductionTriggerConfig,
@@ -93,7 +94,13 @@ import {
   nodeFailureTimes,
   workloadDrawKey,
 } from '../lib/sim/workload-multitenant.js';
-import { MEASURED_RESCALE_PAUSE_SECONDS } from '../lib/torchelastic/recommended-rendezvous.js';
+import {
+  LAUNCHER_RESCALE_COST,
+  parseRescaleCost,
+  RESCALE_COST_FORMS,
+  RescaleCostError,
+  type WorldRescaleCost,
+} from '../lib/sim/world-rescale-cost.js';
 import type { JobRef, RoleView } from '../lib/types.js';
 import { median } from './demo.js';
 import { worldTruthOracle } from './oracle-model.js';
@@ -152,6 +159,8 @@ export interface SimulationOptions {
   multiTenant?: MultiTenantOptions;
   /** The tiresias baseline's queues and promotion knob (TIRESIAS_DEFAULTS when undefined). */
   tiresias?: TiresiasParams;
+  /** What every re-formed world costs, for every policy (LAUNCHER_RESCALE_COST when undefined). */
+  rescaleCost?: WorldRescaleCost;
   onProgress?: (line: string) => void;
   /** Every applied trainscaler decision, as it happens (simulated seconds since the start). */
   onDecision?: (decision: AppliedDecision) => void;
@@ -212,6 +221,11 @@ export interface JobOutcome {
   workersFinal: number;
   /** Times the tiresias baseline preempted the job (each resume costs a checkpoint-restart). */
   preemptions?: number;
+  /**
+   * The world's rescale cost charged to each re-formed world of the job (a rescale, a replaced or restarted pod,
+   * a tiresias resume), seconds: the progress its re-formed worlds lost. Empty for a job never submitted.
+   */
+  pausesSeconds: number[];
   /** trainscaler's (or the threshold baseline's) last reason about this job, so that a size can be explained. */
   lastReason?: string;
   /** The simulator's reason for a failed job, e.g. 'BackoffLimitExceeded: ...' or 'PendingTimeout: ...'. */
@@ -294,6 +308,8 @@ export interface PolicyAggregate {
   meanMakespanSeconds: number;
   meanGpuUtilisation: number;
   meanRescalesPerJob: number;
+  /** Over every job of the runs: the mean rescales per job, and the most any one job had (with its workload/name). */
+  rescalesPerJob: RescalesPerJob;
   meanIdleGpuHoursWhileJobsCouldGrow: number;
   meanIdleGpuHoursBeyondTwoTicks: number;
   meanIdleGpuHoursBeyondTwoTicksBeside: IdleBeside;
@@ -304,6 +320,19 @@ export interface PolicyAggregate {
   meanMemoryUsed: number;
 }
 
+export interface RescalesPerJob {
+  /** Worker-count changes written by the policy after the job first trained (JobOutcome.rescales). */
+  mean: number;
+  max: number;
+  /** `workload/job` of the job with the most (the first such), null when none was rescaled. */
+  maxJob: string | null;
+  /**
+   * Re-formed worlds of any cause (a rescale, a replaced or restarted pod, a tiresias resume), each charged the
+   * rescale cost (JobOutcome.pausesSeconds): what the baselines' restarts are compared on.
+   */
+  reformedWorlds: { mean: number; max: number; maxJob: string | null };
+}
+
 export interface SimulationResult {
   seed: number;
   world: SimulationWorldName;
@@ -311,8 +340,11 @@ export interface SimulationResult {
   decisionIntervalSeconds: number;
   /** How trainscaler is triggered (production's rules, routing and cron, read from infra/). */
   triggers: string;
-  /** Seconds without progress of a re-formed world that gained members (up) or lost one (down). */
-  rescaleCostSeconds: { up: number; down: number; source: string };
+  /**
+   * Seconds without progress of a re-formed world that gained members (up) or lost one (down), charged to every
+   * policy; name: the --rescale-cost form (launcher, torchrun or the seconds given).
+   */
+  rescaleCostSeconds: WorldRescaleCost;
   multiTenant: string[] | null;
   assumptions: string[];
   runs: WorkloadRun[];
@@ -321,21 +353,26 @@ export interface SimulationResult {
   publishedSource: string;
 }
 
-export const SIMULATION_ASSUMPTIONS: readonly string[] = [
-  'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
-  "throughput: workers x local batch / the world's step time (the world lines above), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
-  'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
-  `every re-formed world costs time without progress, asymmetric as measured: ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.up} s when it only gained workers, ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.down} s when it lost or restarted one (source: ${MEASURED_RESCALE_PAUSE_SECONDS.source}); a growing elastic job trains on at its old size through the joining pods' 20 s start (as torchelastic does, measured end to end: before this the simulator stalled it then, overstating growth by the pod start); the first start costs the 20 s pod start`,
-  `restarts: each elastic PyTorchJob has elasticPolicy.maxRestarts ${SIMULATED_MAX_RESTARTS}; a world that loses or restarts a member spends one of each surviving torchrun agent's restarts, and an agent past maxRestarts fails the job (MaxRestartsExceeded); growth spends none`,
-  "decision interval 60 s: FCFS admission (manual, threshold) and the threshold baseline run every interval; trainscaler is triggered only as production triggers it (see triggers): an alarm only when the project's alert rules fire on the simulated sidecar series, the schedule on its cron",
-  "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
-  "backfill (a baseline): the user's num_replicas, fixed; FIFO with backfilling like a Kueue BestEffortFIFO queue: at every arrival and decision interval the waiting jobs are tried in arrival order and each one that fits in the GPUs then free starts; no reservation for the head (it can be delayed by later small jobs); no preemption",
-  `tiresias (a baseline): the user's num_replicas, fixed; discretized 2D-LAS with preemption (Tiresias, NSDI'19): attained service = GPUs x seconds held since the last promotion; ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.length + 1} queues, demotion at ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.map((t) => `${t / 3600} GPU-h`).join(', ')} (the Pollux artifact's Tiresias); FIFO by queue entry within a queue; GPUs given in priority order, a job that does not fit is skipped; promotion to the top queue after waiting ${TIRESIAS_DEFAULTS.promoteKnob}x its service (PROMOTEKNOB, our choice; the artifact disables it); passes at every arrival and decision interval; a preemption sets Worker replicas to 0 (pods deleted, progress kept at the checkpoint) and a resume costs the 20 s pod start plus the ${MEASURED_RESCALE_PAUSE_SECONDS.recommended.down} s pause of a world that lost its members`,
-  'trainscaler: each job submitted on arrival with elastic bounds 1..64 workers; the handlers decide its size',
-  `threshold (a baseline, not trainscaler): admitted like manual; then every decision interval a Kubernetes HPA emulation per running job scales its Worker replicas to ceil(workers x utilisation / ${GPU_UTILISATION_TARGET}), utilisation = 1 - syncTime/stepTime of its current world's step samples; HPA defaults: tolerance 0.1, highest recommendation of the last 300 s for scale-down, scale-up at most max(+4, x2) per 15 s period; bounds = the job's elastic bounds (1..64); never grown beyond the GPUs free at that moment (no cluster-autoscaler: unplaceable pods would stay Pending and fail the rendezvous), and blind to the FCFS queue (it may take GPUs the head of the queue waits for); jobs without a step sample of their current world size are skipped; jobs handled in admission order`,
-  'JCT = completion - arrival; averages and medians are over completed jobs; makespan = last completion (or the time cap)',
-  "no statistical-efficiency model: a job's target does not change with its worker count because the global batch is kept (Pollux also adapts the batch size, which we do not)",
-];
+/** The run's assumptions, in words; `cost` is what the world charges per re-formed world. */
+export function simulationAssumptions(cost: WorldRescaleCost): string[] {
+  const config = DEFAULT_POLICY_CONFIG;
+  return [
+    'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
+    "throughput: workers x local batch / the world's step time (the world lines above), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
+    'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
+    `every re-formed world costs time without progress, charged alike to every policy's jobs (--rescale-cost ${cost.name}): ${cost.up} s when it only gained workers, ${cost.down} s when it lost or restarted one, a tiresias resume included (${cost.source}); a growing elastic job trains on at its old size through the joining pods' 20 s start (as torchelastic does, measured end to end); the first start costs the 20 s pod start`,
+    `what trainscaler believes a rescale costs: as in the product, its config default (lib/config.ts: scaleUpCostSeconds ${config.scaleUpCostSeconds} s, scaleDownCostSeconds ${config.scaleDownCostSeconds} s, the launcher's measured pauses) until it has measured the job's own rescale in that direction (lib/decisions/rescale-measurement.ts, from the job's metrics: the first step after a rescale and the growth's pause, which the simulated cluster reports as it charged them); so it learns the world's ${cost.up} s / ${cost.down} s (plus up to one 10 s sub-step on a shrink, measured from the patch) job by job, after each job's first growth and first shrink, and is never handed the world's cost`,
+    `restarts: each elastic PyTorchJob has elasticPolicy.maxRestarts ${SIMULATED_MAX_RESTARTS}; a world that loses or restarts a member spends one of each surviving torchrun agent's restarts, and an agent past maxRestarts fails the job (MaxRestartsExceeded); growth spends none`,
+    "decision interval 60 s: FCFS admission (manual, threshold) and the threshold baseline run every interval; trainscaler is triggered only as production triggers it (see triggers): an alarm only when the project's alert rules fire on the simulated sidecar series, the schedule on its cron",
+    "manual: the user's num_replicas (capped at the cluster's GPUs), fixed; jobs admitted first come first served when enough GPUs are free (high-priority jobs bypass the queue); JCT counts the queueing",
+    "backfill (a baseline): the user's num_replicas, fixed; FIFO with backfilling like a Kueue BestEffortFIFO queue: at every arrival and decision interval the waiting jobs are tried in arrival order and each one that fits in the GPUs then free starts; no reservation for the head (it can be delayed by later small jobs); no preemption",
+    `tiresias (a baseline): the user's num_replicas, fixed; discretized 2D-LAS with preemption (Tiresias, NSDI'19): attained service = GPUs x seconds held since the last promotion; ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.length + 1} queues, demotion at ${TIRESIAS_DEFAULTS.queueThresholdsGpuSeconds.map((t) => `${t / 3600} GPU-h`).join(', ')} (the Pollux artifact's Tiresias); FIFO by queue entry within a queue; GPUs given in priority order, a job that does not fit is skipped; promotion to the top queue after waiting ${TIRESIAS_DEFAULTS.promoteKnob}x its service (PROMOTEKNOB, our choice; the artifact disables it); passes at every arrival and decision interval; a preemption sets Worker replicas to 0 (pods deleted, progress kept at the checkpoint) and a resume costs the 20 s pod start plus the ${cost.down} s pause of a world that lost its members`,
+    'trainscaler: each job submitted on arrival with elastic bounds 1..64 workers; the handlers decide its size',
+    `threshold (a baseline, not trainscaler): admitted like manual; then every decision interval a Kubernetes HPA emulation per running job scales its Worker replicas to ceil(workers x utilisation / ${GPU_UTILISATION_TARGET}), utilisation = 1 - syncTime/stepTime of its current world's step samples; HPA defaults: tolerance 0.1, highest recommendation of the last 300 s for scale-down, scale-up at most max(+4, x2) per 15 s period; bounds = the job's elastic bounds (1..64); never grown beyond the GPUs free at that moment (no cluster-autoscaler: unplaceable pods would stay Pending and fail the rendezvous), and blind to the FCFS queue (it may take GPUs the head of the queue waits for); jobs without a step sample of their current world size are skipped; jobs handled in admission order`,
+    'JCT = completion - arrival; averages and medians are over completed jobs; makespan = last completion (or the time cap)',
+    "no statistical-efficiency model: a job's target does not change with its worker count because the global batch is kept (Pollux also adapts the batch size, which we do not)",
+  ];
+}
 
 export async function runSimulation(options: SimulationOptions): Promise<SimulationResult> {
   const seed = options.seed ?? 1;
@@ -344,6 +381,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const interval = options.decisionIntervalSeconds ?? 60;
   const world = options.world ?? FITTED_WORLD;
   const triggers = loadProductionTriggerConfig();
+  const rescaleCost = options.rescaleCost ?? LAUNCHER_RESCALE_COST;
   const runs: WorkloadRun[] = [];
   for (const workload of options.workloads) {
     for (const policy of options.policies) {
@@ -358,6 +396,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
           cap: options.timeCapSeconds ?? 14 * 86_400,
           multiTenant: options.multiTenant,
           tiresias: options.tiresias ?? TIRESIAS_DEFAULTS,
+          rescaleCost,
           report: options.onProgress ?? (() => {}),
           onDecision: options.onDecision,
           onInterval: options.onInterval,
@@ -374,13 +413,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     cluster: { nodes, gpusPerNode, cpuMillisPerNode: 32_000, memoryBytesPerNode: 128 * GiB },
     decisionIntervalSeconds: interval,
     triggers: describeProductionTriggers(triggers),
-    rescaleCostSeconds: {
-      up: MEASURED_RESCALE_PAUSE_SECONDS.recommended.up,
-      down: MEASURED_RESCALE_PAUSE_SECONDS.recommended.down,
-      source: MEASURED_RESCALE_PAUSE_SECONDS.source,
-    },
+    rescaleCostSeconds: rescaleCost,
     multiTenant: options.multiTenant ? describeMultiTenant(options.multiTenant) : null,
-    assumptions: [...world.assumptions, ...SIMULATION_ASSUMPTIONS],
+    assumptions: [...world.assumptions, ...simulationAssumptions(rescaleCost)],
     runs,
     policies,
     published: { ...PUBLISHED_MEAN_AVG_JCT_SECONDS },
@@ -398,6 +433,7 @@ interface RunSettings {
   cap: number;
   multiTenant: MultiTenantOptions | undefined;
   tiresias: TiresiasParams;
+  rescaleCost: WorldRescaleCost;
   report: (line: string) => void;
   onDecision: SimulationOptions['onDecision'];
   onInterval: SimulationOptions['onInterval'];
@@ -438,6 +474,10 @@ async function runWorkload(
     apps: settings.world.apps,
     nodes,
     priorityClasses: WORKLOAD_PRIORITY_CLASSES,
+    timing: {
+      scaleUpCostSeconds: settings.rescaleCost.up,
+      scaleDownCostSeconds: settings.rescaleCost.down,
+    },
   });
   const start = sim.now();
   const deps = simulatedHandlerDeps(sim, WORKLOAD_PRIORITY_CLASSES);
@@ -741,6 +781,7 @@ async function runWorkload(
       workersAsked: t.job.replicas,
       workersFinal: t.workers,
       ...(policy === 'tiresias' ? { preemptions: t.preemptions } : {}),
+      pausesSeconds: sim.chargedPauses(t.ref),
       ...(t.lastReason ? { lastReason: t.lastReason } : {}),
       ...(status.failureReason ? { failureReason: status.failureReason } : {}),
       time: timeSplitOf(sim.timeline(t.ref), status.submittedAt),
@@ -758,6 +799,7 @@ async function runWorkload(
       rescales: 0,
       workersAsked: entry.job.replicas,
       workersFinal: 0,
+      pausesSeconds: [],
     });
   }
   const finishedAt = [...tracked.values()].map((t) => sim.jobStatus(t.ref).finishedAt ?? sim.now());
@@ -895,6 +937,18 @@ function meanOrNull(values: ReadonlyArray<number | null>): number | null {
   return present.length > 0 ? mean(present) : null;
 }
 
+/** Every job of the runs counts once: the mean of their rescales (and re-formed worlds), and the job with the most. */
+export function rescalesPerJobOf(runs: readonly Pick<WorkloadRun, 'workload' | 'jobs'>[]): RescalesPerJob {
+  const jobs = runs.flatMap((r) => r.jobs.map((j) => ({ name: `${r.workload}/${j.name}`, job: j })));
+  const spread = (count: (j: JobOutcome) => number) => {
+    let most: (typeof jobs)[number] | undefined;
+    for (const entry of jobs) if (!most || count(entry.job) > count(most.job)) most = entry;
+    const max = most ? count(most.job) : 0;
+    return { mean: mean(jobs.map((e) => count(e.job))), max, maxJob: most && max > 0 ? most.name : null };
+  };
+  return { ...spread((j) => j.rescales), reformedWorlds: spread((j) => j.pausesSeconds.length) };
+}
+
 export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {
   const pick = (f: (s: RunSummary) => number) => mean(runs.map((r) => f(r.summary)));
   return {
@@ -904,6 +958,7 @@ export function aggregate(runs: readonly WorkloadRun[]): PolicyAggregate {
     meanMakespanSeconds: pick((s) => s.makespanSeconds),
     meanGpuUtilisation: pick((s) => s.gpuUtilisation),
     meanRescalesPerJob: pick((s) => s.rescalesPerJob),
+    rescalesPerJob: rescalesPerJobOf(runs),
     meanIdleGpuHoursWhileJobsCouldGrow: pick((s) => s.idleGpuHoursWhileJobsCouldGrow),
     meanIdleGpuHoursBeyondTwoTicks: pick((s) => s.idleGpuHoursBeyondTwoTicks),
     meanIdleGpuHoursBeyondTwoTicksBeside: meanIdleBeside(
@@ -942,8 +997,19 @@ export function parseWorld(value: string): SimulationWorldName {
   return value as SimulationWorldName;
 }
 
+/** commander's form of parseRescaleCost: a bad value stops the command before anything runs. */
+export function rescaleCostOption(value: string): WorldRescaleCost {
+  try {
+    return parseRescaleCost(value);
+  } catch (error) {
+    if (error instanceof RescaleCostError) throw new InvalidArgumentError(error.message);
+    throw error;
+  }
+}
+
 export interface SimulateCommandOptions {
   workload: string;
+  rescaleCost: WorldRescaleCost;
   policy: SimulationPolicy[];
   world: SimulationWorldName;
   traces?: string;
@@ -1007,6 +1073,12 @@ export function registerSimulateCommand(program: Command): Command {
       '--traces <dir>',
       'the Pollux traces folder for --world measured (default: the traces folder beside the workload folder)',
     )
+    .option(
+      '--rescale-cost <cost>',
+      `what every re-formed world costs, for every policy alike: ${RESCALE_COST_FORMS} (launcher: trainscaler's launcher as measured, ${LAUNCHER_RESCALE_COST.up} s up / ${LAUNCHER_RESCALE_COST.down} s down; torchrun: plain torchrun with the recommended rendezvous, as measured; SECONDS: that pause up and down, a tiresias resume included). trainscaler is not told it: it learns each job's cost from the job's metrics, as in production`,
+      rescaleCostOption,
+      LAUNCHER_RESCALE_COST,
+    )
     .option('--seed <n>', 'random seed of the simulation', positiveInt, 1)
     .option('--limit <n>', 'only the first n workloads of a folder', positiveInt)
     .option('--multi-tenant', 'seeded tenants: high-priority arrivals, OOM, over-requests, node failures')
@@ -1027,6 +1099,7 @@ export function registerSimulateCommand(program: Command): Command {
         policies: options.policy,
         world,
         seed: options.seed,
+        rescaleCost: options.rescaleCost,
         onProgress: progress,
       };
       if (options.multiTenant) simulationOptions.multiTenant = DEFAULT_MULTI_TENANT;

@@ -209,8 +209,11 @@ interface JobRecord {
   agentRestarts: Map<string, number>;
   /** Restarts of the job's worlds: at most the largest any one agent has spent. */
   restartsSpent: number;
-  /** Each re-formed world's pause: from the job's last progress before it to the new world's first step. */
-  pauses: Array<{ from: number; to: number }>;
+  /**
+   * Each re-formed world's pause: from the job's last progress before it to the new world's first step, and the
+   * rescale cost charged for it (timing.scaleUpCostSeconds or scaleDownCostSeconds).
+   */
+  pauses: Array<{ from: number; to: number; charged: number }>;
   /** When the job last made progress. */
   lastProgressAt?: number;
   stalledUntil: number;
@@ -796,6 +799,11 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     return readEach(asks, (ask) => this.pauseEndedAfter(ask.ref, ask.since));
   }
 
+  /** The rescale cost charged to each of the job's re-formed worlds so far (its first start is none), seconds. */
+  chargedPauses(ref: JobRef): number[] {
+    return this.#job(ref).pauses.map((p) => p.charged);
+  }
+
   /** Restarts the job's torchrun agents have spent on re-formed worlds (at most maxRestarts, or it failed). */
   restartsSpent(ref: JobRef): number {
     return this.#job(ref).restartsSpent;
@@ -1133,8 +1141,9 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       if (job.startedAt !== undefined) {
         const kept = new Set(members);
         const lost = job.worldMembers.some((m) => !kept.has(m));
-        job.stalledUntil = t + (lost ? this.timing.scaleDownCostSeconds : this.timing.scaleUpCostSeconds);
-        job.pauses.push({ from: job.lastProgressAt ?? t, to: job.stalledUntil });
+        const charged = lost ? this.timing.scaleDownCostSeconds : this.timing.scaleUpCostSeconds;
+        job.stalledUntil = t + charged;
+        job.pauses.push({ from: job.lastProgressAt ?? t, to: job.stalledUntil, charged });
         if (lost && this.#spendRestart(job, members, t)) return;
       }
       job.worldMembers = members;

@@ -48,4 +48,6 @@ export const MEASURED_RESCALE_PAUSE_SECONDS = {
   torchrunRecommendedFlags: { up: 11.2, down: 22.2 },
   source:
     '`npm run bench:rescale` on the project machine, 2026-11-30, load average 28-33: trainscaler\'s launcher with the recommended rendezvous, medians of 3; README "A real elastic job"',
+  torchrunRecommendedFlagsSource:
+    '`npm run bench:rescale -- --only torchrunRecommendedFlags` on the project machine, 2026-11-30, load average 25-30: plain torchrun with the recommended rendezvous flags, medians of 3; docs/real-training.md',
 } as const;

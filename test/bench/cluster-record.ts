@@ -10,6 +10,7 @@ import type {
   SimulationPolicy,
   WorkloadRun,
 } from '../../cli/simulate.js';
+import type { WorldRescaleCost } from '../../lib/sim/world-rescale-cost.js';
 
 export type JobRecord = Pick<
   JobOutcome,
@@ -38,6 +39,8 @@ export interface MultiTenantRecord {
 
 export interface BenchRecord {
   world: string;
+  /** What every re-formed world cost in these runs (--rescale-cost); absent in records saved before it existed. */
+  rescaleCost?: WorldRescaleCost;
   /** Replayed runs; the load of a run is its workload's folder (workloads-1.0/workload-3 -> workloads-1.0). */
   runs: RunRecord[];
   multiTenant: MultiTenantRecord[];
@@ -66,13 +69,23 @@ export function mergeRecords(records: readonly BenchRecord[]): BenchRecord {
   const worlds = [...new Set(records.map((r) => r.world))];
   if (worlds.length > 1)
     throw new Error(`cannot merge runs of different worlds (${worlds.join(', ')}) into one table`);
+  // Records saved before --rescale-cost existed were all run at the launcher's cost.
+  const costs = [...new Set(records.map((r) => r.rescaleCost?.name ?? 'launcher'))];
+  if (costs.length > 1)
+    throw new Error(`cannot merge runs of different rescale costs (${costs.join(', ')}) into one table`);
   const runs = new Map<string, RunRecord>();
   const tenants = new Map<string, MultiTenantRecord>();
   for (const record of records) {
     for (const run of record.runs) runs.set(`${run.workload}\u0000${run.policy}`, run);
     for (const row of record.multiTenant) tenants.set(`${row.workload}\u0000${row.policy}`, row);
   }
-  return { world: worlds[0] ?? 'measured', runs: [...runs.values()], multiTenant: [...tenants.values()] };
+  const rescaleCost = records.find((r) => r.rescaleCost)?.rescaleCost;
+  return {
+    world: worlds[0] ?? 'measured',
+    ...(rescaleCost ? { rescaleCost } : {}),
+    runs: [...runs.values()],
+    multiTenant: [...tenants.values()],
+  };
 }
 
 export function readRecord(path: string): BenchRecord {

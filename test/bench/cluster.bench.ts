@@ -10,6 +10,8 @@
 //   --policies manual,backfill,tiresias   only these policies (default: all five, side by side)
 //   ... --no-replay --no-multi-tenant --no-latency --check-targets (re-derive the target table from validation-B.csv)
 //   --workload PATH                a workload CSV or folder instead of the Pollux workloads
+//   --rescale-cost launcher|torchrun|SECONDS  what every re-formed world costs, every policy alike (default launcher:
+//                                  3.3 s up / 3.6 s down; torchrun: 11.2 / 22.2 s; SECONDS: that pause up and down)
 //   --world measured|fitted        where the true step times come from (default measured: the Pollux tables in
 //                                  ../shared/data/pollux/traces; fitted: lib/sim/app-profiles.ts, as the demo)
 //   --save FILE                    the runs as JSON (rewritten after every run), for --tables-from
@@ -48,6 +50,12 @@ import {
   workloadJobManifest,
 } from '../../lib/sim/workload.js';
 import { DEFAULT_MULTI_TENANT } from '../../lib/sim/workload-multitenant.js';
+import {
+  LAUNCHER_RESCALE_COST,
+  parseRescaleCost,
+  RescaleCostError,
+  type WorldRescaleCost,
+} from '../../lib/sim/world-rescale-cost.js';
 import type { ClusterCapacity, StepSample } from '../../lib/types.js';
 import { loadScalability, POLLUX_DIR, polluxAvailable, readCsv, TRACES_DIR } from '../support/pollux-data.js';
 import { type BenchRecord, mergeRecords, readRecord, runRecord } from './cluster-record.js';
@@ -86,6 +94,24 @@ function workloadsFor(): Workload[] {
   );
 }
 
+/** --rescale-cost, checked before anything is loaded or run: a bad value stops the bench at once. */
+function rescaleCostFor(): WorldRescaleCost {
+  const given = value('--rescale-cost');
+  if (given === undefined) {
+    if (!flag('--rescale-cost')) return LAUNCHER_RESCALE_COST;
+    console.error(new RescaleCostError('').message);
+    process.exit(2);
+  }
+  try {
+    return parseRescaleCost(given);
+  } catch (error) {
+    if (!(error instanceof RescaleCostError)) throw error;
+    console.error(error.message);
+    process.exit(2);
+  }
+}
+const RESCALE_COST = rescaleCostFor();
+
 function worldFor() {
   const name = value('--world') ?? 'measured';
   if (!(SIMULATION_WORLDS as readonly string[]).includes(name)) {
@@ -116,7 +142,7 @@ function provenance(): string {
 const SOURCE = provenance();
 
 /** Everything the README tables read, written to --save FILE after every run (a stopped run keeps its part). */
-const record: BenchRecord = { world: world.name, runs: [], multiTenant: [] };
+const record: BenchRecord = { world: world.name, rescaleCost: RESCALE_COST, runs: [], multiTenant: [] };
 function save(): void {
   const file = value('--save');
   if (file) writeFileSync(file, `${JSON.stringify(record)}\n`);
@@ -136,6 +162,7 @@ async function replay(workloads: Workload[]): Promise<void> {
         policies: POLICIES,
         world,
         seed: 1,
+        rescaleCost: RESCALE_COST,
       });
       for (const run of part.runs) {
         const beside = run.summary.idleGpuHoursBeyondTwoTicksBeside;
@@ -245,6 +272,7 @@ async function multiTenant(workload: Workload): Promise<void> {
     policies: POLICIES,
     world,
     seed: 1,
+    rescaleCost: RESCALE_COST,
     multiTenant: DEFAULT_MULTI_TENANT,
   });
   console.log(`\n== multi-tenant: ${workload.name} ==`);
@@ -447,6 +475,9 @@ if (!polluxAvailable() || !existsSync(join(POLLUX_DIR, 'workloads-1.0'))) {
 }
 const wallStart = performance.now();
 console.log(`world ${world.name.toUpperCase()}:`);
+console.log(
+  `  - rescale cost (--rescale-cost ${RESCALE_COST.name}): ${RESCALE_COST.up} s up / ${RESCALE_COST.down} s down per re-formed world, every policy alike (${RESCALE_COST.source}); trainscaler learns it per job from the job's metrics`,
+);
 for (const line of world.assumptions) console.log(`  - ${line}`);
 if (flag('--check-targets')) checkTargets();
 compareWorlds();

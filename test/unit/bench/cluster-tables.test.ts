@@ -256,6 +256,7 @@ describe('bench:cluster README tables', () => {
       meanMakespanSeconds: 1,
       meanGpuUtilisation: 0,
       meanRescalesPerJob: 0,
+      rescalesPerJob: { mean: 0, max: 0, maxJob: null, reformedWorlds: { mean: 0, max: 0, maxJob: null } },
       meanIdleGpuHoursWhileJobsCouldGrow: 0,
       meanIdleGpuHoursBeyondTwoTicks: 0,
       meanIdleGpuHoursBeyondTwoTicksBeside: { growing: 0, shrunk: 0, leftAlone: 0 },

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  LAUNCHER_RESCALE_COST,
+  parseRescaleCost,
+  RescaleCostError,
+} from '../../../lib/sim/world-rescale-cost.js';
+import { MEASURED_RESCALE_PAUSE_SECONDS } from '../../../lib/torchelastic/recommended-rendezvous.js';
+
+describe('parseRescaleCost (--rescale-cost)', () => {
+  it("takes the launcher's and plain torchrun's measured pauses by name, and SECONDS for both directions", () => {
+    const { up, down, name } = parseRescaleCost('launcher');
+    assert.deepEqual({ name, up, down }, { name: 'launcher', ...MEASURED_RESCALE_PAUSE_SECONDS.recommended });
+    assert.equal(parseRescaleCost('launcher'), LAUNCHER_RESCALE_COST);
+    const torchrun = parseRescaleCost('torchrun');
+    assert.deepEqual(
+      { up: torchrun.up, down: torchrun.down },
+      { up: 11.2, down: 22.2 }, // docs/real-training.md: plain torchrun with the recommended flags
+    );
+    assert.match(torchrun.source, /torchrunRecommendedFlags/);
+    for (const [text, seconds] of [
+      ['30', 30],
+      ['0', 0],
+      ['2.5', 2.5],
+      [' 45 ', 45],
+    ] as const) {
+      const cost = parseRescaleCost(text);
+      assert.deepEqual({ up: cost.up, down: cost.down }, { up: seconds, down: seconds }, text);
+    }
+  });
+
+  it('refuses anything else with an error naming the flag, the value and the accepted forms', () => {
+    for (const bad of ['', 'fast', 'Launcher', '-1', '30s', '0x1e', '1e3', 'Infinity', 'NaN', '3,5']) {
+      assert.throws(
+        () => parseRescaleCost(bad),
+        (error: unknown) =>
+          error instanceof RescaleCostError &&
+          error.code === 'VALIDATION' &&
+          error.message.startsWith(
+            `--rescale-cost '${bad}': expected launcher, torchrun or a number of seconds`,
+          ),
+        bad,
+      );
+    }
+  });
+});
