@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { V1Pod } from '@kubernetes/client-node';
 import { dump, load } from 'js-yaml';
-import { freePort, type MonitoringBinaries, type Started, start, waitUntil } from './processes.js';
+import { freePort, type MonitoringBinaries, type Started, start, stop, waitUntil } from './processes.js';
 import { compressAlertmanagerTimers, compressRuleDurations } from './time-compression.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -69,6 +69,39 @@ export async function startPrometheus(
     `--web.listen-address=127.0.0.1:${prometheusPort}`,
     '--rules.alert.resend-delay=1s',
   ]);
+}
+
+/**
+ * Prometheus on `dir`'s prometheus.yml alone (no Alertmanager), its data in dir/`name`-data, on a free port of
+ * 127.0.0.1; resolves once it answers /-/ready. One that does not within 30 s is stopped, and the error carries
+ * its log tail.
+ */
+export async function startReadyPrometheus(
+  binaries: MonitoringBinaries,
+  dir: string,
+  options: { name?: string; flags?: string[] } = {},
+): Promise<{ started: Started; url: string }> {
+  const { name = 'prometheus', flags = [] } = options;
+  const port = await freePort();
+  const started = start(name, binaries.prometheus, [
+    `--config.file=${join(dir, 'prometheus.yml')}`,
+    `--storage.tsdb.path=${join(dir, `${name}-data`)}`,
+    `--web.listen-address=127.0.0.1:${port}`,
+    ...flags,
+  ]);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntil(
+      async () => ((await fetch(`${url}/-/ready`).catch(() => undefined))?.ok ? true : undefined),
+      30_000,
+      `${name} to be ready`,
+      () => started.output().slice(-3000),
+    );
+  } catch (error) {
+    await stop(started);
+    throw error;
+  }
+  return { started, url };
 }
 
 /**

@@ -1492,7 +1492,6 @@ function revisionHash(revision: string): string {
   return hash.toString(16).padStart(8, '0');
 }
 
-/** The pod's preferred node affinity terms that name nodes (matchFields metadata.name In/NotIn); others ignored. */
 /** Frozen to the leaves (Dates aside, as Object.freeze leaves their time settable): a reader that writes throws. */
 function deepFrozen<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
@@ -1502,6 +1501,7 @@ function deepFrozen<T>(value: T): T {
   return value;
 }
 
+/** The pod's preferred node affinity terms that name nodes (matchFields metadata.name In/NotIn); others ignored. */
 function preferredNodeTerms(pod: V1Pod): PreferredNodeTerm[] {
   const terms: PreferredNodeTerm[] = [];
   for (const t of pod.spec?.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? []) {

@@ -13,15 +13,12 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { dump, load } from 'js-yaml';
-import { discoveredTargets, testPrometheusConfig } from '../../infra/local-stack/monitoring.js';
 import {
-  freePort,
-  monitoringBinaries,
-  type Started,
-  start,
-  stop,
-  waitUntil,
-} from '../../infra/local-stack/processes.js';
+  discoveredTargets,
+  startReadyPrometheus,
+  testPrometheusConfig,
+} from '../../infra/local-stack/monitoring.js';
+import { monitoringBinaries, type Started, stop, waitUntil } from '../../infra/local-stack/processes.js';
 import { IncompleteMetricsError } from '../../lib/errors.js';
 import { type JobReading, jobKey, type SinceAsk } from '../../lib/metrics/job-readings.js';
 import { PrometheusMetricsSource } from '../../lib/metrics/prometheus-metrics-source.js';
@@ -166,21 +163,8 @@ describe('batch metrics reads on the real Prometheus (production identity labels
   let limitedUrl = '';
 
   async function startPrometheus(name: string, flags: string[]): Promise<string> {
-    const port = await freePort();
-    const started = start(name, monitoringBinaries().prometheus, [
-      `--config.file=${join(dir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${join(dir, `${name}-data`)}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      ...flags,
-    ]);
+    const { started, url } = await startReadyPrometheus(monitoringBinaries(), dir, { name, flags });
     processes.push(started);
-    const url = `http://127.0.0.1:${port}`;
-    await waitUntil(
-      async () => ((await fetch(`${url}/-/ready`).catch(() => undefined))?.ok ? true : undefined),
-      30_000,
-      `${name} to be ready`,
-      () => started.output().slice(-3000),
-    );
     return url;
   }
 
@@ -232,20 +216,18 @@ describe('batch metrics reads on the real Prometheus (production identity labels
       "every pod's series in Prometheus",
       () => processes.map((p) => p.output().slice(-2000)).join('\n'),
     );
-    // The limited Prometheus scrapes on its own schedule: until it has scraped every target, a batch query may
-    // load too few samples to be refused (its answer is then partial, not an error).
+    // The limited Prometheus scrapes on its own schedule. Until it holds more than 10 samples at the instants
+    // the refused query reads (a 20 s window ending a second back), the batch loads too few to be refused and
+    // its answer is partial, not an error: wait until an instant query 8 s back is refused itself.
     await waitUntil(
       async () => {
-        const answer = (await (await fetch(`${limitedUrl}/api/v1/targets?state=active`)).json()) as {
-          data: { activeTargets: { health: string }[] };
-        };
-        const targets = answer.data.activeTargets;
-        return targets.length === pods().length + 1 && targets.every((t) => t.health === 'up')
-          ? true
-          : undefined;
+        const at = Math.floor(Date.now() / 1000) - 8;
+        const url = `${limitedUrl}/api/v1/query?query=count(trainscaler_step_time_seconds)&time=${at}`;
+        const answer = (await (await fetch(url)).json()) as { status: string; error?: string };
+        return answer.status === 'error' && /too many samples/.test(answer.error ?? '') ? true : undefined;
       },
       90_000,
-      'every target scraped by the limited Prometheus',
+      'the limited Prometheus holding more than 10 step-time samples 8 s back',
       () => processes.map((p) => p.output().slice(-2000)).join('\n'),
     );
   });

@@ -15,15 +15,12 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { dump, load } from 'js-yaml';
 import type { Registry } from 'prom-client';
 import type { HandlerResult } from '../../functions/handler-deps.js';
-import { discoveredTargets, testPrometheusConfig } from '../../infra/local-stack/monitoring.js';
 import {
-  freePort,
-  monitoringBinaries,
-  type Started,
-  start,
-  stop,
-  waitUntil,
-} from '../../infra/local-stack/processes.js';
+  discoveredTargets,
+  startReadyPrometheus,
+  testPrometheusConfig,
+} from '../../infra/local-stack/monitoring.js';
+import { monitoringBinaries, type Started, stop, waitUntil } from '../../infra/local-stack/processes.js';
 import { DrainCoordinator } from '../../infra/sidecar/src/drain.js';
 import { GpuReader } from '../../infra/sidecar/src/gpu.js';
 import { createSidecarMetrics } from '../../infra/sidecar/src/metrics.js';
@@ -219,22 +216,10 @@ describe('Grafana dashboard against a real Prometheus with recorded series', () 
       join(dir, 'rules/trainscaler.rules.yml'),
       await readFile(join(REPO_ROOT, 'infra/prometheus/rules/trainscaler.rules.yml'), 'utf8'),
     );
-    const port = await freePort();
-    prometheusUrl = `http://127.0.0.1:${port}`;
-    processes.push(
-      start('prometheus', binaries.prometheus, [
-        `--config.file=${join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${join(dir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-      ]),
-    );
+    const prometheus = await startReadyPrometheus(binaries, dir);
+    processes.push(prometheus.started);
+    prometheusUrl = prometheus.url;
     const logs = () => processes.map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join('\n');
-    await waitUntil(
-      async () => ((await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.ok ? true : undefined),
-      30_000,
-      'Prometheus to be ready',
-      logs,
-    );
     // Enough scrapes for rates and increases (>= 2 samples in a 30 s window), and the recording rules'
     // first evaluations on them.
     await waitUntil(

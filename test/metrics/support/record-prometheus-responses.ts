@@ -8,8 +8,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startReadyPrometheus } from '../../../infra/local-stack/monitoring.js';
 import {
-  freePort,
   monitoringBinaries,
   type Started,
   start,
@@ -71,7 +71,6 @@ async function main(): Promise<void> {
       sidecars.push(JSON.parse(line) as { metrics: string; hook: string });
     }
 
-    const prometheusPort = await freePort();
     await writeFile(
       join(dir, 'prometheus.yml'),
       [
@@ -82,19 +81,9 @@ async function main(): Promise<void> {
         `    static_configs: [{targets: [${sidecars.map((s) => `"${new URL(s.metrics).host}"`).join(', ')}]}]`,
       ].join('\n'),
     );
-    processes.push(
-      start('prometheus', binaries.prometheus, [
-        `--config.file=${join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${join(dir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${prometheusPort}`,
-      ]),
-    );
-    const prometheusUrl = `http://127.0.0.1:${prometheusPort}`;
-    await waitUntil(
-      async () => ((await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.ok ? true : undefined),
-      20_000,
-      'Prometheus',
-    );
+    const prometheus = await startReadyPrometheus(binaries, dir);
+    processes.push(prometheus.started);
+    const prometheusUrl = prometheus.url;
 
     // 12 s of progress: workers 0 and 1 at 0.1 s/step, worker 2 at 0.3 s/step; samples = steps x 32;
     // the cgroup burns half a core.
