@@ -31,6 +31,17 @@ export interface LaunchCostEstimate {
 const SHARE_STORE_ENV = Object.keys(RECOMMENDED_TORCHRUN_ENV)[0] ?? '';
 const round = (seconds: number) => Math.round(seconds * 10) / 10;
 
+/**
+ * Whether the agents share the rendezvous store with the workers (torch >= 2.4 unless
+ * TORCH_DISABLE_SHARE_RDZV_TCP_STORE is "1"): trainscaler's launcher sets it to "1" unless the job sets it; plain
+ * torchrun shares it unless the job sets it. False for a launch it does not recognise (nothing known).
+ */
+export function sharesRendezvousStore(launch: LaunchSettings): boolean {
+  if (launch.launcher === 'trainscaler')
+    return launch.disableShareStore !== undefined && launch.disableShareStore !== '1';
+  return launch.launcher === 'torchrun' && launch.disableShareStore !== '1';
+}
+
 /** The estimate for a launch trainscaler recognises; undefined for an unknown one (the default applies). */
 export function launchCostEstimate(launch: LaunchSettings): LaunchCostEstimate | undefined {
   if (launch.launcher === 'unknown') return undefined;
@@ -54,14 +65,12 @@ export function launchCostEstimate(launch: LaunchSettings): LaunchCostEstimate |
   let up: number;
   let down: number;
   let what: string;
-  // The launcher sets the variable itself unless the job does; plain torchrun shares the store unless it is "1".
-  let sharedStore: boolean;
+  const sharedStore = sharesRendezvousStore(launch);
   if (launch.launcher === 'trainscaler') {
     const measured = MEASURED_RESCALE_PAUSE_SECONDS_TORCH_2_15.recommended;
     up = measured.up + extraLastCall + extraMonitor;
     down = measured.down + extraLastCall + extraMonitor;
     what = "trainscaler's launcher";
-    sharedStore = launch.disableShareStore !== undefined && launch.disableShareStore !== '1';
   } else {
     const low = MEASURED_RESCALE_PAUSE_SECONDS.torchrunRecommendedFlags;
     const high = MEASURED_RESCALE_PAUSE_SECONDS_TORCH_2_15.torchrunDefaults;
@@ -69,7 +78,6 @@ export function launchCostEstimate(launch: LaunchSettings): LaunchCostEstimate |
     up = low.up + (extraLastCall * (high.up - low.up)) / span + extraMonitor;
     down = low.down + (extraLastCall * (high.down - low.down)) / span + extraMonitor;
     what = 'plain torchrun';
-    sharedStore = launch.disableShareStore !== '1';
   }
   const basis = `${what} with ${settings}`;
   return {
