@@ -54,6 +54,10 @@ describe('rescale cost from the launch', () => {
       [15.2, 26.2],
     );
     assert.deepEqual(seconds({ launcher: 'trainscaler', lastCallTimeout: 10 }), [11.2, 11.2]);
+    assert.deepEqual(
+      seconds({ launcher: 'trainscaler', monitorInterval: 5 }),
+      [3.2, 3.2].map((s) => s + 4 + 28),
+    );
     // Shorter than recommended is charged as the recommended (the measured row), not less.
     assert.deepEqual(
       seconds({ launcher: 'trainscaler', lastCallTimeout: 1, monitorInterval: 0.5 }),

@@ -56,6 +56,7 @@ describe('launch settings: which launcher', () => {
     const cases: unknown[][] = [
       ['python', 'train.py'],
       ['python', '-m', 'my.trainer'],
+      ['python', 'wrapper.py', '-m', 'torch.distributed.run'], // the script's own arguments
       ['deepspeed', 'train.py'],
       [],
       ['sh', '-c', 'torchrun "train.py'],
