@@ -86,7 +86,9 @@ export function shellCommands(line: string): string[][] | undefined {
 const baseName = (path: string) => path.slice(path.lastIndexOf('/') + 1);
 
 /** A word before the program: `env`, `exec` or an assignment (`A=1 exec torchrun ...`). */
-const isPrefix = (word: string) => word === 'env' || word === 'exec' || ASSIGNMENT.test(word);
+const isPrefix = (word: string) => ['env', 'exec'].includes(baseName(word)) || ASSIGNMENT.test(word);
+/** python's options whose value is the next word. */
+const PYTHON_OPTIONS_WITH_VALUE = new Set(['-W', '-X']);
 
 /** The launcher of one argv and the arguments after it, or undefined when it runs neither. */
 function launcherOf(
@@ -101,12 +103,13 @@ function launcherOf(
     const arg = argv[j] ?? '';
     const module = arg === '-m' ? argv[j + 1] : arg.startsWith('-m') ? arg.slice(2) : undefined;
     if (module !== undefined) {
-      if (module === LAUNCHER_MODULE) return { launcher: 'trainscaler', rest: argv.slice(j + 2) };
-      if (TORCHRUN_MODULES.has(module))
-        return { launcher: 'torchrun', rest: argv.slice(j + (arg === '-m' ? 2 : 1)) };
+      const rest = argv.slice(j + (arg === '-m' ? 2 : 1));
+      if (module === LAUNCHER_MODULE) return { launcher: 'trainscaler', rest };
+      if (TORCHRUN_MODULES.has(module)) return { launcher: 'torchrun', rest };
       return undefined;
     }
     if (!arg.startsWith('-')) return undefined; // python runs a script, not a module
+    if (PYTHON_OPTIONS_WITH_VALUE.has(arg)) j++; // `-W ignore`, `-X importtime`
   }
   return undefined;
 }

@@ -21,6 +21,23 @@ describe('launch settings: which launcher', () => {
     assert.equal(launch(['python3.11', '-u', '-mtorch.distributed.run', 'train.py']).launcher, 'torchrun');
     assert.equal(launch(['python3', '-m', 'trainscaler_hook.launch', 'train.py']).launcher, 'trainscaler');
     assert.equal(launch(['/opt/conda/bin/python', '-m', 'trainscaler_hook.launch']).launcher, 'trainscaler');
+    assert.deepEqual(launch(['python', '-W', 'ignore', '-X', 'importtime', '-m', 'torch.distributed.run']), {
+      launcher: 'torchrun',
+    });
+    assert.deepEqual(
+      launch(['python3', '-mtrainscaler_hook.launch', '--monitor-interval', '2', 'train.py']),
+      {
+        launcher: 'trainscaler',
+        monitorInterval: 2,
+      },
+    );
+    assert.deepEqual(
+      launch(['/usr/bin/env', 'TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1', 'torchrun', 'train.py']),
+      {
+        launcher: 'torchrun',
+        disableShareStore: '1',
+      },
+    );
   });
 
   it('reads the command split across command and args', () => {
