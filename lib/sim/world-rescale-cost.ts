@@ -1,8 +1,9 @@
 // What a re-formed world costs in a simulated run (`--rescale-cost` of `simulate` and `bench:cluster`): the
 // pause the simulated cluster charges every policy's jobs alike. Most users run plain torchrun, whose rescales
 // cost several times what trainscaler's launcher costs, so the benchmark's figures are asked at both (issue 44).
-// This is the WORLD's cost only: trainscaler's policy is not told it (it starts from its config default and
-// learns each job's cost from the job's own metrics, as in a real deployment).
+// This is the WORLD's cost only: trainscaler's policy is not told it. As in a real deployment it estimates a
+// job's cost from the job's pod spec (the simulated workers are launched as the world's cost was measured:
+// SimulatedLaunch below) until it has measured the job's own from its metrics.
 import { TrainscalerError } from '../errors.js';
 import {
   MEASURED_RESCALE_PAUSE_SECONDS,
