@@ -539,7 +539,9 @@ async function runWorkload(
   /** High-priority tenants' jobs: submitted on arrival, outside every queue. */
   const bypass: Record<string, true> = {};
   const submit = async (entry: (typeof arrivals)[number]) => {
-    const stored = sim.submitJob(workloadJobManifest(entry.job, clusterGpus, entry.traits));
+    const stored = sim.submitJob(
+      workloadJobManifest(entry.job, clusterGpus, entry.traits, settings.rescaleCost.workers),
+    );
     const ref: JobRef = { kind: 'PyTorchJob', namespace: WORKLOAD_NAMESPACE, name: stored.metadata.name };
     const entryTracked: Tracked = {
       job: entry.job,

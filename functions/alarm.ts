@@ -4,7 +4,12 @@ import { loadCapacity } from '../lib/cluster/load-capacity.js';
 import { managingJobOf } from '../lib/cluster/owner-chain.js';
 import { profileOwnerOf, readProfileStore } from '../lib/decisions/profile-store.js';
 import { decideRuntime, observeJob } from '../lib/decisions/runtime-review.js';
-import { historiesOf, NO_HISTORIES, priorSamples } from '../lib/decisions/signature-histories.js';
+import {
+  historiesOf,
+  NO_HISTORIES,
+  priorSamples,
+  signatureRescaleCostOf,
+} from '../lib/decisions/signature-histories.js';
 import { MissingMetricsError } from '../lib/errors.js';
 import { keptWithoutSamples, MissingSamplesError } from '../lib/policies/missing-samples.js';
 import { findRole } from '../lib/policies/placement.js';
@@ -23,14 +28,17 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
   if (triggers.length === 0) return { ...result, ignored: 'no firing alert' };
   // Nodes and pods from the runner's caches (no request), else one paginated list each: never a read per job.
   const { capacity } = await loadCapacity(readView(deps), deps.clock());
-  const historyOf = await readProfileStore(deps.cluster, deps.profiles).then(
-    historiesOf,
-    (error: unknown) => {
-      // A profile only sharpens a running job's fit; without one the job is judged on its own samples.
-      deps.logger.warn({ error: String(error) }, 'profile store unreadable: fitting without it');
-      return NO_HISTORIES;
-    },
-  );
+  const profiles = await readProfileStore(deps.cluster, deps.profiles).catch((error: unknown) => {
+    // A profile only sharpens a running job's fit; without one the job is judged on its own samples.
+    deps.logger.warn({ error: String(error) }, 'profile store unreadable: fitting without it');
+    return undefined;
+  });
+  const historyOf = profiles ? historiesOf(profiles) : NO_HISTORIES;
+  /** The view with what earlier runs of its signature measured a rescale to cost, when they did. */
+  const withEarlierCosts = (view: JobView): JobView => {
+    const earlier = profiles && signatureRescaleCostOf(profiles(profileOwnerOf(view)).profile);
+    return earlier ? { ...view, signatureRescaleCost: earlier } : view;
+  };
   for (const trigger of triggers) {
     let ref = trigger.ref;
     try {
@@ -59,7 +67,7 @@ export async function handleAlarm(payload: unknown, deps: HandlerDeps): Promise<
         ref,
         (snapshot) =>
           decideRuntime(
-            snapshot,
+            { ...snapshot, view: withEarlierCosts(snapshot.view) },
             observed,
             capacity,
             configUnder(snapshot.governing, deps.config),

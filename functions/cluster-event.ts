@@ -1,13 +1,16 @@
 import { actOnJob } from '../lib/actuator.js';
 import { ANNOTATION } from '../lib/adapters/annotations.js';
 import { hasSucceeded, readJob } from '../lib/adapters/job-adapter.js';
+import { trustedStateOf } from '../lib/cluster/job-state.js';
 import { capacityOf, exceptPodsOf, loadCapacity } from '../lib/cluster/load-capacity.js';
 import { recordRun } from '../lib/decisions/profile-store.js';
 import { MissingMetricsError } from '../lib/errors.js';
 import { type ManagementScope, managementOf, managementScope } from '../lib/management.js';
 import { decideOnFault } from '../lib/policies/faults.js';
+import type { FinishedRun } from '../lib/policies/profiles.js';
 import { configUnder, governView, resolveJobPolicy } from '../lib/policy-governance.js';
 import { parseClusterEvent } from '../lib/triggers/cluster-event-payload.js';
+import type { JobAutoscalerState } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult } from './handler-deps.js';
 import { containJobError } from './job-errors.js';
@@ -39,10 +42,19 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
         if (error instanceof MissingMetricsError) return [];
         throw error;
       });
+      // The run's measured rescale pauses, from trainscaler's own status of the job (tenants cannot write it,
+      // docs/security.md): the next run of the signature starts from them.
+      const rescaleCost = measuredRescaleCost(trustedStateOf(live, await deps.cluster.getJobState(ref)));
       await recordRun(
         deps.cluster,
         deps.profiles,
-        { namespace: ref.namespace, signature: view.signature, samples, usage },
+        {
+          namespace: ref.namespace,
+          signature: view.signature,
+          samples,
+          usage,
+          ...(rescaleCost ? { rescaleCost } : {}),
+        },
         deps.clock(),
         deps.dryRun,
         { logger: deps.logger },
@@ -86,4 +98,11 @@ export async function handleClusterEvent(payload: unknown, deps: HandlerDeps): P
 function unmanagedNamespace(namespace: string, scope: ManagementScope): string | undefined {
   const optedIn = managementOf({ namespace, labels: { [ANNOTATION.managed]: 'true' } }, scope);
   return optedIn.managed ? undefined : optedIn.why;
+}
+
+/** A finished run's last measured pauses (a growth's pause, a shrink's patch to first step), if any. */
+function measuredRescaleCost(state: JobAutoscalerState): FinishedRun['rescaleCost'] {
+  const { upPause, down } = state.rescaleCost ?? {};
+  if (upPause === undefined && down === undefined) return undefined;
+  return { ...(upPause !== undefined ? { up: upPause } : {}), ...(down !== undefined ? { down } : {}) };
 }

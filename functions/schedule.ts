@@ -28,6 +28,7 @@ import {
   historiesOf,
   NO_HISTORIES,
   priorSamples,
+  signatureRescaleCostOf,
 } from '../lib/decisions/signature-histories.js';
 import { readTickMetrics } from '../lib/decisions/tick-metrics.js';
 import { TrainscalerError } from '../lib/errors.js';
@@ -111,6 +112,13 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
     });
     return histories.then((lookup) => lookup(owner));
   };
+  const earlierRescaleCostOf = (owner: ProfileOwner) => {
+    store ??= readProfileStore(deps.cluster, deps.profiles);
+    return store.then(
+      (lookup) => signatureRescaleCostOf(lookup(owner).profile),
+      () => undefined, // unreadable: warned where the fit reads it; the cost comes from the launch or the default
+    );
+  };
   const jobs: Observed[] = [];
   const pending: PendingDemand[] = [];
   const stranded: JobSnapshot[] = [];
@@ -160,6 +168,10 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
             deps.logger,
           )
         : [];
+      // Before trainscaler has measured a rescale of this job, what earlier runs of its signature measured (the
+      // store was read above, for the fit or the profile model).
+      const earlier = await earlierRescaleCostOf(profileOwnerOf(snapshot.view));
+      if (earlier) snapshot.view.signatureRescaleCost = earlier;
       jobs.push({
         snapshot,
         observed,

@@ -1,6 +1,8 @@
 // Shared vocabulary of the pure core. Units are fixed so that no policy has to guess:
 // CPU in millicores, memory in bytes, GPUs as whole devices, time in seconds (epoch seconds for instants).
 
+import type { LaunchSettings } from './torchelastic/launch-settings.js';
+
 export type JobKind = 'PyTorchJob' | 'TFJob' | 'StatefulSet' | 'Job' | 'JobSet' | 'TrainJob';
 
 export interface JobRef {
@@ -121,6 +123,8 @@ export interface TorchElasticView {
   tuneRendezvous: boolean;
   /** The Worker's training container runs trainscaler's launcher (`trainscaler_hook.launch` in its command/args). */
   trainscalerLauncher: boolean;
+  /** How the Worker's training container launches (lib/torchelastic/launch-settings.ts); unset without a Worker. */
+  launch?: LaunchSettings;
 }
 
 /** One view of a training job whatever its kind. Adapters build it; policies read only this. */
@@ -162,6 +166,20 @@ export interface JobView {
   refusals?: Partial<Record<RefusableChange, string>>;
   /** Only for a PyTorchJob with an elasticPolicy (torchrun). */
   torchElastic?: TorchElasticView;
+  /**
+   * Rescale pauses measured on earlier runs of the job's signature (its profile, lib/policies/profiles.ts):
+   * the median of the last ones per direction, set by the handlers that read the profile store.
+   */
+  signatureRescaleCost?: SignatureRescaleCost;
+}
+
+export interface SignatureRescaleCost {
+  /** Seconds; undefined when no earlier run measured that direction. */
+  up?: number;
+  down?: number;
+  /** How many measurements each median is of. */
+  upRuns?: number;
+  downRuns?: number;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';

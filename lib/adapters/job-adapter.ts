@@ -2,6 +2,7 @@ import type { JsonPatchOp, KubeObject } from '../cluster/cluster-client.js';
 import { UnsupportedChangeError, UnsupportedJobKindError, ValidationError } from '../errors.js';
 import { ELASTIC_JOB_ANNOTATION, QUEUE_NAME_LABEL } from '../kueue/kueue-objects.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope, managementOf } from '../management.js';
+import { launchSettingsOf } from '../torchelastic/launch-settings.js';
 import { RECOMMENDED_LAUNCHER } from '../torchelastic/recommended-rendezvous.js';
 import type {
   Change,
@@ -557,6 +558,18 @@ export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
       (a): a is string => typeof a === 'string',
     );
     view.trainscalerLauncher = argv.some((a) => a.includes(LAUNCHER_MODULE));
+    const env: Record<string, string> = {};
+    for (const e of envs) {
+      const name = getString(e, ['name']);
+      const value = getString(e, ['value']);
+      if (name !== undefined && value !== undefined) env[name] = value;
+    }
+    view.launch = launchSettingsOf({
+      command: getArray(container, ['command']) ?? [],
+      args: getArray(container, ['args']) ?? [],
+      env,
+      rdzvConf,
+    });
   }
   const budget = effectiveMaxRestarts(getNumber(policy, ['maxRestarts']), envValue(MAX_RESTARTS_ENV), argv);
   view.maxRestarts = budget.value;

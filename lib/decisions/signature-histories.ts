@@ -1,8 +1,8 @@
 // The profile store as running jobs' fits use it: each signature's profile turned into samples and fitted at
 // most once per trigger.
 import { agreeingPrior, type SignatureHistory, signatureHistory } from '../model/profile-prior.js';
-import { profileSamples } from '../policies/profiles.js';
-import type { StepSample } from '../types.js';
+import { type JobProfile, median, profileSamples } from '../policies/profiles.js';
+import type { SignatureRescaleCost, StepSample } from '../types.js';
 import { type ProfileLookup, type ProfileOwner, profileKey } from './profile-store.js';
 
 export type HistoryLookup = (owner: ProfileOwner) => SignatureHistory | undefined;
@@ -36,4 +36,23 @@ export function priorSamples(
   if (history && choice.samples.length === 0)
     logger.debug?.({ job, why: choice.why }, 'profile left out of the fit');
   return choice.samples;
+}
+
+/**
+ * What earlier runs of the signature measured a rescale to cost: the median of the profile's last measured
+ * pauses per direction (lib/policies/profiles.ts rescaleCosts), undefined when none was measured.
+ */
+export function signatureRescaleCostOf(profile: JobProfile | undefined): SignatureRescaleCost | undefined {
+  const kept = profile?.rescaleCosts;
+  if (!kept || kept.up.length + kept.down.length === 0) return undefined;
+  const out: SignatureRescaleCost = {};
+  if (kept.up.length > 0) {
+    out.up = median(kept.up);
+    out.upRuns = kept.up.length;
+  }
+  if (kept.down.length > 0) {
+    out.down = median(kept.down);
+    out.downRuns = kept.down.length;
+  }
+  return out;
 }

@@ -6,10 +6,13 @@
 import { freeOnNode, podsFitting, podsFittingOnNode, reserve } from '../cluster/capacity.js';
 import type { PolicyConfig } from '../config.js';
 import type { Placement, ThroughputModel } from '../model/throughput-model.js';
+import { sharesRendezvousStore } from '../torchelastic/launch-cost.js';
 import {
   MEASURED_RESCALE_PAUSE_SECONDS,
   RECOMMENDED_LAUNCHER,
   RECOMMENDED_RENDEZVOUS,
+  RECOMMENDED_TORCHRUN_ENV,
+  SHARED_STORE_WAIT_SECONDS,
 } from '../torchelastic/recommended-rendezvous.js';
 import type { Change, ClusterCapacity, JobView, Plan, Resources, RoleName, RoleView } from '../types.js';
 import { formatBytes, formatMillicores, formatPercent } from './format.js';
@@ -198,6 +201,8 @@ function preferredNode(
  * only when the job allows it (trainscaler.io/tune-rendezvous: "true"); trainscaler's launcher, only ever
  * recommended (it needs the trainscaler Python hook in the job's image, which trainscaler cannot see: a
  * command naming a module the image lacks would crash-loop every worker, so the command stays the user's);
+ * TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 where the job's launch shares the rendezvous store (plain torchrun without
+ * it: no scale-up completes on torch >= 2.4), only ever recommended (the user's env, not a rendezvous setting);
  * and that elasticPolicy.maxRestarts bounds how often the job can be shrunk. Undefined for other jobs.
  */
 export function rendezvousAdvice(
@@ -227,6 +232,13 @@ export function rendezvousAdvice(
       set
         ? `rendezvous: setting ${where} (trainscaler.io/tune-rendezvous)`
         : `rendezvous: recommend ${where} (annotate trainscaler.io/tune-rendezvous: "true" to let trainscaler set them)`,
+    );
+  }
+  // Advice only, even with the annotation: it is an env var of the user's container, not a rendezvous setting.
+  if (te.launch && sharesRendezvousStore(te.launch)) {
+    const [name, value] = Object.entries(RECOMMENDED_TORCHRUN_ENV)[0] ?? [];
+    notes.push(
+      `environment: recommend ${name}=${value} in the Worker's env (${te.launch.disableShareStore === undefined ? 'not set' : `now ${te.launch.disableShareStore}`}): without it a scale-up on torch >= 2.4 waits the rendezvous store's ${SHARED_STORE_WAIT_SECONDS} s timeout and fails (trainscaler's launcher sets it unless the job does)`,
     );
   }
   if (!te.trainscalerLauncher) {

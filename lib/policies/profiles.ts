@@ -60,13 +60,24 @@ export interface JobProfile {
   steps: StepTimeSummary[];
   /** Epoch seconds. */
   updatedAt: number;
+  /**
+   * Rescale pauses measured on finished runs of this signature (each run's last per direction, its
+   * ScaledTrainingJob status), oldest first, at most MAX_RESCALE_COSTS each: a new run's cost before trainscaler
+   * has measured it on that run (lib/policies/rescale-cost.ts).
+   */
+  rescaleCosts?: { up: number[]; down: number[] };
 }
+
+/** Measured rescale pauses a profile keeps per direction: recent enough to follow a changed launch. */
+export const MAX_RESCALE_COSTS = 5;
 
 /** What one finished (or long enough observed) run contributes to its signature's profile. */
 export interface FinishedRun {
   signature: string;
   samples: StepSample[];
   usage: ContainerUsage[];
+  /** The run's last measured rescale pauses, seconds (state.rescaleCost: upPause, down), when measured. */
+  rescaleCost?: { up?: number; down?: number };
 }
 
 const ROLE_NAMES: readonly RoleName[] = ['Worker', 'Master', 'PS', 'Chief', 'Evaluator'];
@@ -87,6 +98,9 @@ export function serializeProfile(profile: JobProfile): string {
     peaks,
     steps: sortSummaries(profile.steps).map(orderedSummary),
     updatedAt: profile.updatedAt,
+    ...(profile.rescaleCosts
+      ? { rescaleCosts: { up: profile.rescaleCosts.up, down: profile.rescaleCosts.down } }
+      : {}),
   };
   return JSON.stringify(out);
 }
@@ -124,7 +138,38 @@ export function parseProfile(json: string): JobProfile {
     updatedAt: num(obj, 'updatedAt', '', { min: 0 }),
   };
   if (obj.best !== undefined) profile.best = parseBest(obj.best);
+  if (obj.rescaleCosts !== undefined) profile.rescaleCosts = parseRescaleCosts(obj.rescaleCosts);
   return profile;
+}
+
+function parseRescaleCosts(value: unknown): { up: number[]; down: number[] } {
+  const obj = record(value, '/rescaleCosts');
+  const list = (key: 'up' | 'down') => {
+    const ptr = `/rescaleCosts/${key}`;
+    const raw = obj[key];
+    if (!Array.isArray(raw)) throw new ValidationError(ptr, 'must be an array');
+    if (raw.length > MAX_RESCALE_COSTS)
+      throw new ValidationError(ptr, `at most ${MAX_RESCALE_COSTS} entries, got ${raw.length}`);
+    return raw.map((v: unknown, i) => {
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+        throw new ValidationError(`${ptr}/${i}`, `must be a finite number >= 0, got ${JSON.stringify(v)}`);
+      return v;
+    });
+  };
+  return { up: list('up'), down: list('down') };
+}
+
+/** The run's measured pauses appended to the profile's, the oldest dropped beyond MAX_RESCALE_COSTS. */
+function mergeRescaleCosts(
+  kept: JobProfile['rescaleCosts'],
+  run: FinishedRun['rescaleCost'],
+): JobProfile['rescaleCosts'] {
+  const valid = (v: number | undefined): v is number => v !== undefined && Number.isFinite(v) && v >= 0;
+  const add = (list: number[] = [], v: number | undefined) =>
+    (valid(v) ? [...list, v] : list).slice(-MAX_RESCALE_COSTS);
+  const up = add(kept?.up, run?.up);
+  const down = add(kept?.down, run?.down);
+  return up.length + down.length > 0 ? { up, down } : undefined;
 }
 
 /** Folds one run into the profile of its signature; a new profile when there is none yet. */
@@ -170,6 +215,8 @@ export function mergeRunIntoProfile(
     updatedAt: now,
   };
   if (best) merged.best = best;
+  const rescaleCosts = mergeRescaleCosts(profile?.rescaleCosts, run.rescaleCost);
+  if (rescaleCosts) merged.rescaleCosts = rescaleCosts;
   return merged;
 }
 
@@ -319,7 +366,7 @@ function syncMedian(group: readonly StepSample[]): { syncTime?: number } {
   return { syncTime: median(syncs) };
 }
 
-function median(values: number[]): number {
+export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   const hi = sorted[mid] ?? 0;

@@ -2,49 +2,93 @@
 // job loses only the re-rendezvous pause: its new pods start and warm up while the old world trains on (the
 // end-to-end training test: 6.2 s from the decision to the first step at the new size, of which 2.8 s paused).
 // Shrinking pauses from the patch on (the leaving agent stops at once) and spends one of an elastic
-// PyTorchJob's maxRestarts. The defaults are the pauses `npm run bench:rescale` measured
-// (lib/torchelastic/recommended-rendezvous.ts); once trainscaler has rescaled the job, its own measurements
-// (lib/decisions/rescale-measurement.ts) replace them: a shrink's patch to first step at the new size, a
-// growth's pause (its sidecars' last step before it to the first after it). A growth's patch-to-first-step
-// time, pods' start included, is recorded and reported, not charged.
+// PyTorchJob's maxRestarts. Once trainscaler has rescaled the job, its own measurements
+// (lib/decisions/rescale-measurement.ts) are its cost: a shrink's patch to first step at the new size, a
+// growth's pause (its sidecars' last step before it to the first after it). Before that: the median of what
+// earlier runs of its signature measured, else an estimate from how it is launched (launcher or plain torchrun
+// and its rendezvous settings, lib/torchelastic/launch-cost.ts), else the configured default (the launcher's
+// measured pauses, lib/torchelastic/recommended-rendezvous.ts). A growth's patch-to-first-step time, pods'
+// start included, is recorded and reported, not charged.
 import type { PolicyConfig } from '../config.js';
+import { launchCostEstimate } from '../torchelastic/launch-cost.js';
 import type { JobAutoscalerState, JobView } from '../types.js';
 import { formatDuration } from './placement.js';
 
+/**
+ * Where a rescale cost comes from, best first: measured on this job, measured on earlier runs of its
+ * signature, estimated from how the job is launched, the configured default.
+ */
+export type CostSource = 'measured' | 'signature' | 'launch' | 'default';
+
 export interface RescaleCosts {
-  /** Seconds without progress: the pause of a growth (the job's measured pause, else the configured default). */
+  /** Seconds without progress: the pause of a growth. */
   up: number;
-  upMeasured: boolean;
-  /** Seconds without progress of a shrink: the job's measurement, else the configured default. */
+  upSource: CostSource;
+  /** Why that figure, for the reason (e.g. "measured on this job"). */
+  upFrom: string;
+  /** Seconds without progress of a shrink. */
   down: number;
-  downMeasured: boolean;
+  downSource: CostSource;
+  downFrom: string;
   /** The job's last growth, patch to first step at the new size (pods' start included), when measured. */
   upToFirstStep?: number;
 }
 
 type CostConfig = Pick<PolicyConfig, 'scaleUpCostSeconds' | 'scaleDownCostSeconds'>;
+type CostJob = Pick<JobView, 'state'> & Partial<Pick<JobView, 'torchElastic' | 'signatureRescaleCost'>>;
 
-/** The job's measured shrink cost where it has one, else the defaults. */
-export function rescaleCostsOf(job: Pick<JobView, 'state'>, config: CostConfig): RescaleCosts {
-  const measured = job.state.rescaleCost;
+const NOT_YET = 'not yet measured on this job';
+
+/** One direction's cost from the best source the job has. */
+function costOf(
+  job: CostJob,
+  direction: 'up' | 'down',
+  configured: number,
+): { seconds: number; source: CostSource; from: string } {
+  const measured = direction === 'up' ? job.state.rescaleCost?.upPause : job.state.rescaleCost?.down;
+  if (measured !== undefined) return { seconds: measured, source: 'measured', from: 'measured on this job' };
+  const signature = job.signatureRescaleCost;
+  const earlier = direction === 'up' ? signature?.up : signature?.down;
+  if (earlier !== undefined) {
+    const runs = (direction === 'up' ? signature?.upRuns : signature?.downRuns) ?? 1;
+    const what = runs === 1 ? 'measured on an earlier run' : `median of ${runs} earlier runs`;
+    return { seconds: earlier, source: 'signature', from: `${what} of its signature; ${NOT_YET}` };
+  }
+  const launch = job.torchElastic?.launch;
+  const estimate = launch ? launchCostEstimate(launch)?.[direction] : undefined;
+  if (estimate)
+    return {
+      seconds: estimate.seconds,
+      source: 'launch',
+      from: `${estimate.basis}, from its launch; ${NOT_YET}`,
+    };
+  const why = launch?.unknownWhy ? `; launch not recognised: ${launch.unknownWhy}` : '';
+  return { seconds: configured, source: 'default', from: `default${why}` };
+}
+
+/** The job's rescale costs, each direction from its best source (CostSource). */
+export function rescaleCostsOf(job: CostJob, config: CostConfig): RescaleCosts {
+  const up = costOf(job, 'up', config.scaleUpCostSeconds);
+  const down = costOf(job, 'down', config.scaleDownCostSeconds);
+  const upToFirstStep = job.state.rescaleCost?.upToFirstStep;
   return {
-    up: measured?.upPause ?? config.scaleUpCostSeconds,
-    upMeasured: measured?.upPause !== undefined,
-    down: measured?.down ?? config.scaleDownCostSeconds,
-    downMeasured: measured?.down !== undefined,
-    ...(measured?.upToFirstStep !== undefined ? { upToFirstStep: measured.upToFirstStep } : {}),
+    up: up.seconds,
+    upSource: up.source,
+    upFrom: up.from,
+    down: down.seconds,
+    downSource: down.source,
+    downFrom: down.from,
+    ...(upToFirstStep !== undefined ? { upToFirstStep } : {}),
   };
 }
 
 export function describeCost(costs: RescaleCosts, direction: 'up' | 'down'): string {
-  if (direction === 'down')
-    return `scale-down cost ${formatDuration(costs.down)} (${costs.downMeasured ? 'measured on this job' : 'default'})`;
+  if (direction === 'down') return `scale-down cost ${formatDuration(costs.down)} (${costs.downFrom})`;
   const last =
     costs.upToFirstStep === undefined
       ? ''
       : `; its last growth took ${formatDuration(costs.upToFirstStep)} from the patch to the first step at the new size`;
-  const source = costs.upMeasured ? 'measured on this job' : 'default';
-  return `scale-up cost ${formatDuration(costs.up)} (the re-rendezvous pause, ${source}: the job trains on while new pods start${last})`;
+  return `scale-up cost ${formatDuration(costs.up)} (the re-rendezvous pause, ${costs.upFrom}: the job trains on while new pods start${last})`;
 }
 
 /**

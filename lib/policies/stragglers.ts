@@ -311,14 +311,17 @@ export interface ReplacementCost {
  * Charged whole: a fixed-world job waits throughout; an elastic one trains on while the pod starts, so this
  * errs on the side of not evicting.
  */
-export function replacementCost(job: Pick<JobView, 'state'>, config: PolicyConfig): ReplacementCost {
+export function replacementCost(
+  job: Pick<JobView, 'state'> & Partial<Pick<JobView, 'torchElastic' | 'signatureRescaleCost'>>,
+  config: PolicyConfig,
+): ReplacementCost {
   const costs = rescaleCostsOf(job, config);
   const start = costs.upToFirstStep ?? config.podStartSeconds + costs.up;
-  const pauseFrom = costs.downMeasured ? 'measured on this job' : 'default';
+  const pauseFrom = costs.downFrom;
   const startFrom =
     costs.upToFirstStep !== undefined
       ? "the job's last growth, patch to first step, measured"
-      : `default: pod start ${formatDuration(config.podStartSeconds)} + join pause ${formatDuration(costs.up)}`;
+      : `default: pod start ${formatDuration(config.podStartSeconds)} + join pause ${formatDuration(costs.up)}${costs.upSource === 'default' ? '' : `, ${costs.upFrom}`}`;
   return {
     seconds: costs.down + start,
     text: `${formatDuration(costs.down + start)} a replacement: pause ${formatDuration(costs.down)} (${pauseFrom}) + start to first step ${formatDuration(start)} (${startFrom})`,

@@ -5,6 +5,7 @@
 import { ANNOTATION } from '../adapters/annotations.js';
 import type { KubeObject } from '../cluster/cluster-client.js';
 import { bytesToMemoryQuantity, millisToCpuQuantity } from './quantity.js';
+import { LAUNCHER_WORKERS, type SimulatedLaunch } from './world-rescale-cost.js';
 
 export const GPU_RESOURCE = 'nvidia.com/gpu';
 
@@ -60,7 +61,8 @@ function podTemplate(
   facts: TrainingJobFacts,
   containerName: string,
   sizing: ContainerSizing,
-  command: string[],
+  command: readonly string[],
+  env: Readonly<Record<string, string>> = {},
 ) {
   return {
     metadata: { labels: { app: facts.app, ...facts.labels } },
@@ -70,7 +72,10 @@ function podTemplate(
         {
           name: containerName,
           image: `registry.example.com/trainscaler-demo/${facts.app}:1.0`,
-          command,
+          command: [...command],
+          ...(Object.keys(env).length > 0
+            ? { env: Object.entries(env).map(([name, value]) => ({ name, value })) }
+            : {}),
           resources: containerResources(sizing),
         },
       ],
@@ -106,21 +111,27 @@ export const SIMULATED_MAX_RESTARTS = 100;
 /** An elastic PyTorchJob of workers only (torchrun with a c10d rendezvous needs no Master replica). */
 export function pytorchJobManifest(
   facts: TrainingJobFacts &
-    ElasticWorkers & { backoffLimit?: number; master?: ContainerSizing; maxRestarts?: number },
+    ElasticWorkers & {
+      backoffLimit?: number;
+      master?: ContainerSizing;
+      maxRestarts?: number;
+      /** The workers' command and env; default trainscaler's launcher with the recommended settings. */
+      launch?: SimulatedLaunch;
+    },
 ): KubeObject {
-  const torchrun = ['torchrun', '--nnodes=$(PET_NNODES)', '--nproc-per-node=1', 'train.py'];
+  const launch = facts.launch ?? LAUNCHER_WORKERS;
   const replicaSpecs: Record<string, unknown> = {};
   if (facts.master) {
     replicaSpecs.Master = {
       replicas: 1,
       restartPolicy: 'OnFailure',
-      template: podTemplate(facts, 'pytorch', facts.master, torchrun),
+      template: podTemplate(facts, 'pytorch', facts.master, launch.command, launch.env),
     };
   }
   replicaSpecs.Worker = {
     replicas: facts.workers,
     restartPolicy: 'OnFailure',
-    template: podTemplate(facts, 'pytorch', facts.sizing, torchrun),
+    template: podTemplate(facts, 'pytorch', facts.sizing, launch.command, launch.env),
   };
   return {
     apiVersion: 'kubeflow.org/v1',

@@ -7,6 +7,7 @@ import { basename, join } from 'node:path';
 import type { KubeObject } from '../cluster/cluster-client.js';
 import { APP_PROFILES, type AppName, isAppName } from './app-profiles.js';
 import { pytorchJobManifest } from './training-job-manifests.js';
+import type { SimulatedLaunch } from './world-rescale-cost.js';
 
 export interface WorkloadJob {
   name: string;
@@ -213,9 +214,11 @@ export function workloadJobManifest(
   job: WorkloadJob,
   clusterGpus: number,
   traits: TenantTraits = WELL_SIZED,
+  launch?: SimulatedLaunch,
 ): KubeObject {
   const profile = APP_PROFILES[job.application];
   const manifest = pytorchJobManifest({
+    ...(launch ? { launch } : {}),
     name: job.name,
     namespace: WORKLOAD_NAMESPACE,
     app: job.application,

@@ -21,6 +21,18 @@ export const RECOMMENDED_RENDEZVOUS = { PET_MONITOR_INTERVAL: 1, last_call_timeo
  */
 export const RECOMMENDED_LAUNCHER = ['python3', '-m', 'trainscaler_hook.launch'] as const;
 
+/**
+ * The environment plain torchrun needs for a scale-up to work at all on torch >= 2.4: without it the agents
+ * share the rendezvous store with the workers, and rank 0 publishes the store's address in its first round only,
+ * so a node joining a later round (every scale-up) waits for it until the store's 60 s timeout and the rescale
+ * fails (measured with torch 2.15.0: `DistStoreError: wait timeout`). trainscaler's launcher sets it itself unless
+ * the job does.
+ */
+export const RECOMMENDED_TORCHRUN_ENV = { TORCH_DISABLE_SHARE_RDZV_TCP_STORE: '1' } as const;
+
+/** What a torch >= 2.4 scale-up without RECOMMENDED_TORCHRUN_ENV waits before it fails: the store's timeout. */
+export const SHARED_STORE_WAIT_SECONDS = 60;
+
 /** The torchrun flags equal to RECOMMENDED_RENDEZVOUS (for a launcher started by hand, not by the operator). */
 export function recommendedTorchrunFlags(): string[] {
   return [
@@ -51,3 +63,19 @@ export const MEASURED_RESCALE_PAUSE_SECONDS = {
   torchrunRecommendedFlagsSource:
     '`npm run bench:rescale -- --only torchrunRecommendedFlags` on the project machine, 2026-11-30, load average 25-30: plain torchrun with the recommended rendezvous flags, medians of 3; docs/real-training.md',
 } as const;
+
+/**
+ * The same bench on torch 2.15.0 from PyPI (the current release, what `npm run setup` installs), 2026-12-07,
+ * medians of 3, load average 9-10 (docs/real-training.md): `recommended` as above; `torchrunDefaults`: plain
+ * torchrun with its defaults and RECOMMENDED_TORCHRUN_ENV (without it no scale-up completed). Plain torchrun with
+ * the recommended flags was measured on torch 1.13 only (`torchrunRecommendedFlags` above).
+ */
+export const MEASURED_RESCALE_PAUSE_SECONDS_TORCH_2_15 = {
+  recommended: { up: 3.2, down: 3.2 },
+  torchrunDefaults: { up: 37.5, down: 49.4 },
+  source:
+    '`npm run bench:rescale` with torch 2.15.0, 2026-12-07, load average 9-10, medians of 3; docs/real-training.md',
+} as const;
+
+/** torchrun's default rendezvous last call (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py), seconds. */
+export const TORCHRUN_DEFAULT_LAST_CALL_SECONDS = 30;

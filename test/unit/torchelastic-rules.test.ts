@@ -489,6 +489,46 @@ describe('rule 3: rendezvous settings that make rescales cheap, recommended on s
     assert.doesNotMatch(rendezvousAdvice(launched)?.note ?? '', /launcher:/);
   });
 
+  it('recommends TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 where the store is shared: plain torchrun without it', () => {
+    const advice = (command: string[], env?: string) => {
+      const obj = tuned(ALLOW);
+      const spec = obj.spec as {
+        pytorchReplicaSpecs: { Worker: { template: { spec: { containers: Record<string, unknown>[] } } } };
+      };
+      const container = spec.pytorchReplicaSpecs.Worker.template.spec.containers[0];
+      if (container) {
+        container.command = command;
+        container.env = env === undefined ? [] : [{ name: 'TORCH_DISABLE_SHARE_RDZV_TCP_STORE', value: env }];
+      }
+      return rendezvousAdvice(readJob(obj));
+    };
+    const torchrun = advice(['torchrun', 'train.py']);
+    assert.match(
+      torchrun?.note ?? '',
+      /environment: recommend TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in the Worker's env \(not set\): without it a scale-up on torch >= 2\.4 waits the rendezvous store's 60 s timeout and fails/,
+    );
+    assert.ok(
+      torchrun?.changes.every((c) => c.kind === 'rendezvous'),
+      'advice only, even where allowed',
+    );
+    assert.match(
+      advice(['torchrun', 'train.py'], '0')?.note ?? '',
+      /TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 .*\(now 0\)/,
+    );
+    assert.doesNotMatch(advice(['torchrun', 'train.py'], '1')?.note ?? '', /environment:/);
+    const launcher = ['python3', '-m', 'trainscaler_hook.launch', 'train.py'];
+    assert.doesNotMatch(advice(launcher)?.note ?? '', /environment:/, 'the launcher sets it itself');
+    assert.match(
+      advice(launcher, '0')?.note ?? '',
+      /environment: recommend TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1/,
+    );
+    assert.doesNotMatch(
+      advice(['python', 'train.py'])?.note ?? '',
+      /environment:/,
+      'an unknown launch: nothing known',
+    );
+  });
+
   it('tells how many times elasticPolicy.maxRestarts lets trainscaler shrink the job', () => {
     const budget = (maxRestarts: number | undefined) => {
       const obj = tuned({});

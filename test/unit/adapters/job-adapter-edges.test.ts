@@ -517,11 +517,36 @@ describe('torchelastic facts: the restart budget torchrun really gets', () => {
     assert.equal('monitorInterval' in (torchElasticOf(sidecarOnly) ?? {}), false);
   });
 
+  it("reads the training container's launch: command and args, its env, elasticPolicy.rdzvConf", () => {
+    const pt = withWorker(
+      {
+        command: ['sh', '-c'],
+        args: ['torchrun --monitor_interval=2 train.py'],
+        env: [
+          { name: 'TORCH_DISABLE_SHARE_RDZV_TCP_STORE', value: '1' },
+          { name: 'FROM_SECRET', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } },
+        ],
+      },
+      { minReplicas: 1, rdzvConf: [{ key: 'last_call_timeout', value: '5' }] },
+    );
+    assert.deepEqual(torchElasticOf(pt)?.launch, {
+      launcher: 'torchrun',
+      monitorInterval: 2,
+      lastCallTimeout: 5,
+      disableShareStore: '1',
+    });
+    assert.equal(
+      torchElasticOf(withWorker({ command: ['python', 'train.py'] }))?.launch?.launcher,
+      'unknown',
+    );
+  });
+
   it('an elastic job with a Master and no Worker: the policy alone, no container facts', () => {
     const pt = withWorker({ env: [{ name: 'PET_MAX_RESTARTS', value: '4' }] });
     spec(pt).pytorchReplicaSpecs = { Master: spec(pt).pytorchReplicaSpecs.Worker };
     assert.deepEqual(budget(pt), [0, 'torchrun default']);
     assert.equal(torchElasticOf(pt)?.trainscalerLauncher, false);
+    assert.equal(torchElasticOf(pt)?.launch, undefined);
   });
 
   it('the tune-rendezvous opt-in is the string "true" only', () => {

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { signatureRescaleCostOf } from '../../../lib/decisions/signature-histories.js';
 import { ValidationError } from '../../../lib/errors.js';
 import {
   type FinishedRun,
   type JobProfile,
+  MAX_RESCALE_COSTS,
   MAX_STEP_SUMMARIES,
   mergeRunIntoProfile,
   parseProfile,
@@ -324,5 +326,52 @@ describe('serializeProfile / parseProfile', () => {
       o.steps = steps.slice(0, MAX_STEP_SUMMARIES);
     });
     assert.equal(parseProfile(atCap).steps.length, MAX_STEP_SUMMARIES);
+  });
+});
+
+describe('measured rescale pauses in profiles', () => {
+  const withCosts = (costs: FinishedRun['rescaleCost'][]) =>
+    costs.reduce<JobProfile | undefined>(
+      (profile, rescaleCost) => mergeRunIntoProfile(profile, run(rescaleCost ? { rescaleCost } : {}), NOW),
+      undefined,
+    );
+
+  it(`keeps each run's measured pauses, oldest first, the last ${MAX_RESCALE_COSTS} per direction`, () => {
+    assert.deepEqual(withCosts([{ up: 4 }, undefined, { up: 5, down: 9 }])?.rescaleCosts, {
+      up: [4, 5],
+      down: [9],
+    });
+    const many = withCosts([1, 2, 3, 4, 5, 6, 7].map((up) => ({ up })));
+    assert.deepEqual(many?.rescaleCosts?.up, [3, 4, 5, 6, 7]);
+    // None measured: no field, and the profile serialises as before the field existed.
+    const none = withCosts([undefined, {}]);
+    assert.equal(none?.rescaleCosts, undefined);
+    assert.doesNotMatch(serializeProfile(none as JobProfile), /rescaleCosts/);
+    assert.equal(withCosts([{ up: -1, down: Number.NaN }])?.rescaleCosts, undefined);
+  });
+
+  it('round-trips, and refuses what is no list of seconds or too long', () => {
+    const profile = withCosts([{ up: 4, down: 9 }]) as JobProfile;
+    assert.deepEqual(parseProfile(serializeProfile(profile)), profile);
+    const json = (rescaleCosts: unknown) =>
+      JSON.stringify({ ...JSON.parse(serializeProfile(profile)), rescaleCosts });
+    expectValidation(json([]), '/rescaleCosts');
+    expectValidation(json({ up: 3, down: [] }), '/rescaleCosts/up');
+    expectValidation(json({ up: [], down: [1, -2] }), '/rescaleCosts/down/1');
+    expectValidation(json({ up: ['3'], down: [] }), '/rescaleCosts/up/0');
+    expectValidation(json({ up: [1, 2, 3, 4, 5, 6], down: [] }), '/rescaleCosts/up');
+    assert.deepEqual(parseProfile(json({ up: [1, 2, 3, 4, 5], down: [] })).rescaleCosts?.up, [1, 2, 3, 4, 5]);
+  });
+
+  it('the next run is charged the median of the kept pauses, per direction', () => {
+    assert.deepEqual(signatureRescaleCostOf(withCosts([{ up: 40 }, { up: 50, down: 9 }, { up: 45 }])), {
+      up: 45,
+      upRuns: 3,
+      down: 9,
+      downRuns: 1,
+    });
+    assert.deepEqual(signatureRescaleCostOf(withCosts([{ up: 40 }, { up: 50 }])), { up: 45, upRuns: 2 });
+    assert.equal(signatureRescaleCostOf(withCosts([undefined])), undefined);
+    assert.equal(signatureRescaleCostOf(undefined), undefined);
   });
 });

@@ -86,18 +86,122 @@ function to(plan: Plan): number | undefined {
   return c?.kind === 'replicas' ? c.to : undefined;
 }
 
+describe('rescale costs before the first measurement: signature, then launch, then default', () => {
+  const torchrunDefaults: JobView['torchElastic'] = { ...C10D, launch: { launcher: 'torchrun' } };
+  const launcher: JobView['torchElastic'] = {
+    ...C10D,
+    launch: { launcher: 'trainscaler', lastCallTimeout: 2, monitorInterval: 1 },
+  };
+  const unknown: JobView['torchElastic'] = {
+    ...C10D,
+    launch: {
+      launcher: 'unknown',
+      unknownWhy: "neither torchrun nor trainscaler's launcher: `deepspeed x.py`",
+    },
+  };
+  const earlier = { up: 9, down: 12, upRuns: 3, downRuns: 1 };
+
+  it('measured on this job wins over earlier runs of its signature', () => {
+    const costs = rescaleCostsOf(
+      job(
+        'a',
+        4,
+        { rescaleCost: { upPause: 5, down: 6 } },
+        { torchElastic: torchrunDefaults, signatureRescaleCost: earlier },
+      ),
+      config,
+    );
+    assert.deepEqual(
+      [costs.up, costs.upSource, costs.down, costs.downSource],
+      [5, 'measured', 6, 'measured'],
+    );
+    assert.match(describeCost(costs, 'down'), /scale-down cost 6 s \(measured on this job\)/);
+  });
+
+  it('earlier runs of the signature win over the launch, per direction', () => {
+    const costs = rescaleCostsOf(
+      job(
+        'a',
+        4,
+        { rescaleCost: { down: 6 } },
+        { torchElastic: torchrunDefaults, signatureRescaleCost: { up: 9, upRuns: 3 } },
+      ),
+      config,
+    );
+    assert.deepEqual(
+      [costs.up, costs.upSource, costs.down, costs.downSource],
+      [9, 'signature', 6, 'measured'],
+    );
+    assert.match(
+      describeCost(costs, 'up'),
+      /scale-up cost 9 s \(the re-rendezvous pause, median of 3 earlier runs of its signature; not yet measured on this job:/,
+    );
+    const one = rescaleCostsOf(
+      job('a', 4, {}, { torchElastic: torchrunDefaults, signatureRescaleCost: earlier }),
+      config,
+    );
+    assert.equal(
+      describeCost(one, 'down'),
+      'scale-down cost 12 s (measured on an earlier run of its signature; not yet measured on this job)',
+    );
+  });
+
+  it('the launch wins over the configured default', () => {
+    const costs = rescaleCostsOf(job('a', 4, {}, { torchElastic: torchrunDefaults }), config);
+    assert.deepEqual(
+      [costs.up, costs.upSource, costs.down, costs.downSource],
+      [97.5, 'launch', 49.4, 'launch'],
+    );
+    assert.match(
+      describeCost(costs, 'down'),
+      /^scale-down cost 49 s \(plain torchrun with default rendezvous settings, from its launch; not yet measured on this job\)$/,
+    );
+    assert.match(
+      describeCost(costs, 'up'),
+      /scale-up cost 98 s .*and without TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1/,
+    );
+    const fast = rescaleCostsOf(job('a', 4, {}, { torchElastic: launcher }), config);
+    assert.deepEqual([fast.up, fast.down, fast.upSource], [3.2, 3.2, 'launch']);
+    assert.match(
+      describeCost(fast, 'up'),
+      /trainscaler's launcher with the recommended rendezvous settings, from its launch/,
+    );
+  });
+
+  it('an unrecognised launch, or none (no torchelastic), falls back to the default and says why', () => {
+    const costs = rescaleCostsOf(job('a', 4, {}, { torchElastic: unknown }), config);
+    assert.deepEqual(
+      [costs.up, costs.upSource, costs.down, costs.downSource],
+      [3.3, 'default', 3.6, 'default'],
+    );
+    assert.equal(
+      describeCost(costs, 'down'),
+      "scale-down cost 4 s (default; launch not recognised: neither torchrun nor trainscaler's launcher: `deepspeed x.py`)",
+    );
+    assert.equal(rescaleCostsOf(job('a', 4), config).downFrom, 'default');
+  });
+});
+
 describe('rescale costs: defaults from bench:rescale, then the job own measurements', () => {
   it('defaults to the measured pauses; growth pays the pause only (its pods start while the job trains on)', () => {
     const costs = rescaleCostsOf(job('a', 4), config);
     assert.equal(costs.up, MEASURED_RESCALE_PAUSE_SECONDS.recommended.up);
     assert.equal(costs.down, MEASURED_RESCALE_PAUSE_SECONDS.recommended.down);
-    assert.equal(costs.downMeasured, false);
+    assert.equal(costs.downSource, 'default');
     assert.deepEqual([config.scaleUpCostSeconds, config.scaleDownCostSeconds], [3.3, 3.6]);
   });
 
   it("a job's shrink measurement replaces the scale-down default; its growth's patch-to-first-step is only reported", () => {
     const costs = rescaleCostsOf(job('a', 4, { rescaleCost: { down: 44, upToFirstStep: 31 } }), config);
-    assert.deepEqual(costs, { up: 3.3, upMeasured: false, down: 44, downMeasured: true, upToFirstStep: 31 });
+    assert.deepEqual(costs, {
+      up: 3.3,
+      upSource: 'default',
+      upFrom: 'default',
+      down: 44,
+      downSource: 'measured',
+      downFrom: 'measured on this job',
+      upToFirstStep: 31,
+    });
     assert.match(
       describeCost(costs, 'up'),
       /scale-up cost 3 s \(the re-rendezvous pause, default.*its last growth took 31 s from the patch/,

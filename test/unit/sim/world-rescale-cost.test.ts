@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { readJob } from '../../../lib/adapters/job-adapter.js';
+import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
+import { rescaleCostsOf } from '../../../lib/policies/rescale-cost.js';
+import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
 import {
   LAUNCHER_RESCALE_COST,
   parseRescaleCost,
   RescaleCostError,
+  type WorldRescaleCost,
 } from '../../../lib/sim/world-rescale-cost.js';
 import { MEASURED_RESCALE_PAUSE_SECONDS } from '../../../lib/torchelastic/recommended-rendezvous.js';
 
@@ -42,5 +47,35 @@ describe('parseRescaleCost (--rescale-cost)', () => {
         bad,
       );
     }
+  });
+});
+
+describe("the simulated jobs' pod spec says how their workers are launched, as the world charges it", () => {
+  const estimateIn = (world: WorldRescaleCost) => {
+    const manifest = pytorchJobManifest({
+      name: 'toy',
+      namespace: 'team-a',
+      app: 'toy',
+      workers: 2,
+      minReplicas: 1,
+      maxReplicas: 4,
+      sizing: { cpuMillis: 4000, memoryBytes: 2 ** 34, gpus: 1 },
+      launch: world.workers,
+    });
+    return rescaleCostsOf(readJob(manifest), DEFAULT_POLICY_CONFIG);
+  };
+
+  it("trainscaler's estimate from the pod spec is within a second of the world's launcher and torchrun pauses", () => {
+    for (const world of [parseRescaleCost('launcher'), parseRescaleCost('torchrun')]) {
+      const costs = estimateIn(world);
+      assert.equal(costs.upSource, 'launch', world.name);
+      assert.ok(Math.abs(costs.up - world.up) <= 1, `${world.name} up ${costs.up} against ${world.up}`);
+      assert.ok(
+        Math.abs(costs.down - world.down) <= 1,
+        `${world.name} down ${costs.down} against ${world.down}`,
+      );
+    }
+    // A number of seconds: the launcher's pod spec; trainscaler learns the given pause from the job's metrics.
+    assert.equal(parseRescaleCost('30').workers, LAUNCHER_RESCALE_COST.workers);
   });
 });
