@@ -253,3 +253,39 @@ export function rescaleBreakdown(
     firstStep: part(5),
   };
 }
+
+/** One change of world in the trainer's step logs, as rank 0 logged it. */
+export interface WorldChange {
+  fromWorld: number;
+  toWorld: number;
+  /** the old world's last step and the new world's first */
+  lastStep: number;
+  firstStep: number;
+  /** steps the new world trained again (it resumed from a checkpoint older than the old world's last step) */
+  redone: number;
+  /** steps neither world trained (it resumed from past the old world's last step) */
+  lost: number;
+  /** the new world went on in the epoch the old one stopped in */
+  midEpoch: boolean;
+}
+
+/** The world changes of a run: rank 0's records (rank 0 exists in every world) grouped by world, in time order. */
+export function worldChanges(records: StepRecord[]): WorldChange[] {
+  const rank0 = records.filter((r) => r.rank === 0).sort((a, b) => a.t - b.t);
+  const changes: WorldChange[] = [];
+  for (let i = 1; i < rank0.length; i++) {
+    const last = rank0[i - 1];
+    const first = rank0[i];
+    if (!last || !first || last.worldId === first.worldId) continue;
+    changes.push({
+      fromWorld: last.world,
+      toWorld: first.world,
+      lastStep: last.step,
+      firstStep: first.step,
+      redone: Math.max(0, last.step - (first.step - 1)),
+      lost: Math.max(0, first.step - 1 - last.step),
+      midEpoch: last.epoch === first.epoch,
+    });
+  }
+  return changes;
+}
