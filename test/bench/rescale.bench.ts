@@ -15,7 +15,8 @@
 // most PLAIN_CHECKPOINT_EVERY - 1, by design; the hook trainer checkpoints at the agreed stop and redoes none).
 // A rep that breaks this fails the bench.
 // Run: npm run bench:rescale [-- --reps N] [-- --json]
-//      [-- --only hook|torchrunRecommended|torchrunDefaults|torchrunRecommendedFlags|launcherShortLastCall]
+//      [-- --only hook|torchrunRecommended|torchrunDefaults|torchrunRecommendedFlags|launcherUnmodified|
+//                 launcherShortLastCall]
 // (needs the pinned PyPI torch: npm run setup; TORCH_PYTHON=/usr/bin/python3 runs it on Debian's torch 1.13)
 // Everything binds 127.0.0.1; every wait is bounded.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,7 +33,6 @@ import { REPO_ROOT } from '../metrics/support/sidecar-bundle.js';
 import {
   BREAKDOWN_PARTS,
   committedSamples,
-  type PauseBreakdown,
   readPhaseLogs,
   readStepLogs,
   rescaleBreakdown,
@@ -40,11 +40,15 @@ import {
   worldChanges,
 } from '../support/elastic-train-logs.js';
 import {
+  type AgentLine,
   accountSteps,
   lineReader,
+  parseAgentLine,
   parseScriptLine,
   type ScriptLine,
+  STDOUT_BREAKDOWN_PARTS,
   type StepLine,
+  stdoutBreakdown,
   stdoutPause,
 } from '../support/step-lines.js';
 
@@ -71,6 +75,10 @@ const DATASET_SIZE = 400_000;
 const PAUSE_TIMEOUT_MS = 150_000;
 
 type Script = 'hookTrainer' | 'plain';
+type Parts = Record<string, number>;
+// The parts a pause is split into: the hook trainer logs its phases; of the plain script only its stdout and
+// torchrun's log are seen.
+const PARTS: Record<Script, string[]> = { hookTrainer: BREAKDOWN_PARTS, plain: STDOUT_BREAKDOWN_PARTS };
 
 interface Launch {
   command: string;
@@ -101,6 +109,13 @@ export const RENDEZVOUS: Record<string, Launch> = {
 const EXTRA: Record<string, Launch> = {
   // the example (hook) trainer under plain torchrun with the recommended flags: what they do without the launcher
   torchrunRecommendedFlags: { command: TORCHRUN, args: recommendedTorchrunFlags(), script: 'hookTrainer' },
+  // the unmodified script under trainscaler's launcher: what the launcher alone gives a script without the hook
+  // (its warm worker starts and graceful leave need no change to the script; the stop agreement does)
+  launcherUnmodified: {
+    command: PYTHON,
+    args: [...RECOMMENDED_LAUNCHER.slice(1), ...recommendedTorchrunFlags()],
+    script: 'plain',
+  },
   // the launcher polls every 0.1 s: does a shorter last call and monitor interval still form one world?
   launcherShortLastCall: {
     command: PYTHON,
@@ -112,8 +127,8 @@ const EXTRA: Record<string, Launch> = {
 interface Pauses {
   scaleUp: number[];
   scaleDown: number[];
-  upParts: PauseBreakdown[];
-  downParts: PauseBreakdown[];
+  upParts: Parts[];
+  downParts: Parts[];
   /** samples processed twice within an epoch (the hook trainer's exactly-once check) */
   duplicates: number;
   /** steps trained again after each rep's scale-up / scale-down (beyond them: a failed rep) */
@@ -126,7 +141,7 @@ interface Pauses {
 interface Observed {
   stepsAt(world: number, after: number): number;
   pause(from: number, to: number, after: number): number | undefined;
-  breakdown(from: number, to: number, after: number): PauseBreakdown | undefined;
+  breakdown(from: number, to: number, after: number): Parts | undefined;
   /** steps redone by the scale-up and the scale-down; throws when exactly-once (at step level) broke */
   check(): { up: number; down: number; duplicates: number };
 }
@@ -157,9 +172,14 @@ function agentEnv(name: string, launch: Launch, dir: string): NodeJS.ProcessEnv 
   const common = {
     ...process.env,
     OMP_NUM_THREADS: '1',
-    ...(launch.command === TORCHRUN ? TORCHRUN_ENV : {}),
+    // the launcher is a module of the hook, beside the script, not in it
+    ...(launch.command === TORCHRUN
+      ? TORCHRUN_ENV
+      : { PYTHONPATH: join(REPO_ROOT, 'infra', 'sidecar', 'python') }),
   };
-  if (launch.script === 'plain') return common; // an unmodified script: nothing of trainscaler's
+  // An unmodified script, nothing of trainscaler's; torchrun's agent logs at INFO when its rendezvous rounds
+  // begin and complete (it changes nothing else), which splits the plain rows' pauses.
+  if (launch.script === 'plain') return { ...common, LOGLEVEL: 'INFO' };
   return {
     ...common,
     PYTHONPATH: join(REPO_ROOT, 'infra', 'sidecar', 'python'),
@@ -172,13 +192,21 @@ function agentEnv(name: string, launch: Launch, dir: string): NodeJS.ProcessEnv 
   };
 }
 
-/** The plain script's lines from an agent's stdout, stamped as they arrive (the script cooperates in nothing). */
-function readScriptOutput(agent: Started, lines: ScriptLine[]): void {
-  const read = lineReader();
+/** The plain script's lines from an agent's stdout and the agent's own from its stderr, stamped as they
+ * arrive (the script cooperates in nothing). */
+function readScriptOutput(agent: Started, lines: ScriptLine[], agentLines: AgentLine[]): void {
+  const stdout = lineReader();
   agent.child.stdout?.on('data', (chunk: Buffer) => {
-    for (const { line, t } of read(chunk.toString(), Date.now() / 1000)) {
+    for (const { line, t } of stdout(chunk.toString(), Date.now() / 1000)) {
       const parsed = parseScriptLine(line, t);
       if (parsed) lines.push(parsed);
+    }
+  });
+  const stderr = lineReader();
+  agent.child.stderr?.on('data', (chunk: Buffer) => {
+    for (const { line, t } of stderr(chunk.toString(), Date.now() / 1000)) {
+      const parsed = parseAgentLine(line, t);
+      if (parsed) agentLines.push(parsed);
     }
   });
 }
@@ -188,12 +216,15 @@ function failIf(problems: string[], what: string): void {
     throw new Error(`${what}: exactly-once at step level broke:\n- ${problems.join('\n- ')}`);
 }
 
-function observePlain(lines: ScriptLine[]): Observed {
+function observePlain(lines: ScriptLine[], agentLines: AgentLine[]): Observed {
   const steps = () => lines.filter((l): l is StepLine => l.kind === 'step');
   return {
     stepsAt: (world, after) => steps().filter((l) => l.world === world && l.t >= after).length,
     pause: (from, to, after) => stdoutPause(lines, from, to, after),
-    breakdown: () => undefined, // stdout shows no phases
+    breakdown: (from, to, after) => {
+      const parts = stdoutBreakdown(lines, agentLines, from, to, after);
+      return parts ? { ...parts } : undefined;
+    },
     check() {
       const { restarts, problems } = accountSteps(lines, PLAIN_CHECKPOINT_EVERY);
       for (const r of restarts)
@@ -219,8 +250,10 @@ function observeHookTrainer(dir: string): Observed {
   return {
     stepsAt: (world, after) => readStepLogs(logs).filter((r) => r.world === world && r.t >= after).length,
     pause: (from, to, after) => rescalePause(readStepLogs(logs), from, to, after),
-    breakdown: (from, to, after) =>
-      rescaleBreakdown(readStepLogs(logs), readPhaseLogs(logs), from, to, after),
+    breakdown: (from, to, after) => {
+      const parts = rescaleBreakdown(readStepLogs(logs), readPhaseLogs(logs), from, to, after);
+      return parts ? { ...parts } : undefined;
+    },
     check() {
       const records = readStepLogs(logs);
       const changes = worldChanges(records);
@@ -264,12 +297,13 @@ async function measure(name: string, settings: Launch): Promise<Pauses> {
     const dir = mkdtempSync(join(tmpdir(), 'trainscaler-rescale-'));
     const port = await freePort();
     const lines: ScriptLine[] = [];
-    const job = settings.script === 'plain' ? observePlain(lines) : observeHookTrainer(dir);
+    const agentLines: AgentLine[] = [];
+    const job = settings.script === 'plain' ? observePlain(lines, agentLines) : observeHookTrainer(dir);
     const agent = (agentName: string) => {
       const started = start(`torchrun-${agentName}`, settings.command, agentArgs(settings, port, dir), {
         env: agentEnv(agentName, settings, dir),
       });
-      if (settings.script === 'plain') readScriptOutput(started, lines);
+      if (settings.script === 'plain') readScriptOutput(started, lines, agentLines);
       return started;
     };
     const first = agent('worker-0');
@@ -302,30 +336,37 @@ async function measure(name: string, settings: Launch): Promise<Pauses> {
       await stop(first, 5_000);
       rmSync(dir, { recursive: true, force: true });
     }
-    if (!values.json) {
-      console.log(
-        `  rep ${rep + 1}: scale-up ${fmt(result.scaleUp.at(-1))} s, scale-down ${fmt(result.scaleDown.at(-1))} s; steps redone ${result.redoneUp.at(-1)} / ${result.redoneDown.at(-1)} (checkpoint every ${result.checkpointEvery})`,
-      );
-      if (settings.script === 'hookTrainer') {
-        console.log(`    up:   ${partsLine(result.upParts.at(-1))}`);
-        console.log(`    down: ${partsLine(result.downParts.at(-1))}`);
-      }
-    }
+    say(
+      `  rep ${rep + 1}: scale-up ${fmt(result.scaleUp.at(-1))} s, scale-down ${fmt(result.scaleDown.at(-1))} s; steps redone ${result.redoneUp.at(-1)} / ${result.redoneDown.at(-1)} (checkpoint every ${result.checkpointEvery})`,
+    );
+    say(`    up:   ${partsLine(result.upParts.at(-1))}`);
+    say(`    down: ${partsLine(result.downParts.at(-1))}`);
   }
   return result;
 }
 
+// With --json the human lines go to stderr: stdout carries the one JSON object.
+function say(text: string): void {
+  if (values.json) console.error(text);
+  else console.log(text);
+}
 const fmt = (s: number | undefined) => (s === undefined ? '-' : s.toFixed(1));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const round = (x: number) => Math.round(x * 10) / 10;
 
-const partsLine = (parts: PauseBreakdown | undefined) =>
-  parts ? BREAKDOWN_PARTS.map((k) => `${k} ${parts[k].toFixed(1)}`).join(', ') : '-';
-const medianParts = (all: PauseBreakdown[]): PauseBreakdown | undefined =>
-  all.length === 0
-    ? undefined
-    : (Object.fromEntries(
-        BREAKDOWN_PARTS.map((k) => [k, median(all.map((p) => p[k]))]),
-      ) as unknown as PauseBreakdown);
+const partsLine = (parts: Parts | undefined) =>
+  parts
+    ? Object.entries(parts)
+        .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+        .join(', ')
+    : '-';
+const medianParts = (all: Parts[]): Parts | undefined => {
+  const first = all[0];
+  if (!first) return undefined;
+  return Object.fromEntries(
+    Object.keys(first).map((k) => [k, round(median(all.map((p) => p[k] ?? 0)) ?? 0)]),
+  );
+};
 
 const chosen = values.only
   ? Object.entries({ ...RENDEZVOUS, ...EXTRA }).filter(([name]) => name === values.only)
@@ -333,53 +374,56 @@ const chosen = values.only
 if (chosen.length === 0)
   throw new Error(`--only must be one of ${Object.keys({ ...RENDEZVOUS, ...EXTRA }).join(', ')}`);
 const results: Record<string, Pauses> = {};
+const scripts: Record<string, Script> = {};
 for (const [name, settings] of chosen) {
-  if (!values.json)
-    console.log(
-      `${name}: ${settings.script === 'plain' ? 'the unmodified script' : 'the example trainer (hook)'} under ${[settings.command, ...settings.args].join(' ')}, ${REPS} repetitions:`,
-    );
+  say(
+    `${name}: ${settings.script === 'plain' ? 'the unmodified script' : 'the example trainer (hook)'} under ${[settings.command, ...settings.args].join(' ')}, ${REPS} repetitions:`,
+  );
   results[name] = await measure(name, settings);
+  scripts[name] = settings.script;
 }
-if (values.json) {
-  const round = (xs: number[]) => xs.map((x) => Math.round(x * 10) / 10);
-  const out = Object.fromEntries(
-    Object.entries(results).map(([k, v]) => [
-      k,
-      {
-        scaleUp: round(v.scaleUp),
-        scaleDown: round(v.scaleDown),
-        stepsRedone: { scaleUp: v.redoneUp, scaleDown: v.redoneDown, checkpointEvery: v.checkpointEvery },
-      },
-    ]),
+say(
+  `\npause from the last step at the old size to the first at the new one (median of reps, seconds; torch ${TORCH_VERSION}):`,
+);
+say('| row | script | scale-up 1->2 | scale-down 2->1 | steps redone, max up / down | samples repeated |');
+say('| --- | --- | ---: | ---: | ---: | ---: |');
+for (const [name, r] of Object.entries(results)) {
+  const plain = scripts[name] === 'plain';
+  say(
+    `| ${name} | ${plain ? 'unmodified' : 'hook'} | ${fmt(median(r.scaleUp))} | ${fmt(median(r.scaleDown))} | ${Math.max(...r.redoneUp)} / ${Math.max(...r.redoneDown)} (checkpoint every ${r.checkpointEvery}) | ${plain ? '-' : r.duplicates} |`,
   );
-  console.log(JSON.stringify({ torch: TORCH_VERSION, ...out }));
-} else {
-  console.log(
-    `\npause from the last step at the old size to the first at the new one (median of reps, seconds; torch ${TORCH_VERSION}):`,
+}
+for (const script of ['hookTrainer', 'plain'] as const) {
+  const rows = Object.entries(results).filter(([name]) => scripts[name] === script);
+  if (rows.length === 0) continue;
+  say(
+    script === 'plain'
+      ? "\nwhere the unmodified script's pause went (from its stdout and torchrun's log; median of reps per part, seconds):"
+      : "\nwhere the hook trainer's pause went (from its phases log; median of reps per part, seconds):",
   );
-  console.log(
-    '| row | script | scale-up 1->2 | scale-down 2->1 | steps redone (max up / down) | samples repeated |',
-  );
-  console.log('| --- | --- | ---: | ---: | ---: | ---: |');
-  for (const [name, r] of Object.entries(results)) {
-    const script = RENDEZVOUS[name]?.script ?? EXTRA[name]?.script;
-    console.log(
-      `| ${name} | ${script === 'plain' ? 'unmodified' : 'hook'} | ${fmt(median(r.scaleUp))} | ${fmt(median(r.scaleDown))} | ${Math.max(...r.redoneUp)} / ${Math.max(...r.redoneDown)} (< ${r.checkpointEvery}) | ${script === 'plain' ? '-' : r.duplicates} |`,
-    );
-  }
-  console.log("\nwhere the hook trainer's pause went (median of reps per part, seconds):");
-  console.log(`| row | direction | ${BREAKDOWN_PARTS.join(' | ')} |`);
-  console.log(`| --- | --- |${BREAKDOWN_PARTS.map(() => ' ---: |').join('')}`);
-  for (const [name, r] of Object.entries(results)) {
+  say(`| row | direction | ${PARTS[script].join(' | ')} |`);
+  say(`| --- | --- |${PARTS[script].map(() => ' ---: |').join('')}`);
+  for (const [name, r] of rows) {
     for (const [direction, all] of [
       ['scale-up', r.upParts],
       ['scale-down', r.downParts],
     ] as const) {
       const parts = medianParts(all);
-      if (parts)
-        console.log(
-          `| ${name} | ${direction} | ${BREAKDOWN_PARTS.map((k) => parts[k].toFixed(1)).join(' | ')} |`,
-        );
+      if (parts) say(`| ${name} | ${direction} | ${PARTS[script].map((k) => fmt(parts[k])).join(' | ')} |`);
     }
   }
+}
+if (values.json) {
+  const out = Object.fromEntries(
+    Object.entries(results).map(([k, v]) => [
+      k,
+      {
+        scaleUp: v.scaleUp.map(round),
+        scaleDown: v.scaleDown.map(round),
+        stepsRedone: { scaleUp: v.redoneUp, scaleDown: v.redoneDown, checkpointEvery: v.checkpointEvery },
+        breakdown: { scaleUp: medianParts(v.upParts), scaleDown: medianParts(v.downParts) },
+      },
+    ]),
+  );
+  console.log(JSON.stringify({ torch: TORCH_VERSION, ...out }));
 }

@@ -182,3 +182,63 @@ export function accountSteps(lines: ScriptLine[], checkpointEvery: number): Step
   }
   return { restarts, problems };
 }
+
+/** What torchrun's agent logs at INFO (LOGLEVEL=INFO) about a re-formation, stamped as it arrives. */
+export interface AgentLine {
+  t: number;
+  /** the agent starts a rendezvous round (its workers stopped) / the round completed, it starts workers */
+  event: 'rendezvousing' | 'rendezvoused';
+}
+
+/** A line of a torchrun agent's log (torch 1.13 and 2.x word these the same), or undefined. */
+export function parseAgentLine(line: string, t: number): AgentLine | undefined {
+  if (line.includes("Rendezvous'ing worker group")) return { t, event: 'rendezvousing' };
+  if (line.includes('Rendezvous complete for workers')) return { t, event: 'rendezvoused' };
+  return undefined;
+}
+
+/** Where a pause of the unmodified script went, in seconds; the parts add up to the pause. */
+export interface StdoutBreakdown {
+  /** last step at the old size -> the first agent began the new rendezvous (noticing, stopping the workers) */
+  stop: number;
+  /** -> the last agent's rendezvous completed (last call, heartbeat expiry of a departed agent) */
+  rendezvous: number;
+  /** -> the last new worker said it resumed (process start, imports, process group, checkpoint load) */
+  workerStart: number;
+  /** -> the first step at the new size */
+  firstStep: number;
+}
+
+export const STDOUT_BREAKDOWN_PARTS: (keyof StdoutBreakdown)[] = [
+  'stop',
+  'rendezvous',
+  'workerStart',
+  'firstStep',
+];
+
+/**
+ * The pause of stdoutPause split at what the agents logged and the new workers printed; a mark missing from
+ * the window (e.g. agents not at INFO) takes no time, its part moves to the next one.
+ */
+export function stdoutBreakdown(
+  lines: ScriptLine[],
+  agents: AgentLine[],
+  from: number,
+  to: number,
+  after: number,
+): StdoutBreakdown | undefined {
+  const steps = lines.filter((l): l is StepLine => l.kind === 'step');
+  const first = steps.find((l) => l.t >= after && l.world === to);
+  if (!first) return undefined;
+  const last = steps.filter((l) => l.world === from && l.t <= first.t).at(-1);
+  if (!last) return undefined;
+  const inside = (t: number) => t >= last.t && t <= first.t;
+  const began = agents.filter((a) => a.event === 'rendezvousing' && inside(a.t)).at(0)?.t;
+  const formed = agents.filter((a) => a.event === 'rendezvoused' && inside(a.t)).at(-1)?.t;
+  const resumed = lines.filter((l) => l.kind === 'resume' && l.world === to && inside(l.t)).at(-1)?.t;
+  const marks = [last.t, began, formed, resumed, first.t];
+  const filled: number[] = [];
+  for (const mark of marks) filled.push(Math.max(mark ?? filled.at(-1) ?? last.t, filled.at(-1) ?? last.t));
+  const part = (i: number) => (filled[i + 1] ?? 0) - (filled[i] ?? 0);
+  return { stop: part(0), rendezvous: part(1), workerStart: part(2), firstStep: part(3) };
+}
