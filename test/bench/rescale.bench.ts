@@ -66,7 +66,8 @@ const TORCHRUN = torchrunBeside(PYTHON);
 const TORCH_VERSION = torchVersionOf(PYTHON);
 const TRAINER = join(REPO_ROOT, 'infra', 'examples', 'elastic-trainer', 'train.py');
 const PLAIN_SCRIPT = join(REPO_ROOT, 'infra', 'examples', 'plain-ddp', 'train.py');
-/** The plain script's checkpoint interval: a restart redoes at most this - 1 steps. */
+/** The plain script's checkpoint interval: a restart redoes at most this - 1 steps, or this many when rank 0 was
+ * stopped while saving the next checkpoint. */
 const PLAIN_CHECKPOINT_EVERY = 50;
 /** The example trainer's periodic checkpoint (its TRAIN_CHECKPOINT_EVERY default): its bound when a peer dies. */
 const HOOK_CHECKPOINT_EVERY = 20;

@@ -122,7 +122,9 @@ export interface StepAccounting {
  * Checks the script's steps across its restarts, from rank 0's lines (rank 0 exists in every world and is the
  * one that checkpoints), in the order they arrived: every world resumes from the last checkpoint rank 0
  * reported (0: none), steps follow one another without a gap or a repeat inside a world, and a restart
- * redoes at most `checkpointEvery - 1` steps (the ones since that checkpoint; more means a checkpoint was
+ * redoes at most `checkpointEvery` steps: the ones since that checkpoint, `checkpointEvery - 1` at most, or
+ * `checkpointEvery` when rank 0 was stopped while saving the next one (seen: the step line printed, the save
+ * cut short, the previous checkpoint whole); more means a checkpoint was
  * missed or lost).
  */
 export function accountSteps(lines: ScriptLine[], checkpointEvery: number): StepAccounting {
@@ -152,9 +154,9 @@ export function accountSteps(lines: ScriptLine[], checkpointEvery: number): Step
         };
         pendingFrom = last;
         restarts.push(pending);
-        if (redone > checkpointEvery - 1)
+        if (redone > checkpointEvery)
           problems.push(
-            `the restart at world size ${line.world} redid ${redone} steps (${line.step + 1}..${last.step}): more than the checkpoint interval allows (${checkpointEvery - 1})`,
+            `the restart at world size ${line.world} redid ${redone} steps (${line.step + 1}..${last.step}): more than the checkpoint interval allows (${checkpointEvery})`,
           );
         if (redone < 0)
           problems.push(

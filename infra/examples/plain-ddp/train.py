@@ -2,8 +2,9 @@
 
 Written as torchelastic's docs ask of an elastic script: load the checkpoint if there is one, train, save a
 checkpoint from rank 0 at intervals; torchrun restarts every worker when the world changes, and the script
-resumes from its last checkpoint. The steps after that checkpoint are trained again (at most
---checkpoint-every - 1 of them). Run e.g.
+resumes from its last checkpoint. The steps after that checkpoint are trained again: at most
+--checkpoint-every - 1 of them, or --checkpoint-every when rank 0 was stopped while saving the next checkpoint
+(the previous one stays whole). Run e.g.
 
     torchrun --nnodes=1:4 --nproc_per_node=1 --rdzv_backend=c10d --rdzv_endpoint=HOST:29400 --rdzv_id=JOB \
         --max_restarts=10 train.py --checkpoint-dir /shared/ckpt --checkpoint-every 50
