@@ -254,7 +254,7 @@ export function rescaleBreakdown(
   };
 }
 
-/** One change of world in the trainer's step logs, as rank 0 logged it. */
+/** One change of world in the trainer's step logs. */
 export interface WorldChange {
   fromWorld: number;
   toWorld: number;
@@ -269,13 +269,13 @@ export interface WorldChange {
   midEpoch: boolean;
 }
 
-/** The world changes of a run: rank 0's records (rank 0 exists in every world) grouped by world, in time order. */
+/** The world changes of a run: its records (every rank's) in time order, wherever the world id changes. */
 export function worldChanges(records: StepRecord[]): WorldChange[] {
-  const rank0 = records.filter((r) => r.rank === 0).sort((a, b) => a.t - b.t);
+  const ordered = [...records].sort((a, b) => a.t - b.t);
   const changes: WorldChange[] = [];
-  for (let i = 1; i < rank0.length; i++) {
-    const last = rank0[i - 1];
-    const first = rank0[i];
+  for (let i = 1; i < ordered.length; i++) {
+    const last = ordered[i - 1];
+    const first = ordered[i];
     if (!last || !first || last.worldId === first.worldId) continue;
     changes.push({
       fromWorld: last.world,
