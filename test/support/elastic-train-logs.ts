@@ -253,3 +253,39 @@ export function rescaleBreakdown(
     firstStep: part(5),
   };
 }
+
+/** One change of world in the trainer's step logs. */
+export interface WorldChange {
+  fromWorld: number;
+  toWorld: number;
+  /** the old world's last step and the new world's first */
+  lastStep: number;
+  firstStep: number;
+  /** steps the new world trained again (it resumed from a checkpoint older than the old world's last step) */
+  redone: number;
+  /** steps neither world trained (it resumed from past the old world's last step) */
+  lost: number;
+  /** the new world went on in the epoch the old one stopped in */
+  midEpoch: boolean;
+}
+
+/** The world changes of a run: its records (every rank's) in time order, wherever the world id changes. */
+export function worldChanges(records: StepRecord[]): WorldChange[] {
+  const ordered = [...records].sort((a, b) => a.t - b.t);
+  const changes: WorldChange[] = [];
+  for (let i = 1; i < ordered.length; i++) {
+    const last = ordered[i - 1];
+    const first = ordered[i];
+    if (!last || !first || last.worldId === first.worldId) continue;
+    changes.push({
+      fromWorld: last.world,
+      toWorld: first.world,
+      lastStep: last.step,
+      firstStep: first.step,
+      redone: Math.max(0, last.step - (first.step - 1)),
+      lost: Math.max(0, first.step - 1 - last.step),
+      midEpoch: last.epoch === first.epoch,
+    });
+  }
+  return changes;
+}

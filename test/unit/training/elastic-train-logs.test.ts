@@ -7,6 +7,7 @@ import {
   rescalePause,
   type StepRecord,
   throughputAt,
+  worldChanges,
 } from '../../support/elastic-train-logs.js';
 
 const rec = (
@@ -114,5 +115,28 @@ describe('elastic trainer step logs', () => {
       firstStep: 1,
     });
     assert.equal(rescaleBreakdown(records, phases, 1, 2, 0), undefined);
+  });
+});
+
+describe('world changes in the step logs (rank 0)', () => {
+  const world1 = [rec(1, 1, 1, 10, 0, [0]), rec(2, 2, 1, 10, 0, [1]), rec(3, 3, 1, 10, 0, [2])];
+  it('says what the new world resumed from: nothing redone or lost after a checkpoint at the stop', () => {
+    const records = [
+      ...world1,
+      rec(9, 4, 2, 20, 1, [3]),
+      rec(9, 4, 2, 20, 0, [4]),
+      rec(10, 5, 2, 20, 0, [5]),
+    ];
+    assert.deepEqual(worldChanges(records), [
+      { fromWorld: 1, toWorld: 2, lastStep: 3, firstStep: 4, redone: 0, lost: 0, midEpoch: true },
+    ]);
+  });
+  it('counts steps trained again after an older checkpoint, and steps skipped', () => {
+    const again = worldChanges([...world1, rec(9, 2, 2, 20, 0, [1])])[0];
+    assert.deepEqual([again?.redone, again?.lost], [2, 0]);
+    const skipped = worldChanges([...world1, rec(9, 6, 2, 20, 0, [5])])[0];
+    assert.deepEqual([skipped?.redone, skipped?.lost], [0, 2]);
+    const nextEpoch = worldChanges([...world1, { ...rec(9, 4, 2, 20, 0, [3]), epoch: 1 }])[0];
+    assert.equal(nextEpoch?.midEpoch, false);
   });
 });
