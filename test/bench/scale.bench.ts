@@ -110,7 +110,7 @@ interface RunnerMemory {
    * fits; and what the world keeps of the writes: its write log, Events, ScaledTrainingJobs).
    */
   retainedHeapGrowthBytes: number;
-  /** Of it, the fits kept between ticks (FitCache), measured by letting them go. */
+  /** Of it, the fits kept between ticks (FitCache), measured by letting them go after the second tick. */
   fitCacheHeapBytes: number;
   /** Heap of one copy of everything a tick lists (jobs, pods, nodes, ScaledTrainingJobs, Workloads). */
   listedObjectsHeapBytes: number;
@@ -119,15 +119,16 @@ interface RunnerMemory {
   /** The live heap measured through a tick (tickLivePeak); absent when that tick did not run. */
   tickLivePeak?: LivePeak;
   /**
-   * rssBeforeWorld + listed objects + fits kept + tickLivePeak.peakGrowthBytes: the runner's heap at its peak
-   * (live objects only: V8 collects its garbage when the heap grows, so its RSS runs above this by what it has
-   * not collected yet, which --max-old-space-size bounds).
+   * rssBeforeWorld + listed objects + tickLivePeak.peakGrowthBytes (the fits the tick makes included): the
+   * runner's memory at its peak, live objects only (V8 collects its garbage when the heap grows, so its RSS
+   * runs above this by what it has not collected yet, which --max-old-space-size bounds).
    */
   runnerPeakEstimateBytes?: number;
 }
 
 /**
- * A third tick, 60 s after the second (every job has a new step sample: every fit is made again, warm), run
+ * A third tick, 60 s after the second, with every job's step samples new and no fit kept (every fit made cold,
+ * as in a runner's first tick; it writes less than the first tick, whose world records its 7,801 writes), run
  * with full GCs at points spread through it (the requests it sends, each fit, the models' predictions in the
  * rebalance, each clock reading): the heap in use right after each is what the tick holds live there, garbage
  * excluded. Its seconds are not reported (the GCs are in them).
@@ -135,18 +136,18 @@ interface RunnerMemory {
 interface LivePeak {
   /** Full GCs taken during the tick. */
   samples: number;
-  /** Heap in use after a full GC right before the tick (the fits kept, the world so far). */
+  /** Heap in use after a full GC right before the tick (no fit kept; the world so far). */
   heapBeforeTickBytes: number;
   /** The largest heap in use right after one of those GCs, over heapBeforeTickBytes. */
   peakGrowthBytes: number;
   /**
-   * Heap still in use after the tick and a full GC, over heapBeforeTickBytes: what the tick left (the world's
-   * records of its writes; refitted models in place of the old). peakGrowthBytes holds that part too.
+   * Heap still in use after the tick and a full GC, over heapBeforeTickBytes: what the tick left (the fits it
+   * made, the world's records of its writes). peakGrowthBytes holds that part too.
    */
   retainedGrowthBytes: number;
   /** Plans the tick applied (each a write the world records). */
   plansApplied: number;
-  /** Jobs with a step sample the second tick did not see (the running jobs: all but the queued). */
+  /** Jobs with a step sample the second tick did not see (every job running by then). */
   jobsWithNewSamples: number;
 }
 
@@ -405,7 +406,13 @@ async function runOne(
   fullGc();
   const retainedHeapGrowthBytes = process.memoryUsage().heapUsed - baseline.heapUsed;
 
-  // The live heap through a third tick with every sample new (LivePeak): about 20 full GCs spread over it.
+  // The fits kept between ticks (made by the first), measured by letting them go.
+  const heapWithFits = process.memoryUsage().heapUsed;
+  fitCache.clear();
+  fullGc();
+  const fitCacheHeapBytes = heapWithFits - process.memoryUsage().heapUsed;
+
+  // The live heap through a third tick with every sample new and no fit kept (LivePeak): about 20 full GCs.
   world.step(LIVE_HEAP_TICK_AFTER_SECONDS);
   const beforeThird = await newestSamples(world);
   const renewed = [...beforeThird].filter(([job, at]) => at !== after.get(job)).length;
@@ -429,13 +436,7 @@ async function runOne(
     jobsWithNewSamples: renewed,
   };
   samplerOf = sampler;
-
-  // The fits kept between ticks, measured by letting them go.
-  const heapWithFits = process.memoryUsage().heapUsed;
-  deps.fitCache = new FitCache();
   fitCache.clear();
-  fullGc();
-  const fitCacheHeapBytes = heapWithFits - process.memoryUsage().heapUsed;
   const listedObjectsHeapBytes = await listedObjectsHeap(world);
   progress.partial.runnerMemory = {
     rssBeforeWorldBytes,
@@ -451,8 +452,7 @@ async function runOne(
       listedObjectsHeapBytes +
       Math.max(tickPeakRssGrowthBytes, peakHeap - baseline.heapUsed),
     tickLivePeak,
-    runnerPeakEstimateBytes:
-      rssBeforeWorldBytes + listedObjectsHeapBytes + fitCacheHeapBytes + tickLivePeak.peakGrowthBytes,
+    runnerPeakEstimateBytes: rssBeforeWorldBytes + listedObjectsHeapBytes + tickLivePeak.peakGrowthBytes,
   };
   enter('done');
 }
