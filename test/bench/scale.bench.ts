@@ -187,6 +187,10 @@ const fullGc = () => {
   gc();
 };
 const rssPeak = () => process.resourceUsage().maxRSS * 1024;
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
 
 /**
  * Full GCs at points of a tick, at most one per `everyMs` of the tick's own time (the GCs' excluded), each
@@ -196,27 +200,23 @@ class LiveHeapSampler {
   samples = 0;
   peak = 0;
   #due = 0;
-  #gcMs = 0;
   active = false;
 
-  constructor(readonly everyMs: number) {}
+  /** `everyCpuMs`: the process's CPU milliseconds between readings (CPU, not wall: a loaded machine stretches wall time). */
+  constructor(readonly everyCpuMs: number) {}
 
   start(): void {
     this.active = true;
-    this.#gcMs = 0;
-    this.#due = performance.now() + this.everyMs;
+    this.#due = cpuMs() + this.everyCpuMs;
   }
 
   /** Called from the tick's hooks: a full GC and a reading when one is due. */
   readonly point = (): void => {
-    if (!this.active || performance.now() < this.#due) return;
-    const start = performance.now();
+    if (!this.active || cpuMs() < this.#due) return;
     fullGc();
     this.peak = Math.max(this.peak, process.memoryUsage().heapUsed);
     this.samples += 1;
-    const end = performance.now();
-    this.#gcMs += end - start;
-    this.#due = end + this.everyMs;
+    this.#due = cpuMs() + this.everyCpuMs;
   };
 
   stop(): void {
@@ -416,7 +416,7 @@ async function runOne(
   world.step(LIVE_HEAP_TICK_AFTER_SECONDS);
   const beforeThird = await newestSamples(world);
   const renewed = [...beforeThird].filter(([job, at]) => at !== after.get(job)).length;
-  const live = new LiveHeapSampler((firstSeconds * 1000) / 20);
+  const live = new LiveHeapSampler((((used.user + used.system) / 1e6) * 1000) / 20);
   samplerOf = live;
   fitCache.sampler = live;
   enter('tick, live heap measured', fresh());
