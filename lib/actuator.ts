@@ -202,9 +202,11 @@ export async function loadSnapshot(
   priorityClasses?: Record<string, number>,
   management: ManagementScope = DEFAULT_MANAGEMENT_SCOPE,
   states?: JobStateLookup,
+  /** readJob(obj, management), where the caller has that reading already (a tick reads each listed job once). */
+  viewOf: (obj: KubeObject) => JobView = (obj) => readJob(obj, management),
 ): Promise<JobSnapshot> {
   const obj = await cluster.getJob(ref);
-  const view = readJob(obj, management);
+  const view = viewOf(obj);
   const governing = governView(view, obj, await resolveJobPolicy(cluster, obj, management));
   const stateObject = states ? states(ref) : await cluster.getJobState(ref);
   view.state = trustedStateOf(obj, stateObject);

@@ -24,12 +24,29 @@ const DECIMAL: Record<string, number> = {
 };
 const QUANTITY = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$/;
 
+/**
+ * Quantities already parsed: a cluster's pods repeat a few request strings ('4', '10Gi'), and a 10,000-job tick
+ * parses each of its 100,000 pods' requests and limits. Bounded: cleared when full. Invalid ones are not kept.
+ */
+const parsed = new Map<string, number>();
+const MAX_PARSED = 4096;
+
 /** Parses a quantity to a plain number in base units (cores for CPU, bytes for memory). */
 export function parseQuantity(value: string | number): number {
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw new Error(`invalid quantity ${value}`);
     return value;
   }
+  let number = parsed.get(value);
+  if (number === undefined) {
+    number = parseQuantityString(value);
+    if (parsed.size >= MAX_PARSED) parsed.clear();
+    parsed.set(value, number);
+  }
+  return number;
+}
+
+function parseQuantityString(value: string): number {
   const match = QUANTITY.exec(value.trim());
   if (!match) throw new Error(`invalid quantity '${value}'`);
   const [, number, exponent, suffix = ''] = match;

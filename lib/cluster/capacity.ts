@@ -52,6 +52,8 @@ export function totalFree(capacity: ClusterCapacity): Resources {
 
 /** Capacity as if `pods` more pods of `request` were placed (first fit), for planning several jobs in a row. */
 export function reserve(capacity: ClusterCapacity, request: Resources, pods: number): ClusterCapacity {
+  // Nothing placed, nothing copied: a full cluster's queued jobs reserve 0 pods each, and each call walked every node.
+  if (pods <= 0) return capacity;
   let left = pods;
   const nodes = capacity.nodes.map((node) => {
     if (left <= 0 || !node.schedulable) return node;
@@ -112,7 +114,9 @@ export class ShrinkingCapacity {
   /** How many more pods of this request fit, counted up to `atMost`. */
   fitting(request: Resources, atMost: number): number {
     let n = 0;
-    for (let i = this.#cursor.get(shapeKey(request)) ?? 0; i < this.#nodes.length && n < atMost; i++) {
+    // From the first node with room: the nodes before it add nothing, and in a full cluster every call walked
+    // them all (1.3 s of a 10,000-job tick's growth pass). Moving the cursor there is what place() would do.
+    for (let i = this.#firstFit(request); i < this.#nodes.length && n < atMost; i++) {
       const node = this.#nodes[i];
       if (node?.schedulable) n += podsFittingOnNode(freeOnNode(node), request);
     }

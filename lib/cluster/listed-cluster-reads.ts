@@ -84,9 +84,10 @@ class LabelIndex<T extends Labelled> {
     const candidates: Iterable<T> =
       narrowest === undefined ? this.byKey.values() : narrowest.flatMap((k) => this.byKey.get(k) ?? []);
     const out: T[] = [];
+    const all = [...requirements]; // once, not per candidate
     for (const item of candidates) {
       if (namespace !== undefined && item.metadata?.namespace !== namespace) continue;
-      if (matchesLabels([...requirements], item.metadata?.labels)) out.push(item);
+      if (matchesLabels(all, item.metadata?.labels)) out.push(item);
     }
     return out;
   }

@@ -24,13 +24,13 @@ export interface TickMetrics {
 /** The managed jobs among `listed` as the tick will see them; a job that cannot be read is left to the loop. */
 function managedViews(
   listed: readonly KubeObject[],
-  scope: ManagementScope,
   states: JobStateLookup,
+  read: (obj: KubeObject) => JobView,
 ): Pick<JobView, 'ref' | 'state'>[] {
   const views: Pick<JobView, 'ref' | 'state'>[] = [];
   for (const obj of listed) {
     try {
-      const view = readJob(obj, scope);
+      const view = read(obj);
       if (view.managed) views.push({ ref: refOf(obj), state: trustedStateOf(obj, states(refOf(obj))) });
     } catch {
       // Malformed: its own review reports why (loadSnapshot), with no metrics read for it.
@@ -45,8 +45,10 @@ export async function readTickMetrics(
   listed: readonly KubeObject[],
   scope: ManagementScope,
   states: JobStateLookup,
+  /** readJob(obj, scope), where the tick keeps each job's reading for its own review (it must not change it). */
+  read: (obj: KubeObject) => JobView = (obj) => readJob(obj, scope),
 ): Promise<TickMetrics> {
-  const views = managedViews(listed, scope, states);
+  const views = managedViews(listed, states, read);
   const [observed, measured] = await Promise.all([
     settle(() =>
       observeJobs(

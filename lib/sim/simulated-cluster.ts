@@ -319,6 +319,12 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   #uids = 0;
   #podSeq = 0;
   #fault: Error | undefined;
+  /**
+   * One frozen copy of each stored version of a job, node or ScaledTrainingJob, made when a list first hands it
+   * out: as with pods (PodRecord.published), a list costs its readers, not a deep clone per object per list
+   * (3.3 s of a 10,000-job tick). The stored objects are replaced, never changed in place, once published.
+   */
+  readonly #published = new WeakMap<object, unknown>();
 
   constructor(options: SimulatedClusterOptions) {
     this.clock = options.clock ?? new SimulatedClock();
@@ -481,7 +487,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   async listJobs(kind: JobKind, namespace?: string): Promise<KubeObject[]> {
     return [...this.#jobs.values()]
       .filter((job) => job.ref.kind === kind && (namespace === undefined || job.ref.namespace === namespace))
-      .map((job) => structuredClone(job.object));
+      .map((job) => this.#publishedCopy(job.object));
   }
 
   async patchJob(ref: JobRef, patch: JsonPatchOp[], options: WriteOptions): Promise<KubeObject> {
@@ -523,7 +529,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   }
 
   async listNodes(): Promise<V1Node[]> {
-    return this.#nodes.map((node) => structuredClone(node.object));
+    return this.#nodes.map((node) => this.#publishedCopy(node.object));
   }
 
   /** The Eviction API: the pod fails with reason Evicted and its controller replaces it. No PDBs exist here. */
@@ -648,7 +654,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
   }
 
   async listJobStates(): Promise<JobStateObject[]> {
-    return [...this.#jobStates.values()].map((s) => structuredClone(s));
+    return [...this.#jobStates.values()].map((s) => this.#publishedCopy(s));
   }
 
   /** None unless a test or demo applied some (applyTrainingAutoscaler). */
@@ -1394,6 +1400,16 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     podMetadata(rec.pod).resourceVersion = this.#nextRevision();
     rec.published = deepFrozen(structuredClone(rec.pod));
     this.#watch.push({ type, object: rec.published });
+  }
+
+  /** The frozen copy of this version of a stored object (see #published). */
+  #publishedCopy<T extends object>(stored: T): T {
+    let copy = this.#published.get(stored) as T | undefined;
+    if (!copy) {
+      copy = deepFrozen(structuredClone(stored));
+      this.#published.set(stored, copy);
+    }
+    return copy;
   }
 
   #takeFault(): void {

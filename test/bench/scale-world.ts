@@ -53,6 +53,13 @@ export interface ScaleWorld {
   runningJob: JobRef;
   /** Advances every shard's clock (and simulation) together. */
   step(seconds: number): void;
+  /**
+   * Milliseconds spent so far inside the world answering calls: the simulator's own work (its lists, its
+   * Prometheus) and the joining of its shards, which a real cluster and Prometheus do on their own machines.
+   * Each call is timed up to its answer (the simulator answers synchronously), so what a handler does with the
+   * answer is not in it.
+   */
+  busyMs(): number;
 }
 
 function namespaceOf(shard: number): string {
@@ -120,6 +127,17 @@ function buildShard(shard: number, jobs: number, seed: number) {
   };
 }
 
+/** The simulator with each method call's work added to the world's busy time (`timed`). */
+function timedSimulator(sim: SimulatedCluster, timed: <T>(work: () => T) => T): SimulatedCluster {
+  return new Proxy(sim, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => timed(() => value.apply(target, args));
+    },
+  });
+}
+
 function uidOut(uid: string | undefined, prefix: string): string | undefined {
   return uid?.startsWith(SIM_UID_PREFIX) ? prefix + uid.slice(SIM_UID_PREFIX.length) : uid;
 }
@@ -132,12 +150,12 @@ interface Owned {
   metadata?: { uid?: string; ownerReferences?: Array<{ uid: string }> };
 }
 
-/** Each frozen object the simulator shares (its listed pods) with its shard's uids, made once per version. */
+/** Each frozen object the simulator shares (its listed jobs, pods, nodes) with its shard's uids, made once per version. */
 const renamed = new WeakMap<object, unknown>();
 
 /**
- * The shard's uids made unique cluster-wide: in place for the simulator's fresh clones (jobs), on a copy of the
- * metadata for the frozen objects it shares (pods), kept while the simulator keeps that version.
+ * The shard's uids made unique cluster-wide: in place for the simulator's fresh clones (a job read or written),
+ * on a copy of the metadata for the frozen objects its lists share, kept while the simulator keeps that version.
  */
 function withUids<T extends Owned>(object: T, prefix: string): T {
   const metadata = object.metadata;
@@ -184,6 +202,17 @@ export function buildScaleWorld(
   }
   const home = shards[0];
   if (!home) throw new RangeError('the scale world needs at least one job');
+  let busy = 0;
+  const timed = <T>(work: () => T): T => {
+    const start = performance.now();
+    try {
+      return work();
+    } finally {
+      busy += performance.now() - start;
+    }
+  };
+  // Every call into a shard timed (its methods compute before they return their promise).
+  for (const s of shards) s.sim = timedSimulator(s.sim, timed);
   const byNamespace = new Map(shards.map((s, i) => [s.namespace, { sim: s.sim, prefix: shardUidPrefix(i) }]));
   const homeShard = { sim: home.sim, prefix: shardUidPrefix(0) };
   const shardOf = (namespace: string) => {
@@ -199,10 +228,10 @@ export function buildScaleWorld(
     const lists = await Promise.all(
       everyShard.map(async (s) => {
         const items = await read(s.sim);
-        return items.map((item) => withUids(item, s.prefix));
+        return timed(() => items.map((item) => withUids(item, s.prefix)));
       }),
     );
-    return lists.flat();
+    return timed(() => lists.flat());
   };
 
   const cluster: ClusterClient = {
@@ -243,10 +272,10 @@ export function buildScaleWorld(
     getClusterQueue: (name) => home.sim.getClusterQueue(name),
     getConfigMap: (namespace, name) => shardOf(namespace).sim.getConfigMap(namespace, name),
     getJobState: async (ref) => stateOut(await shardOf(ref.namespace).sim.getJobState(ref), ref.namespace),
-    listJobStates: async () =>
-      (await Promise.all(everyShard.map((s) => s.sim.listJobStates())))
-        .flat()
-        .map((o) => stateOut(o, o.namespace)),
+    listJobStates: async () => {
+      const lists = await Promise.all(everyShard.map((s) => s.sim.listJobStates()));
+      return timed(() => lists.flat().map((o) => stateOut(o, o.namespace)));
+    },
     putJobState: async (job, status, current, options) => {
       const s = shardOf(job.ref.namespace);
       const inShard = current && {
@@ -300,6 +329,7 @@ export function buildScaleWorld(
         s.sim.drainEvents();
       }
     },
+    busyMs: () => busy,
   };
   world.step(trainedSeconds);
   return world;

@@ -34,6 +34,8 @@ const DEFAULT_JOBS = [100, 1000, 10_000];
 const DEFAULT_TIME_LIMIT_SECONDS = 600;
 /** Less than the simulator's sample interval (60 s): no new step sample between the two ticks. */
 const SECOND_TICK_AFTER_SECONDS = 30;
+/** After the second tick: past the next step sample of every job (one a minute). */
+const LIVE_HEAP_TICK_AFTER_SECONDS = 60;
 
 interface TickCounts {
   apiReadsPerTick: number;
@@ -63,6 +65,14 @@ interface Run extends TickCounts {
   tickSecondsNoNewSamples: number | null;
   tickSecondsAllNewSamples: number | null;
   tickCpuSecondsAllNewSamples: number | null;
+  tickCpuSecondsNoNewSamples?: number;
+  /**
+   * Of each tick's wall seconds, those spent inside the simulated world answering the tick's calls (its lists,
+   * its Prometheus, the joining of its shards): work a real API server and Prometheus do elsewhere. The tick's
+   * own seconds are the difference.
+   */
+  tickWorldSecondsAllNewSamples?: number;
+  tickWorldSecondsNoNewSamples?: number;
   /** The child process's peak RSS: the simulated world's objects included. */
   peakRssBytes: number;
   rssAfterBuildBytes: number;
@@ -100,15 +110,54 @@ interface RunnerMemory {
    * fits; and what the world keeps of the writes: its write log, Events, ScaledTrainingJobs).
    */
   retainedHeapGrowthBytes: number;
-  /** Of it, the fits kept between ticks (FitCache), measured by letting them go. */
+  /** Of it, the fits kept between ticks (FitCache), measured by letting them go after the second tick. */
   fitCacheHeapBytes: number;
   /** Heap of one copy of everything a tick lists (jobs, pods, nodes, ScaledTrainingJobs, Workloads). */
   listedObjectsHeapBytes: number;
   /** rssBeforeWorld + listed objects + the larger tick peak growth: the runner's RSS, estimated from above. */
   runnerRssEstimateBytes: number;
+  /** The live heap measured through a tick (tickLivePeak); absent when that tick did not run. */
+  tickLivePeak?: LivePeak;
+  /**
+   * rssBeforeWorld + listed objects + tickLivePeak.peakGrowthBytes (the fits the tick makes included): the
+   * runner's memory at its peak, live objects only (V8 collects its garbage when the heap grows, so its RSS
+   * runs above this by what it has not collected yet, which --max-old-space-size bounds).
+   */
+  runnerPeakEstimateBytes?: number;
 }
 
-type Phase = 'building the world' | 'alert' | 'tick, all samples new' | 'tick, no new sample' | 'done';
+/**
+ * A third tick, 60 s after the second, with every job's step samples new and no fit kept (every fit made cold,
+ * as in a runner's first tick; it writes less than the first tick, whose world records its 7,801 writes), run
+ * with full GCs at points spread through it (the requests it sends, each fit, the models' predictions in the
+ * rebalance, each clock reading): the heap in use right after each is what the tick holds live there, garbage
+ * excluded. Its seconds are not reported (the GCs are in them).
+ */
+interface LivePeak {
+  /** Full GCs taken during the tick. */
+  samples: number;
+  /** Heap in use after a full GC right before the tick (no fit kept; the world so far). */
+  heapBeforeTickBytes: number;
+  /** The largest heap in use right after one of those GCs, over heapBeforeTickBytes. */
+  peakGrowthBytes: number;
+  /**
+   * Heap still in use after the tick and a full GC, over heapBeforeTickBytes: what the tick left (the fits it
+   * made, the world's records of its writes). peakGrowthBytes holds that part too.
+   */
+  retainedGrowthBytes: number;
+  /** Plans the tick applied (each a write the world records). */
+  plansApplied: number;
+  /** Jobs with a step sample the second tick did not see (every job running by then). */
+  jobsWithNewSamples: number;
+}
+
+type Phase =
+  | 'building the world'
+  | 'alert'
+  | 'tick, all samples new'
+  | 'tick, no new sample'
+  | 'tick, live heap measured'
+  | 'done';
 
 interface Progress {
   phase: Phase;
@@ -138,6 +187,65 @@ const fullGc = () => {
   gc();
 };
 const rssPeak = () => process.resourceUsage().maxRSS * 1024;
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+/**
+ * Full GCs at points of a tick, at most one per `everyMs` of the tick's own time (the GCs' excluded), each
+ * followed by a reading of the heap in use: the largest is the tick's live peak (LivePeak).
+ */
+class LiveHeapSampler {
+  samples = 0;
+  peak = 0;
+  #due = 0;
+  active = false;
+
+  /** `everyCpuMs`: the process's CPU milliseconds between readings (CPU, not wall: a loaded machine stretches wall time). */
+  constructor(readonly everyCpuMs: number) {}
+
+  start(): void {
+    this.active = true;
+    this.#due = cpuMs() + this.everyCpuMs;
+  }
+
+  /** Called from the tick's hooks: a full GC and a reading when one is due. */
+  readonly point = (): void => {
+    if (!this.active || cpuMs() < this.#due) return;
+    fullGc();
+    this.peak = Math.max(this.peak, process.memoryUsage().heapUsed);
+    this.samples += 1;
+    this.#due = cpuMs() + this.everyCpuMs;
+  };
+
+  stop(): void {
+    this.point();
+    this.active = false;
+  }
+}
+
+/** The runner's fit cache, with a live-heap reading point at each fit and each prediction of a fitted model. */
+class SampledFitCache extends FitCache {
+  constructor(public sampler: LiveHeapSampler) {
+    super();
+  }
+
+  override fit(...args: Parameters<FitCache['fit']>): ReturnType<FitCache['fit']> {
+    const { point } = this.sampler;
+    point();
+    const model = super.fit(...args);
+    if (!this.sampler.active) return model;
+    return {
+      sampleCount: model.sampleCount,
+      distinctScales: model.distinctScales,
+      predict: (placement) => {
+        point();
+        return model.predict(placement);
+      },
+    };
+  }
+}
 
 // ---- child: one N -----------------------------------------------------------------------------------------
 
@@ -176,6 +284,9 @@ async function runOne(
     buildSeconds,
     rssAfterBuildBytes: process.memoryUsage().rss,
   };
+  // Idle except in the live-heap tick; its interval is set from the first tick's length (about 20 readings).
+  const sampler = new LiveHeapSampler(Number.POSITIVE_INFINITY);
+  let samplerOf = sampler;
   let counter = new RequestCounter((c) => {
     progress.counts = c.snapshot();
     save();
@@ -184,14 +295,19 @@ async function runOne(
     counter = new RequestCounter((c) => {
       progress.counts = c.snapshot();
       save();
+      samplerOf.point();
     });
     return counter;
   };
+  const fitCache = new SampledFitCache(sampler);
   // One client for the run, as the runner keeps one (the Lambda one per cold start): only the counter changes.
   const deps: HandlerDeps = {
     cluster: countingClusterClient(world.cluster, () => counter, apiLatencyMs),
     metrics: countingMetricsSource(world.metrics, () => counter, world.clock),
-    clock: world.clock,
+    clock: () => {
+      samplerOf.point();
+      return world.clock();
+    },
     config: DEFAULT_POLICY_CONFIG,
     dryRun: false,
     logger: {
@@ -201,13 +317,13 @@ async function runOne(
     },
     profiles: { namespace: PROFILES_NAMESPACE, configMapName: 'trainscaler-profiles' },
     // As the runner keeps it (functions/runtime-deps.ts): fits live across ticks.
-    fitCache: new FitCache(),
+    fitCache,
   };
 
   fullGc();
   const baseline = process.memoryUsage();
   let peakHeap = baseline.heapUsed;
-  const sampler = setInterval(() => {
+  const heapSampler = setInterval(() => {
     peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
   }, 50);
 
@@ -243,10 +359,12 @@ async function runOne(
 
   enter('tick, all samples new', fresh());
   const cpu = process.cpuUsage();
+  let worldBusy = world.busyMs();
   const first = performance.now();
   const result = await handleSchedule({}, deps);
   const firstSeconds = (performance.now() - first) / 1000;
   const used = process.cpuUsage(cpu);
+  const firstWorldSeconds = (world.busyMs() - worldBusy) / 1000;
   log(
     `N=${jobs}: first tick ${firstSeconds.toFixed(1)} s, ${result.outcomes.filter((o) => o.applied).length} plans applied, ${result.errors.length} job errors`,
   );
@@ -255,6 +373,7 @@ async function runOne(
     ...tickCounts(counter.snapshot()),
     tickSecondsAllNewSamples: firstSeconds,
     tickCpuSecondsAllNewSamples: (used.user + used.system) / 1e6,
+    tickWorldSecondsAllNewSamples: firstWorldSeconds,
   };
 
   // Right after, with the cluster 30 s on: the scheduler has placed the pods the first tick's writes asked for
@@ -267,24 +386,57 @@ async function runOne(
   if (newSamples > 0) log(`N=${jobs}: ${newSamples} jobs have a new step sample before the second tick`);
   progress.partial.jobsWithNewSamplesBeforeSecondTick = newSamples;
   enter('tick, no new sample', fresh());
+  const secondCpu = process.cpuUsage();
+  worldBusy = world.busyMs();
   const second = performance.now();
   await handleSchedule({}, deps);
   const secondSeconds = (performance.now() - second) / 1000;
+  const secondUsed = process.cpuUsage(secondCpu);
   progress.partial = {
     ...progress.partial,
     tickSecondsNoNewSamples: secondSeconds,
+    tickCpuSecondsNoNewSamples: (secondUsed.user + secondUsed.system) / 1e6,
+    tickWorldSecondsNoNewSamples: (world.busyMs() - worldBusy) / 1000,
     noNewSamples: tickCounts(counter.snapshot()),
     peakRssBytes: rssPeak(),
   };
-  clearInterval(sampler);
+  clearInterval(heapSampler);
   peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
   const tickPeakRssGrowthBytes = rssPeak() - baseline.rss;
   fullGc();
   const retainedHeapGrowthBytes = process.memoryUsage().heapUsed - baseline.heapUsed;
-  // The fits kept between ticks, measured by letting them go.
-  deps.fitCache = new FitCache();
+
+  // The fits kept between ticks (made by the first), measured by letting them go.
+  const heapWithFits = process.memoryUsage().heapUsed;
+  fitCache.clear();
   fullGc();
-  const fitCacheHeapBytes = retainedHeapGrowthBytes + baseline.heapUsed - process.memoryUsage().heapUsed;
+  const fitCacheHeapBytes = heapWithFits - process.memoryUsage().heapUsed;
+
+  // The live heap through a third tick with every sample new and no fit kept (LivePeak): about 20 full GCs.
+  world.step(LIVE_HEAP_TICK_AFTER_SECONDS);
+  const beforeThird = await newestSamples(world);
+  const renewed = [...beforeThird].filter(([job, at]) => at !== after.get(job)).length;
+  const live = new LiveHeapSampler((((used.user + used.system) / 1e6) * 1000) / 20);
+  samplerOf = live;
+  fitCache.sampler = live;
+  enter('tick, live heap measured', fresh());
+  fullGc();
+  const heapBeforeTickBytes = process.memoryUsage().heapUsed;
+  live.peak = heapBeforeTickBytes;
+  live.start();
+  const third = await handleSchedule({}, deps);
+  live.stop();
+  fullGc();
+  const tickLivePeak: LivePeak = {
+    samples: live.samples,
+    heapBeforeTickBytes,
+    peakGrowthBytes: live.peak - heapBeforeTickBytes,
+    retainedGrowthBytes: process.memoryUsage().heapUsed - heapBeforeTickBytes,
+    plansApplied: third.outcomes.filter((o) => o.applied).length,
+    jobsWithNewSamples: renewed,
+  };
+  samplerOf = sampler;
+  fitCache.clear();
   const listedObjectsHeapBytes = await listedObjectsHeap(world);
   progress.partial.runnerMemory = {
     rssBeforeWorldBytes,
@@ -299,6 +451,8 @@ async function runOne(
       rssBeforeWorldBytes +
       listedObjectsHeapBytes +
       Math.max(tickPeakRssGrowthBytes, peakHeap - baseline.heapUsed),
+    tickLivePeak,
+    runnerPeakEstimateBytes: rssBeforeWorldBytes + listedObjectsHeapBytes + tickLivePeak.peakGrowthBytes,
   };
   enter('done');
 }
@@ -409,6 +563,15 @@ function runOf(progress: Progress, exceeded?: Run['exceeded']): Run {
     tickSecondsNoNewSamples: p.tickSecondsNoNewSamples ?? null,
     tickSecondsAllNewSamples: p.tickSecondsAllNewSamples ?? null,
     tickCpuSecondsAllNewSamples: p.tickCpuSecondsAllNewSamples ?? null,
+    ...(p.tickCpuSecondsNoNewSamples === undefined
+      ? {}
+      : { tickCpuSecondsNoNewSamples: p.tickCpuSecondsNoNewSamples }),
+    ...(p.tickWorldSecondsAllNewSamples === undefined
+      ? {}
+      : { tickWorldSecondsAllNewSamples: p.tickWorldSecondsAllNewSamples }),
+    ...(p.tickWorldSecondsNoNewSamples === undefined
+      ? {}
+      : { tickWorldSecondsNoNewSamples: p.tickWorldSecondsNoNewSamples }),
     peakRssBytes: p.peakRssBytes ?? 0,
     rssAfterBuildBytes: p.rssAfterBuildBytes ?? 0,
     buildSeconds: p.buildSeconds ?? 0,
@@ -505,9 +668,11 @@ function table(runs: Run[]): string {
     'tick s (all new)',
     'CPU s (all new)',
     'tick s (none new)',
+    'of it world s',
     'reads/PromQL (none new)',
     'peak RSS MiB',
     'runner RSS est. MiB',
+    'runner peak est. MiB',
     'alert API/PromQL/listed',
   ];
   const rows = runs.map((r) => [
@@ -520,9 +685,13 @@ function table(runs: Run[]): string {
     seconds(r, 'tick, all samples new', r.tickSecondsAllNewSamples),
     fmt(r.tickCpuSecondsAllNewSamples),
     seconds(r, 'tick, no new sample', r.tickSecondsNoNewSamples),
+    fmt(r.tickWorldSecondsNoNewSamples ?? null),
     r.noNewSamples ? `${r.noNewSamples.apiReadsPerTick}/${r.noNewSamples.promqlQueriesPerTick}` : '-',
     fmt(r.peakRssBytes / MiB, 0),
     r.runnerMemory ? fmt(r.runnerMemory.runnerRssEstimateBytes / MiB, 0) : '-',
+    r.runnerMemory?.runnerPeakEstimateBytes === undefined
+      ? '-'
+      : fmt(r.runnerMemory.runnerPeakEstimateBytes / MiB, 0),
     r.alertRequests
       ? `${r.alertRequests.apiReads + r.alertRequests.apiWrites}/${r.alertRequests.promqlQueries}/${r.alertRequests.apiObjectsListed}`
       : '-',

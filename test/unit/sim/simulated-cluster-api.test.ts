@@ -202,6 +202,54 @@ describe('SimulatedCluster pod lists share one frozen copy per pod version', () 
   });
 });
 
+describe('SimulatedCluster job, node and ScaledTrainingJob lists share one frozen copy per version', () => {
+  const replicasOf = (job: { spec?: unknown } | undefined) =>
+    (job?.spec as { pytorchReplicaSpecs?: { Worker?: { replicas?: number } } } | undefined)
+      ?.pytorchReplicaSpecs?.Worker?.replicas;
+  const lastActionOf = (state: { status: unknown } | undefined) =>
+    (state?.status as { lastActionAt?: number } | undefined)?.lastActionAt;
+
+  it('hands out the same read-only copy while an object is unchanged, and a new one once it changes', async () => {
+    const sim = clusterWithJob(2);
+    const [job] = await sim.listJobs('PyTorchJob');
+    const [again] = await sim.listJobs('PyTorchJob');
+    assert.equal(again, job, 'unchanged: the same copy');
+    assert.ok(job && Object.isFrozen(job.spec));
+    assert.throws(() => {
+      (job.metadata as { name: string }).name = 'renamed';
+    }, TypeError);
+    await sim.patchJob(
+      REF,
+      [{ op: 'replace', path: '/spec/pytorchReplicaSpecs/Worker/replicas', value: 3 }],
+      {
+        dryRun: false,
+      },
+    );
+    const [patched] = await sim.listJobs('PyTorchJob');
+    assert.notEqual(patched, job);
+    assert.equal(replicasOf(patched), 3);
+    assert.equal(replicasOf(job), 2, 'what a reader holds never changes under it');
+    sim.step(120); // Running: a status written by the simulator is a new version too
+    const [running] = await sim.listJobs('PyTorchJob');
+    assert.notEqual(running?.metadata.resourceVersion, patched?.metadata.resourceVersion);
+    assert.notEqual(running, patched);
+
+    const nodes = await sim.listNodes();
+    assert.equal((await sim.listNodes())[0], nodes[0]);
+    assert.ok(Object.isFrozen(nodes[0]?.status));
+
+    const identity = { ref: REF, apiVersion: 'kubeflow.org/v1', uid: 'u-1' };
+    const created = await sim.putJobState(identity, { lastActionAt: 1 }, undefined, { dryRun: false });
+    const [state] = await sim.listJobStates();
+    assert.equal((await sim.listJobStates())[0], state);
+    await sim.putJobState(identity, { lastActionAt: 2 }, created, { dryRun: false });
+    const [rewritten] = await sim.listJobStates();
+    assert.notEqual(rewritten, state);
+    assert.equal(lastActionOf(rewritten), 2);
+    assert.equal(lastActionOf(state), 1);
+  });
+});
+
 describe('SimulatedCluster JSON Patch semantics', () => {
   it('bumps resourceVersion and generation on a real write and records it', async () => {
     const sim = clusterWithJob(2);
