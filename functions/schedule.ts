@@ -45,6 +45,7 @@ import { findRole, plural } from '../lib/policies/placement.js';
 import { profileModel } from '../lib/policies/profiles.js';
 import { summarized } from '../lib/policies/reason.js';
 import {
+  type Arrival,
   decideRebalance,
   type PendingDemand,
   type RebalanceInput,
@@ -53,7 +54,7 @@ import {
 import { configUnder, rebalanceHold } from '../lib/policy-governance.js';
 import { recordPolicyStatuses } from '../lib/policy-status.js';
 import { parseSchedule } from '../lib/triggers/schedule-payload.js';
-import type { JobRef, Plan, StepSample } from '../lib/types.js';
+import type { JobRef, JobView, Plan, StepSample } from '../lib/types.js';
 import { actuatorDeps } from './actuator-deps.js';
 import type { HandlerDeps, HandlerResult, Outcome } from './handler-deps.js';
 import { containJobError } from './job-errors.js';
@@ -113,6 +114,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   };
   const jobs: Observed[] = [];
   const pending: PendingDemand[] = [];
+  const arrivals: Arrival[] = [];
   const stranded: JobSnapshot[] = [];
   const listed = await listAllJobs(deps.cluster);
   // trainscaler's state of every job (cool-downs, largest runs, measured costs), in one LIST: never a read per
@@ -140,6 +142,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
         }
         pending.push(demand);
       }
+      if (snapshot.view.managed) noteArrival(arrivals, snapshot.view);
       if (!snapshot.view.managed || snapshot.pods.every((p) => p.phase === 'Succeeded')) continue;
       if (hasStrandedPods(snapshot)) stranded.push(snapshot);
       let missing: MissingSamples | undefined;
@@ -238,6 +241,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       capacity: capacityHolding(exceptWaitingPodsOf(toPlace.map((d) => d.job.ref))),
       config: deps.config,
       now,
+      arrivals,
     },
     (ref, error) => {
       failed.add(jobKey(ref));
@@ -343,6 +347,14 @@ export function pendingDemands(snapshot: JobSnapshot): PendingDemand[] {
     });
   }
   return out;
+}
+
+/** A managed job's creation and the GPUs its workers asked for: the rebalance keeps room for the next ones. */
+function noteArrival(arrivals: Arrival[], view: JobView): void {
+  const worker = findRole(view, 'Worker');
+  if (view.creationTimestamp === undefined || !worker) return;
+  const asked = view.state.askedWorkers ?? worker.replicas;
+  arrivals.push({ at: view.creationTimestamp, gpus: asked * worker.requests.gpus });
 }
 
 /** One running job as the rebalance sees it: its model, where it runs, how long it has left. */
