@@ -1092,7 +1092,7 @@ function compareOptions(a: GrowthOption, b: GrowthOption): number {
  * GPUs idle capacity keeps for jobs arriving while a job grown into it would hold its size: the GPUs new jobs
  * asked for per second over the last hour, times the regrowth hold of the running jobs (median). Growing a
  * job into GPUs the next arrival takes back costs that job two restarts; at the launcher's cost the hold is
- * about a minute and the room about nothing, at 30 s it is 10 minutes of arrivals.
+ * about a minute, inside the cool-down, and no room is kept; at 30 s it is 10 minutes of arrivals.
  */
 function arrivalHeadroomGpus(input: RebalanceInput, slots: readonly Slot[]): number {
   const arrivals = input.arrivals ?? [];
@@ -1104,6 +1104,9 @@ function arrivalHeadroomGpus(input: RebalanceInput, slots: readonly Slot[]): num
     .map((s) => REGROWTH_HOLD_ROUND_TRIPS * (s.costs.up + s.costs.down))
     .sort((a, b) => a - b);
   const hold = holds[Math.floor(holds.length / 2)] ?? 0;
+  // Inside the cool-down the hold changes nothing, and neither does this room: where rescales are cheap, a
+  // GPU grown into and given back costs less than a GPU left idle.
+  if (hold <= input.config.cooldownSeconds) return 0;
   return Math.floor((gpus / ARRIVAL_WINDOW_SECONDS) * hold);
 }
 

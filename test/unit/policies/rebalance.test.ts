@@ -1311,5 +1311,9 @@ describe('decideRebalance: no thrash where a rescale is dear', () => {
     // Arrivals older than the hour, or none: every idle GPU may be grown into.
     assert.deepEqual(grow(fresh, 3, { arrivals: [{ at: NOW - 3601, gpus: 9 }] }), { small: 5 });
     assert.deepEqual(grow(fresh, 3), { small: 5 });
+    // Where its rescales are cheap (a 70 s hold, inside the 300 s cool-down) no room is kept.
+    const cheap = entry({ name: 'small', k: 2, table: SMALL });
+    cheap.job.state.rescaleCost = { upPause: 3, down: 4 };
+    assert.deepEqual(grow(cheap, 3, { arrivals: [{ at: NOW - 600, gpus: 90 }] }), { small: 5 });
   });
 });
