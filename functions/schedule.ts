@@ -47,6 +47,7 @@ import { findRole, plural } from '../lib/policies/placement.js';
 import { profileModel } from '../lib/policies/profiles.js';
 import { summarized } from '../lib/policies/reason.js';
 import {
+  type Arrival,
   decideRebalance,
   type PendingDemand,
   type RebalanceInput,
@@ -122,6 +123,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   };
   const jobs: Observed[] = [];
   const pending: PendingDemand[] = [];
+  const arrivals: Arrival[] = [];
   const stranded: JobSnapshot[] = [];
   const listed = await listAllJobs(deps.cluster);
   // trainscaler's state of every job (cool-downs, largest runs, measured costs), in one LIST: never a read per
@@ -161,6 +163,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
         }
         pending.push(demand);
       }
+      if (snapshot.view.managed) noteArrival(arrivals, snapshot.view);
       if (!snapshot.view.managed || snapshot.pods.every((p) => p.phase === 'Succeeded')) continue;
       if (hasStrandedPods(snapshot)) stranded.push(snapshot);
       let missing: MissingSamples | undefined;
@@ -263,6 +266,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       capacity: capacityHolding(exceptWaitingPodsOf(toPlace.map((d) => d.job.ref))),
       config: deps.config,
       now,
+      arrivals,
     },
     (ref, error) => {
       failed.add(jobKey(ref));
@@ -368,6 +372,14 @@ export function pendingDemands(snapshot: JobSnapshot): PendingDemand[] {
     });
   }
   return out;
+}
+
+/** A managed job's creation and the GPUs its workers asked for: the rebalance keeps room for the next ones. */
+function noteArrival(arrivals: Arrival[], view: JobView): void {
+  const worker = findRole(view, 'Worker');
+  if (view.creationTimestamp === undefined || !worker) return;
+  const asked = view.state.askedWorkers ?? worker.replicas;
+  arrivals.push({ at: view.creationTimestamp, gpus: asked * worker.requests.gpus });
 }
 
 /** One running job as the rebalance sees it: its model, where it runs, how long it has left. */

@@ -93,7 +93,19 @@ export interface RebalanceInput {
   capacity: ClusterCapacity;
   config: PolicyConfig;
   now: number;
+  /** Managed jobs' creations (finished ones included), from which the room kept for arrivals is judged. */
+  arrivals?: readonly Arrival[];
 }
+
+export interface Arrival {
+  /** Epoch seconds of the job's creation. */
+  at: number;
+  /** GPUs its workers asked for. */
+  gpus: number;
+}
+
+/** Arrivals are counted over this window (seconds) to judge the rate at which new jobs ask for GPUs. */
+const ARRIVAL_WINDOW_SECONDS = 3600;
 
 /** A lender keeping its workers among equals lends only to a borrower done within 1/this of its remaining time. */
 const LEND_HORIZON_FACTOR = 2;
@@ -155,6 +167,8 @@ interface Slot {
   k: number;
   /** Elastic, managed, not paused, out of cool-down and not mid-rescale. */
   movable: boolean;
+  /** Shrunk within its hold (shrunkWithinHold): it gives, it does not grow back yet. */
+  regrowthHeld: boolean;
   /** A job moves one way per decision; growing and shrinking it in one plan would be churn. */
   direction: -1 | 0 | 1;
   remaining: number;
@@ -207,9 +221,11 @@ export function decideRebalance(input: RebalanceInput): Plan[] {
   }
   cap = admitPending(slots, pending, cap, config);
   cap = shedSlowingWorkers(slots, cap, config);
-  cap = growIntoIdle(slots, cap, config);
+  const kept = keepRoomForArrivals(cap, arrivalHeadroomGpus(input, slots));
+  cap = growIntoIdle(slots, kept.capacity, config);
   cap = probeOnOptimism(slots, cap, config, input.now);
   cap = probeUnmodelled(slots, cap, config);
+  cap = kept.giveBack(cap);
   cap = reclaimLowValueWorkers(slots, cap, config);
   finishFirstAmongAlike(slots, cap, config);
 
@@ -239,6 +255,7 @@ function buildSlots(input: RebalanceInput): Slot[] {
     const identity = `${job.ref.kind}:${key}`;
     if (!worker || seen.has(identity)) continue;
     seen.add(identity);
+    const costs = rescaleCostsOf(job, input.config);
     const movable =
       job.managed &&
       job.elastic &&
@@ -256,7 +273,8 @@ function buildSlots(input: RebalanceInput): Slot[] {
       movable,
       direction: 0,
       remaining: entry.remainingSeconds ?? ASSUMED_REMAINING_SECONDS,
-      costs: rescaleCostsOf(job, input.config),
+      costs,
+      regrowthHeld: shrunkWithinHold(job, costs, input.now),
       shrinksLeft: scaleDownsLeft(job),
       asked: askedOf(job, worker),
       onOneOfMany: manyNodes && current.nodes === 1,
@@ -863,6 +881,7 @@ function reclaimLowValueWorkers(
   }
 }
 
+
 /**
  * Shortest remaining first among jobs of one signature, each with a known remaining time: workers move from the
  * one with the longest time left to the one with the shortest while each moved GPU does at least as much work
@@ -1088,10 +1107,74 @@ function compareOptions(a: GrowthOption, b: GrowthOption): number {
   );
 }
 
+/**
+ * GPUs idle capacity keeps for jobs arriving while a job grown into it would hold its size: the GPUs new jobs
+ * asked for per second over the last hour, times the regrowth hold of the running jobs (median). Growing a
+ * job into GPUs the next arrival takes back costs that job two restarts; at the launcher's cost the hold is
+ * about a minute, inside the cool-down, and no room is kept; at 30 s it is 10 minutes of arrivals.
+ */
+function arrivalHeadroomGpus(input: RebalanceInput, slots: readonly Slot[]): number {
+  const arrivals = input.arrivals ?? [];
+  const since = input.now - ARRIVAL_WINDOW_SECONDS;
+  let gpus = 0;
+  for (const a of arrivals) if (a.at > since && a.at <= input.now) gpus += a.gpus;
+  if (gpus === 0 || slots.length === 0) return 0;
+  const holds = slots
+    .map((s) => REGROWTH_HOLD_ROUND_TRIPS * (s.costs.up + s.costs.down))
+    .sort((a, b) => a - b);
+  const hold = holds[Math.floor(holds.length / 2)] ?? 0;
+  // Inside the cool-down the hold changes nothing, and neither does this room: where rescales are cheap, a
+  // GPU grown into and given back costs less than a GPU left idle.
+  if (hold <= input.config.cooldownSeconds) return 0;
+  return Math.floor((gpus / ARRIVAL_WINDOW_SECONDS) * hold);
+}
+
+/** Capacity with `gpus` one-GPU pods held out, and how to return them to a capacity derived from it. */
+function keepRoomForArrivals(
+  capacity: ClusterCapacity,
+  gpus: number,
+): { capacity: ClusterCapacity; giveBack: (after: ClusterCapacity) => ClusterCapacity } {
+  if (gpus <= 0) return { capacity, giveBack: (after) => after };
+  const shape: Resources = { cpuMillis: 0, memoryBytes: 0, gpus: 1 };
+  const held = reserve(capacity, shape, gpus);
+  const heldOn = new Map<string, number>();
+  held.nodes.forEach((node, i) => {
+    const before = capacity.nodes[i];
+    const n = before ? node.allocated.gpus - before.allocated.gpus : 0;
+    if (n > 0) heldOn.set(node.name, n);
+  });
+  return {
+    capacity: held,
+    giveBack: (after) => ({
+      nodes: after.nodes.map((node) => {
+        const n = heldOn.get(node.name);
+        return n ? { ...node, allocated: { ...node.allocated, gpus: node.allocated.gpus - n } } : node;
+      }),
+    }),
+  };
+}
+
+/**
+ * A job shrunk keeps its smaller size for this many times what a round trip (a shrink and a growth, its own
+ * measured costs else the defaults) costs it before it may grow again: what it gave went to a queued or arriving
+ * job, and growing back into the next idle GPUs only to give them to the next arrival was a restart each way
+ * (1.0x workload-1 at a 30 s rescale: imagenet-11 grew from idle capacity 39 times and shrank for queued jobs
+ * 34 times). At the launcher's 3.3 + 3.6 s the hold is 69 s, inside the cool-down: nothing changes there. Only
+ * regrowth waits; the first climb, shrinks and admissions do not (a hold on those cost 13% of the mean JCT).
+ */
+const REGROWTH_HOLD_ROUND_TRIPS = 10;
+
+function shrunkWithinHold(job: JobView, costs: RescaleCosts, now: number): boolean {
+  const last = job.state.lastRescale;
+  if (!last || !(last.to < last.from)) return false;
+  return now - last.at < REGROWTH_HOLD_ROUND_TRIPS * (costs.up + costs.down);
+}
+
 function canGrow(s: Slot, config: PolicyConfig): boolean {
   const model = s.entry.model;
   return (
     s.movable &&
+    !s.regrowthHeld &&
     model !== undefined &&
     s.direction >= 0 &&
     s.k < s.worker.maxReplicas &&

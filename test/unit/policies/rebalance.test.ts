@@ -1275,3 +1275,45 @@ describe('decideRebalance: sizes are predicted on the nodes the job would really
     });
   });
 });
+
+describe('decideRebalance: no thrash where a rescale is dear', () => {
+  // small: 2 -> 3 +45%, -> 4 +13.8%, -> 5 +3%. Its costs are the config's (50 s up, 30 s down): a round trip of
+  // 80 s, so a shrunk job waits 800 s before it grows again.
+  const shrunkAt = (at: number, from = 3, to = 2): RebalanceJob => {
+    const e = entry({ name: 'small', k: 2, table: SMALL, lastActionAt: at });
+    e.job.state.lastRescale = { at, from, to };
+    return e;
+  };
+  const grow = (e: RebalanceJob, free: number, overrides: Partial<RebalanceInput> = {}) =>
+    sizes(decideRebalance({ jobs: [e], capacity: capacity(2, 2 + free), config, now: NOW, ...overrides }));
+
+  it('a job shrunk does not grow back within ten round trips of its rescale cost, then does', () => {
+    assert.deepEqual(grow(shrunkAt(NOW - 400), 3), {});
+    assert.deepEqual(grow(shrunkAt(NOW - 799), 3), {});
+    assert.deepEqual(grow(shrunkAt(NOW - 801), 3), { small: 5 });
+  });
+
+  it('the hold scales with the job’s own measured costs', () => {
+    const cheap = shrunkAt(NOW - 400);
+    cheap.job.state.rescaleCost = { upPause: 3, down: 4, measuredFor: NOW - 400 };
+    assert.deepEqual(grow(cheap, 3), { small: 5 });
+  });
+
+  it('only regrowth waits: a job grown keeps climbing after the cool-down', () => {
+    assert.deepEqual(grow(shrunkAt(NOW - 400, 1, 2), 3), { small: 5 });
+  });
+
+  it('keeps idle GPUs for the jobs arriving within the hold, judged on the last hour of arrivals', () => {
+    const fresh = entry({ name: 'small', k: 2, table: SMALL });
+    // 9 GPUs asked in the last hour: 9 / 3600 s x the 800 s hold = 2 GPUs kept.
+    assert.deepEqual(grow(fresh, 3, { arrivals: [{ at: NOW - 600, gpus: 9 }] }), { small: 3 });
+    assert.deepEqual(grow(fresh, 4, { arrivals: [{ at: NOW - 600, gpus: 9 }] }), { small: 4 });
+    // Arrivals older than the hour, or none: every idle GPU may be grown into.
+    assert.deepEqual(grow(fresh, 3, { arrivals: [{ at: NOW - 3601, gpus: 9 }] }), { small: 5 });
+    assert.deepEqual(grow(fresh, 3), { small: 5 });
+    // Where its rescales are cheap (a 70 s hold, inside the 300 s cool-down) no room is kept.
+    const cheap = entry({ name: 'small', k: 2, table: SMALL });
+    cheap.job.state.rescaleCost = { upPause: 3, down: 4 };
+    assert.deepEqual(grow(cheap, 3, { arrivals: [{ at: NOW - 600, gpus: 90 }] }), { small: 5 });
+  });
+});
