@@ -881,7 +881,6 @@ function reclaimLowValueWorkers(
   }
 }
 
-
 /**
  * Shortest remaining first among jobs of one signature, each with a known remaining time: workers move from the
  * one with the longest time left to the one with the shortest while each moved GPU does at least as much work
