@@ -42,6 +42,18 @@ describe("a finished run's measured rescale pauses, kept in its signature's prof
 });
 
 /** The tuning decision of one alarm on a one-worker toy job after 15 minutes of samples, reason and details. */
+/** Earlier finished runs of the signature, each with the scale-up pause it measured. */
+async function recordEarlierUps(sim: SimulatedCluster, deps: HandlerDeps, ups: number[]): Promise<void> {
+  for (const up of ups)
+    await recordRun(
+      sim,
+      deps.profiles,
+      { ...OWNER, samples: [], usage: [], rescaleCost: { up } },
+      100,
+      false,
+    );
+}
+
 async function alarmDecision(setup: (sim: SimulatedCluster, deps: HandlerDeps) => Promise<void>) {
   const { sim, deps } = harness();
   await setup(sim, deps);
@@ -58,16 +70,7 @@ async function alarmDecision(setup: (sim: SimulatedCluster, deps: HandlerDeps) =
 
 describe("the next run of the signature is charged the earlier runs' median until measured", () => {
   it('names the earlier runs as the source of the scale-up cost', async () => {
-    const text = await alarmDecision(async (sim, deps) => {
-      for (const up of [40, 50, 45])
-        await recordRun(
-          sim,
-          deps.profiles,
-          { ...OWNER, samples: [], usage: [], rescaleCost: { up } },
-          100,
-          false,
-        );
-    });
+    const text = await alarmDecision((sim, deps) => recordEarlierUps(sim, deps, [40, 50, 45]));
     assert.match(
       text,
       /scale-up cost 45 s \(the re-rendezvous pause, median of 3 earlier runs of its signature; not yet measured on this job/,
@@ -84,14 +87,7 @@ describe("the next run of the signature is charged the earlier runs' median unti
 
   it("the schedule's rebalance too, per direction", async () => {
     const { sim, deps } = harness();
-    for (const up of [40, 50, 45])
-      await recordRun(
-        sim,
-        deps.profiles,
-        { ...OWNER, samples: [], usage: [], rescaleCost: { up } },
-        100,
-        false,
-      );
+    await recordEarlierUps(sim, deps, [40, 50, 45]);
     sim.submitJob(toyJob({ workers: 1, maxReplicas: 8 }));
     sim.step(900);
     const result = await handleSchedule(scheduledEvent(), deps);
