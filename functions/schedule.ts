@@ -88,13 +88,16 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   // A queued job is valued by how soon it would finish, from earlier runs of its signature: the store is read
   // at most once a tick, each signature fitted at most once.
   let store: Promise<ProfileLookup> | undefined;
+  const profileStore = () => {
+    store ??= readProfileStore(deps.cluster, deps.profiles);
+    return store;
+  };
   const models = new Map<string, Promise<ThroughputModel | undefined>>();
   const profileModelOf = (owner: ProfileOwner) => {
     const key = profileKey(owner);
     let model = models.get(key);
     if (!model) {
-      store ??= readProfileStore(deps.cluster, deps.profiles);
-      model = store.then((lookup) => {
+      model = profileStore().then((lookup) => {
         const { profile, problem } = lookup(owner);
         if (problem) deps.logger.warn({ profile: owner }, problem);
         const fitted = profileModel(profile);
@@ -107,16 +110,14 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   // A running job's fit also learns from its signature's profile, where that agrees with the job.
   let histories: Promise<HistoryLookup> | undefined;
   const historyOf = (owner: ProfileOwner) => {
-    store ??= readProfileStore(deps.cluster, deps.profiles);
-    histories ??= store.then(historiesOf, (error: unknown) => {
+    histories ??= profileStore().then(historiesOf, (error: unknown) => {
       deps.logger.warn({ error: String(error) }, 'profile store unreadable: fitting without it');
       return NO_HISTORIES;
     });
     return histories.then((lookup) => lookup(owner));
   };
   const earlierRescaleCostOf = (owner: ProfileOwner) => {
-    store ??= readProfileStore(deps.cluster, deps.profiles);
-    return store.then(
+    return profileStore().then(
       (lookup) => signatureRescaleCostOf(lookup(owner).profile),
       () => undefined, // unreadable: warned where the fit reads it; the cost comes from the launch or the default
     );

@@ -193,21 +193,22 @@ const cpuMs = () => {
 };
 
 /**
- * Full GCs at points of a tick, at most one per `everyMs` of the tick's own time (the GCs' excluded), each
- * followed by a reading of the heap in use: the largest is the tick's live peak (LivePeak).
+ * Full GCs at points of a tick, at most one per `everyCpuMs` of the tick's own time (the GCs' excluded), each
+ * followed by a reading of the heap in use: the largest is the tick's live peak (LivePeak). Idle until started.
  */
 class LiveHeapSampler {
   samples = 0;
   peak = 0;
   #due = 0;
+  #everyCpuMs = Number.POSITIVE_INFINITY;
   active = false;
 
   /** `everyCpuMs`: the process's CPU milliseconds between readings (CPU, not wall: a loaded machine stretches wall time). */
-  constructor(readonly everyCpuMs: number) {}
-
-  start(): void {
+  start(everyCpuMs: number, peak: number): void {
+    this.#everyCpuMs = everyCpuMs;
+    this.peak = peak;
     this.active = true;
-    this.#due = cpuMs() + this.everyCpuMs;
+    this.#due = cpuMs() + everyCpuMs;
   }
 
   /** Called from the tick's hooks: a full GC and a reading when one is due. */
@@ -216,7 +217,7 @@ class LiveHeapSampler {
     fullGc();
     this.peak = Math.max(this.peak, process.memoryUsage().heapUsed);
     this.samples += 1;
-    this.#due = cpuMs() + this.everyCpuMs;
+    this.#due = cpuMs() + this.#everyCpuMs;
   };
 
   stop(): void {
@@ -227,7 +228,7 @@ class LiveHeapSampler {
 
 /** The runner's fit cache, with a live-heap reading point at each fit and each prediction of a fitted model. */
 class SampledFitCache extends FitCache {
-  constructor(public sampler: LiveHeapSampler) {
+  constructor(readonly sampler: LiveHeapSampler) {
     super();
   }
 
@@ -285,8 +286,7 @@ async function runOne(
     rssAfterBuildBytes: process.memoryUsage().rss,
   };
   // Idle except in the live-heap tick; its interval is set from the first tick's length (about 20 readings).
-  const sampler = new LiveHeapSampler(Number.POSITIVE_INFINITY);
-  let samplerOf = sampler;
+  const sampler = new LiveHeapSampler();
   let counter = new RequestCounter((c) => {
     progress.counts = c.snapshot();
     save();
@@ -295,7 +295,7 @@ async function runOne(
     counter = new RequestCounter((c) => {
       progress.counts = c.snapshot();
       save();
-      samplerOf.point();
+      sampler.point();
     });
     return counter;
   };
@@ -305,7 +305,7 @@ async function runOne(
     cluster: countingClusterClient(world.cluster, () => counter, apiLatencyMs),
     metrics: countingMetricsSource(world.metrics, () => counter, world.clock),
     clock: () => {
-      samplerOf.point();
+      sampler.point();
       return world.clock();
     },
     config: DEFAULT_POLICY_CONFIG,
@@ -357,23 +357,34 @@ async function runOne(
     seconds: alertSeconds,
   };
 
+  /** One schedule tick: its result, wall and CPU seconds, and the wall seconds spent inside the world's calls. */
+  const timedTick = async () => {
+    const cpu = process.cpuUsage();
+    const worldBusy = world.busyMs();
+    const start = performance.now();
+    const result = await handleSchedule({}, deps);
+    const seconds = (performance.now() - start) / 1000;
+    const used = process.cpuUsage(cpu);
+    return {
+      result,
+      seconds,
+      cpuSeconds: (used.user + used.system) / 1e6,
+      worldSeconds: (world.busyMs() - worldBusy) / 1000,
+    };
+  };
+
   enter('tick, all samples new', fresh());
-  const cpu = process.cpuUsage();
-  let worldBusy = world.busyMs();
-  const first = performance.now();
-  const result = await handleSchedule({}, deps);
-  const firstSeconds = (performance.now() - first) / 1000;
-  const used = process.cpuUsage(cpu);
-  const firstWorldSeconds = (world.busyMs() - worldBusy) / 1000;
+  const first = await timedTick();
+  const { result } = first;
   log(
-    `N=${jobs}: first tick ${firstSeconds.toFixed(1)} s, ${result.outcomes.filter((o) => o.applied).length} plans applied, ${result.errors.length} job errors`,
+    `N=${jobs}: first tick ${first.seconds.toFixed(1)} s, ${result.outcomes.filter((o) => o.applied).length} plans applied, ${result.errors.length} job errors`,
   );
   progress.partial = {
     ...progress.partial,
     ...tickCounts(counter.snapshot()),
-    tickSecondsAllNewSamples: firstSeconds,
-    tickCpuSecondsAllNewSamples: (used.user + used.system) / 1e6,
-    tickWorldSecondsAllNewSamples: firstWorldSeconds,
+    tickSecondsAllNewSamples: first.seconds,
+    tickCpuSecondsAllNewSamples: first.cpuSeconds,
+    tickWorldSecondsAllNewSamples: first.worldSeconds,
   };
 
   // Right after, with the cluster 30 s on: the scheduler has placed the pods the first tick's writes asked for
@@ -386,17 +397,12 @@ async function runOne(
   if (newSamples > 0) log(`N=${jobs}: ${newSamples} jobs have a new step sample before the second tick`);
   progress.partial.jobsWithNewSamplesBeforeSecondTick = newSamples;
   enter('tick, no new sample', fresh());
-  const secondCpu = process.cpuUsage();
-  worldBusy = world.busyMs();
-  const second = performance.now();
-  await handleSchedule({}, deps);
-  const secondSeconds = (performance.now() - second) / 1000;
-  const secondUsed = process.cpuUsage(secondCpu);
+  const second = await timedTick();
   progress.partial = {
     ...progress.partial,
-    tickSecondsNoNewSamples: secondSeconds,
-    tickCpuSecondsNoNewSamples: (secondUsed.user + secondUsed.system) / 1e6,
-    tickWorldSecondsNoNewSamples: (world.busyMs() - worldBusy) / 1000,
+    tickSecondsNoNewSamples: second.seconds,
+    tickCpuSecondsNoNewSamples: second.cpuSeconds,
+    tickWorldSecondsNoNewSamples: second.worldSeconds,
     noNewSamples: tickCounts(counter.snapshot()),
     peakRssBytes: rssPeak(),
   };
@@ -416,26 +422,21 @@ async function runOne(
   world.step(LIVE_HEAP_TICK_AFTER_SECONDS);
   const beforeThird = await newestSamples(world);
   const renewed = [...beforeThird].filter(([job, at]) => at !== after.get(job)).length;
-  const live = new LiveHeapSampler((((used.user + used.system) / 1e6) * 1000) / 20);
-  samplerOf = live;
-  fitCache.sampler = live;
   enter('tick, live heap measured', fresh());
   fullGc();
   const heapBeforeTickBytes = process.memoryUsage().heapUsed;
-  live.peak = heapBeforeTickBytes;
-  live.start();
+  sampler.start((first.cpuSeconds * 1000) / 20, heapBeforeTickBytes);
   const third = await handleSchedule({}, deps);
-  live.stop();
+  sampler.stop();
   fullGc();
   const tickLivePeak: LivePeak = {
-    samples: live.samples,
+    samples: sampler.samples,
     heapBeforeTickBytes,
-    peakGrowthBytes: live.peak - heapBeforeTickBytes,
+    peakGrowthBytes: sampler.peak - heapBeforeTickBytes,
     retainedGrowthBytes: process.memoryUsage().heapUsed - heapBeforeTickBytes,
     plansApplied: third.outcomes.filter((o) => o.applied).length,
     jobsWithNewSamples: renewed,
   };
-  samplerOf = sampler;
   fitCache.clear();
   const listedObjectsHeapBytes = await listedObjectsHeap(world);
   progress.partial.runnerMemory = {
