@@ -89,11 +89,22 @@ export function stdoutPause(
   to: number,
   after: number,
 ): number | undefined {
+  const window = pauseWindow(lines, from, to, after);
+  return window && window.first.t - window.last.t;
+}
+
+/** The old world's last step line before the new world's first one after `after`: the pause's two ends. */
+function pauseWindow(
+  lines: ScriptLine[],
+  from: number,
+  to: number,
+  after: number,
+): { last: StepLine; first: StepLine } | undefined {
   const steps = lines.filter((l): l is StepLine => l.kind === 'step');
   const first = steps.find((l) => l.t >= after && l.world === to);
   if (!first) return undefined;
   const last = steps.filter((l) => l.world === from && l.t <= first.t).at(-1);
-  return last ? first.t - last.t : undefined;
+  return last && { last, first };
 }
 
 /** One restart of the script (a world formed again) as rank 0 printed it. */
@@ -229,11 +240,9 @@ export function stdoutBreakdown(
   to: number,
   after: number,
 ): StdoutBreakdown | undefined {
-  const steps = lines.filter((l): l is StepLine => l.kind === 'step');
-  const first = steps.find((l) => l.t >= after && l.world === to);
-  if (!first) return undefined;
-  const last = steps.filter((l) => l.world === from && l.t <= first.t).at(-1);
-  if (!last) return undefined;
+  const window = pauseWindow(lines, from, to, after);
+  if (!window) return undefined;
+  const { last, first } = window;
   const inside = (t: number) => t >= last.t && t <= first.t;
   const began = agents.filter((a) => a.event === 'rendezvousing' && inside(a.t)).at(0)?.t;
   const formed = agents.filter((a) => a.event === 'rendezvoused' && inside(a.t)).at(-1)?.t;
