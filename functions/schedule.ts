@@ -32,7 +32,6 @@ import {
   signatureRescaleCostOf,
 } from '../lib/decisions/signature-histories.js';
 import { readTickMetrics } from '../lib/decisions/tick-metrics.js';
-import { TrainscalerError } from '../lib/errors.js';
 import { managementScope } from '../lib/management.js';
 import { jobKey } from '../lib/metrics/job-readings.js';
 import { fitRuntimeModelCached } from '../lib/model/fit-cache.js';
@@ -167,11 +166,12 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
       if (snapshot.view.managed) noteArrival(arrivals, snapshot.view);
       if (!snapshot.view.managed || snapshot.pods.every((p) => p.phase === 'Succeeded')) continue;
       if (hasStrandedPods(snapshot)) stranded.push(snapshot);
+      // Missing metrics reach here as MissingSamplesError (runtime-review.ts), saying what the job lacks.
       let missing: MissingSamples | undefined;
       const observed = await metrics.observe(ref).catch((error: unknown) => {
-        if (error instanceof MissingSamplesError) missing = error.missing;
-        if (error instanceof TrainscalerError && error.code === 'MISSING_METRICS') return undefined;
-        throw error;
+        if (!(error instanceof MissingSamplesError)) throw error;
+        missing = error.missing;
+        return undefined;
       });
       // A job without samples may grow only on its signature's profile (rebalance.ts probeUnmodelled).
       const priors = observed
@@ -193,7 +193,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
         snapshot,
         observed,
         prior,
-        ...(observed ? {} : { missing: missing ?? 'no-series' }),
+        ...(missing ? { missing } : {}),
         ...(priors ? { priors } : {}),
       });
     } catch (error) {
@@ -438,8 +438,11 @@ function answeringFor(ref: JobRef, model: ThroughputModel): ThroughputModel {
  * `failedJob`) and the rebalance is computed again without that job, so one job's model never costs the
  * others their tick. Bounded: every round removes at least one job.
  */
-function rebalanceIsolated(input: RebalanceInput, failedJob: (ref: JobRef, error: unknown) => void): Plan[] {
-  let { jobs, pending = [] } = input;
+function rebalanceIsolated(
+  input: RebalanceInput & { pending: PendingDemand[] },
+  failedJob: (ref: JobRef, error: unknown) => void,
+): Plan[] {
+  let { jobs, pending } = input;
   for (;;) {
     try {
       return decideRebalance({ ...input, jobs, pending });
