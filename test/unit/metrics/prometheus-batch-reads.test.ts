@@ -218,6 +218,15 @@ describe('PrometheusMetricsSource batch reads', () => {
       /HTTP 503: timeout: query timed out/,
     ],
     [
+      'an overloaded Prometheus (HTTP 503 for another reason than a timeout)',
+      {
+        status: 503,
+        body: { status: 'error', errorType: 'unavailable', error: 'too many concurrent queries' },
+      },
+      'refused',
+      /HTTP 503: unavailable: too many concurrent queries/,
+    ],
+    [
       'an answer with warnings (partial)',
       {
         status: 200,

@@ -62,6 +62,27 @@ describe('PromQL regex matchers built from names', () => {
     for (const pod of ['ddpxv2-0', 'ddp.v2-1-0', 'ddp.v2-x']) assert.ok(!regex.test(pod), pod);
   });
 
+  it("each kind's pods by the names its controller gives them, not a longer-named job's", async () => {
+    const pods: Array<[JobRef['kind'], string[], string[]]> = [
+      ['Job', ['train-0-x7k2p', 'train-12-abcde'], ['train-0', 'train-2-0-abcde', 'train-worker-0']],
+      [
+        'JobSet',
+        ['train-workers-0-0-x7k2p', 'train-w-1-3-abcde'],
+        ['train-0-0-abcde', 'train-workers-0-x7k2p', 'train-2-workers-0-0-abcd'],
+      ],
+      [
+        'TrainJob',
+        ['train-node-0-0-x7k2p', 'train-node-3-1-abcde'],
+        ['train-node-0-x7k2p', 'train-worker-0'],
+      ],
+    ];
+    for (const [kind, own, others] of pods) {
+      const regex = await cadvisorPodRegex({ kind, namespace: 'team-a', name: 'train' });
+      for (const pod of own) assert.ok(regex.test(pod), `${pod} is ${kind} train's`);
+      for (const pod of others) assert.ok(!regex.test(pod), `${pod} is not ${kind} train's`);
+    }
+  });
+
   it('escapes every regex metacharacter, backslash included', () => {
     const hostile = 'a.b*c+d?e(f)g|h[i]j{1}k^l$m\\n';
     const regex = new RegExp(`^${regexLiteral(hostile)}$`);
