@@ -38,6 +38,11 @@ const fast: Partial<RetryOptions> = {
 };
 const OFF: WriteOptions = { dryRun: false };
 const busy = () => new ApiError('x', 503, 'busy');
+const POLICY: KubeObject = {
+  apiVersion: 'trainscaler.io/v1alpha1',
+  kind: 'TrainingAutoscaler',
+  metadata: { name: 'policy' },
+};
 
 type Step = Error | 'hang' | undefined;
 
@@ -75,6 +80,7 @@ function scripted(script: Partial<Record<keyof ClusterClient, Step[]>> = {}, job
     getJobState: play('getJobState', () => undefined),
     listJobStates: play('listJobStates', () => []),
     listTrainingAutoscalers: play('listTrainingAutoscalers', () => []),
+    putTrainingAutoscalerStatus: play('putTrainingAutoscalerStatus', () => POLICY),
     putJobState: play('putJobState', () => ({
       namespace: 'ns',
       name: 'pytorchjob-toy',
@@ -373,6 +379,34 @@ describe('RetryingClusterClient: reads', () => {
     );
     const { listTrainingAutoscalers: _, ...without } = scripted().client;
     assert.deepEqual(await new RetryingClusterClient(without, fast).listTrainingAutoscalers(), []);
+  });
+
+  it("names the TrainingAutoscalers' namespace, or none, in each retry it reports", async () => {
+    const operations: string[] = [];
+    const reporting = {
+      ...fast,
+      onRetry: ({ operation }: { operation: string }) => operations.push(operation),
+    };
+    const flaky = () => scripted({ listTrainingAutoscalers: [busy()] }).client;
+    await new RetryingClusterClient(flaky(), reporting).listTrainingAutoscalers('ns');
+    await new RetryingClusterClient(flaky(), reporting).listTrainingAutoscalers();
+    assert.deepEqual(operations, ['list trainingautoscalers in ns', 'list trainingautoscalers']);
+  });
+
+  it('writes a TrainingAutoscaler status once through the inner client (never retried); refuses without one', async () => {
+    const policy = { ...POLICY, metadata: { name: 'policy', resourceVersion: '4' } };
+    const flaky = scripted({ putTrainingAutoscalerStatus: [busy()] });
+    const c = new RetryingClusterClient(flaky.client, fast);
+    await assert.rejects(c.putTrainingAutoscalerStatus(policy, { ready: true }, OFF), /busy/);
+    assert.equal(flaky.count('putTrainingAutoscalerStatus'), 1);
+    assert.deepEqual(await c.putTrainingAutoscalerStatus(policy, { ready: true }, OFF), POLICY);
+    assert.deepEqual(flaky.calls.at(-1)?.args, [policy, { ready: true }]);
+    assert.deepEqual(flaky.calls.at(-1)?.options, OFF);
+    const { putTrainingAutoscalerStatus: _, ...without } = scripted().client;
+    assert.throws(
+      () => new RetryingClusterClient(without, fast).putTrainingAutoscalerStatus(policy, {}, OFF),
+      /this cluster client cannot write TrainingAutoscaler status/,
+    );
   });
 
   it('discovers pods/resize through the inner client, retried; false when the inner client cannot resize', async () => {
