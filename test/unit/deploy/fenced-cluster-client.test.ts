@@ -407,6 +407,8 @@ describe('LeaderFencedClusterClient: reads and in-place resizes', () => {
       getJobState: answer('getJobState'),
       listJobStates: answer('listJobStates'),
       putJobState: answer('putJobState'),
+      listTrainingAutoscalers: answer('listTrainingAutoscalers'),
+      putTrainingAutoscalerStatus: answer('putTrainingAutoscalerStatus'),
     };
     return { client, calls };
   }
@@ -476,6 +478,45 @@ describe('LeaderFencedClusterClient: reads and in-place resizes', () => {
           dryRun: false,
         }),
       /this cluster client cannot resize pods in place/,
+    );
+  });
+
+  it('lists TrainingAutoscalers unfenced (none from a client without them); fences their status writes', async () => {
+    const { client, calls } = recorder();
+    const fence = new ManualFence();
+    const fenced = new LeaderFencedClusterClient(client, fence);
+    const o = { timeoutMs: 250 };
+    assert.equal(await fenced.listTrainingAutoscalers('ns', o), 'listTrainingAutoscalers answer');
+    assert.deepEqual(calls.at(-1)?.args, ['ns', o]);
+    const policy = {
+      apiVersion: 'trainscaler.io/v1alpha1',
+      kind: 'TrainingAutoscaler',
+      metadata: { name: 'p' },
+    };
+    assert.equal(
+      await fenced.putTrainingAutoscalerStatus(policy, { ready: true }, { dryRun: false }),
+      'putTrainingAutoscalerStatus answer',
+    );
+    assert.deepEqual(calls.at(-1)?.args.slice(0, 2), [policy, { ready: true }]);
+    fence.lose();
+    await assert.rejects(
+      fenced.putTrainingAutoscalerStatus(
+        { ...policy, metadata: { name: 'p', namespace: 'team-a' } },
+        {},
+        { dryRun: false },
+      ),
+      (e: unknown) =>
+        e instanceof ForbiddenError &&
+        e.message ===
+          'not allowed to write status of TrainingAutoscaler team-a/p: this replica does not hold lease test/leader',
+    );
+    assert.equal(calls.length, 2);
+    const { listTrainingAutoscalers: _, putTrainingAutoscalerStatus: __, ...without } = client;
+    const bare = new LeaderFencedClusterClient(without, new ManualFence());
+    assert.deepEqual(await bare.listTrainingAutoscalers(), []);
+    assert.throws(
+      () => bare.putTrainingAutoscalerStatus(policy, {}, { dryRun: false }),
+      /this cluster client cannot write TrainingAutoscaler status/,
     );
   });
 
