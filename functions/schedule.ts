@@ -207,7 +207,7 @@ export async function handleSchedule(payload: unknown, given: HandlerDeps): Prom
   const written = actuatorDeps({ ...deps, metrics: metrics.source }, listedAt);
   const runJob = jobWorkUnder(
     deps.jobWork ?? DEFAULT_JOB_WORK_LIMITS,
-    Number.isFinite(written.guardrails?.maxClusterGpus),
+    Number.isFinite(deps.config.maxClusterGpus),
   );
   const faults = await settleInOrder(
     stranded.map((snapshot) => ({ ref: snapshot.view.ref })),

@@ -1,12 +1,16 @@
 // Why the schedule tick left a job alone, as its keep outcome says it: paused (by whom), under Kueue, without a
-// Worker role.
+// Worker role; and which jobs it reviews at all, reading each signature's profile model once.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import { handleSchedule } from '../../../functions/schedule.js';
+import { ANNOTATION } from '../../../lib/adapters/annotations.js';
+import { profileKey, recordRun } from '../../../lib/decisions/profile-store.js';
+import type { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import type { JobAutoscalerState } from '../../../lib/types.js';
 import { scheduledEvent } from '../../fixtures/payloads.js';
 import { seedJobState } from '../../support/job-states.js';
-import { GiB, harness, TOY, toyJob } from './handler-harness.js';
+import { GiB, harness, replaceable, TOY, toyJob } from './handler-harness.js';
 
 type Harness = ReturnType<typeof harness>;
 
@@ -57,5 +61,88 @@ describe('the keep reason of a job the schedule tick left alone', () => {
     delete spec.pytorchReplicaSpecs.Worker;
     const { reason } = await keptReason(running({}, masterOnly));
     assert.match(reason, /^no Worker role: /);
+  });
+});
+
+describe('which jobs the tick reviews, and what it reads once', () => {
+  it('a job with one pod Succeeded and the others running is still rebalanced (only an all-Succeeded job is done)', async () => {
+    const h = harness();
+    await running()(h);
+    // The pod list says worker 1 exited 0 while worker 0 trains on.
+    const listed = Object.assign(replaceable(h.sim), {
+      listPods: async (...args: Parameters<SimulatedCluster['listPods']>) =>
+        (await h.sim.listPods(...args)).map((p) =>
+          p.metadata?.name?.endsWith('worker-1') ? { ...p, status: { ...p.status, phase: 'Succeeded' } } : p,
+        ),
+    }) as unknown as HandlerDeps['cluster'];
+    const result = await handleSchedule(scheduledEvent(), { ...h.deps, cluster: listed });
+    assert.deepEqual(result.errors, []);
+    assert.equal(
+      result.outcomes.filter((o) => o.ref.name === 'toy' && o.plan.policy === 'rebalance').length,
+      1,
+    );
+  });
+
+  it("warns of a queued job's unreadable profile, naming whose, and values the job without it", async () => {
+    const h = harness();
+    await h.sim.putConfigMap(
+      h.deps.profiles.namespace,
+      h.deps.profiles.configMapName,
+      { [profileKey({ namespace: 'team-a', signature: 'toy' })]: '{not json' },
+      undefined,
+      { dryRun: false },
+    );
+    h.sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16 }));
+    h.sim.step(1200);
+    h.sim.submitJob(toyJob({ name: 'queued', workers: 4, maxReplicas: 4 }));
+    h.sim.step(5);
+    const result = await handleSchedule(scheduledEvent(), h.deps);
+    assert.deepEqual(result.errors, []);
+    const warned = h.logged.filter((l) => l.includes('is unreadable'));
+    assert.ok(warned.length >= 1, h.logged.join('\n'));
+    assert.match(
+      warned[0] ?? '',
+      /^warn profile for .*toy.* is unreadable: .*"profile":\{"namespace":"team-a","signature":"toy"\}/,
+    );
+  });
+
+  it("fits a signature's profile model once a tick, however many of its jobs are queued, and none for unmanaged jobs", async () => {
+    const h = harness();
+    const samples = [1, 2, 4].map((replicas) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime: 0.2 }));
+    await recordRun(
+      h.sim,
+      h.deps.profiles,
+      { namespace: 'team-a', signature: 'toy', samples, usage: [] },
+      0,
+      false,
+    );
+    h.sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16 }));
+    h.sim.step(1200);
+    for (const name of ['queued-1', 'queued-2', 'queued-3'])
+      h.sim.submitJob(toyJob({ name, workers: 4, maxReplicas: 4 }));
+    // Another tenant's job, not opted in, has a profile too: trainscaler values no job it does not manage.
+    await recordRun(
+      h.sim,
+      h.deps.profiles,
+      { namespace: 'team-b', signature: 'toy', samples, usage: [] },
+      0,
+      false,
+    );
+    const unmanaged = toyJob({ name: 'theirs', namespace: 'team-b', workers: 4, maxReplicas: 4 });
+    // biome-ignore lint/style/noNonNullAssertion: the manifest always carries the opt-in annotation
+    delete unmanaged.metadata.annotations![ANNOTATION.managed];
+    h.sim.submitJob(unmanaged);
+    h.sim.step(5);
+    let profileFits = 0;
+    const result = await handleSchedule(scheduledEvent(), {
+      ...h.deps,
+      // The profile's fit has the profile's 3 samples; a running job's fit has its own many.
+      throughputOracle: (_signature, model) => {
+        if (model.sampleCount === samples.length) profileFits++;
+        return model;
+      },
+    });
+    assert.deepEqual(result.errors, []);
+    assert.equal(profileFits, 1);
   });
 });
