@@ -146,3 +146,25 @@ describe('which jobs the tick reviews, and what it reads once', () => {
     assert.equal(profileFits, 1);
   });
 });
+
+describe('a job with stranded pods', () => {
+  it('whose fault review changes nothing is still weighed by the rebalance', async () => {
+    const h = harness();
+    h.sim.submitJob(toyJob({ name: 'big', workers: 15, minReplicas: 15, maxReplicas: 15 }));
+    h.sim.step(60);
+    // Two workers at least: one is placed, the other waits for a GPU the big job holds.
+    h.sim.submitJob(toyJob({ workers: 2, minReplicas: 2, maxReplicas: 4 }));
+    h.sim.step(600);
+    const result = await handleSchedule(scheduledEvent(), h.deps);
+    assert.deepEqual(result.errors, []);
+    const toy = result.outcomes.filter((o) => o.ref.name === 'toy');
+    assert.deepEqual(
+      toy.map((o) => [o.plan.policy, o.plan.changes.length]),
+      [
+        ['fault', 0],
+        ['rebalance', 0],
+      ],
+    );
+    assert.match(toy[0]?.plan.reason ?? '', /toy-worker-1 Pending, fits on no node/);
+  });
+});
