@@ -3,7 +3,6 @@ import { UnsupportedChangeError, UnsupportedJobKindError, ValidationError } from
 import { ELASTIC_JOB_ANNOTATION, QUEUE_NAME_LABEL } from '../kueue/kueue-objects.js';
 import { DEFAULT_MANAGEMENT_SCOPE, type ManagementScope, managementOf } from '../management.js';
 import { launchSettingsOf } from '../torchelastic/launch-settings.js';
-import { RECOMMENDED_LAUNCHER } from '../torchelastic/recommended-rendezvous.js';
 import type {
   Change,
   JobKind,
@@ -520,8 +519,6 @@ function findContainer(obj: KubeObject, loc: RoleLocation, preferred: string | u
 }
 
 const MONITOR_ENV = 'PET_MONITOR_INTERVAL';
-/** The module of RECOMMENDED_LAUNCHER, however it is started (`python3 -m`, a shell line). */
-const LAUNCHER_MODULE = RECOMMENDED_LAUNCHER[2];
 
 /** The torchelastic facts of an elastic PyTorchJob; undefined for anything else. */
 export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
@@ -557,7 +554,6 @@ export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
     argv = [...(getArray(container, ['command']) ?? []), ...(getArray(container, ['args']) ?? [])].filter(
       (a): a is string => typeof a === 'string',
     );
-    view.trainscalerLauncher = argv.some((a) => a.includes(LAUNCHER_MODULE));
     const env: Record<string, string> = {};
     for (const e of envs) {
       const name = getString(e, ['name']);
@@ -570,6 +566,8 @@ export function torchElasticOf(obj: KubeObject): TorchElasticView | undefined {
       env,
       rdzvConf,
     });
+    // One reading of the command for both: the advice and the rescale cost never disagree on the launcher.
+    view.trainscalerLauncher = view.launch.launcher === 'trainscaler';
   }
   const budget = effectiveMaxRestarts(getNumber(policy, ['maxRestarts']), envValue(MAX_RESTARTS_ENV), argv);
   view.maxRestarts = budget.value;

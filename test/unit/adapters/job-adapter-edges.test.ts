@@ -503,6 +503,12 @@ describe('torchelastic facts: the restart budget torchrun really gets', () => {
     );
     assert.equal(launcher({ command: ['sh', '-c', 'python3 -m trainscaler_hook.launch train.py'] }), true);
     assert.equal(launcher({ command: ['torchrun', 'train.py'] }), false);
+    // The launcher that runs, as the rescale cost reads it: the module named elsewhere in the line is not it.
+    assert.equal(
+      launcher({ command: ['sh', '-c', 'echo trainscaler_hook.launch; torchrun train.py'] }),
+      false,
+    );
+    assert.equal(launcher({ command: ['sh', '-c', "python3 -m trainscaler_hook.launch 'train.py"] }), false);
     assert.equal(launcher({ command: [7, { m: 'trainscaler_hook.launch' }], args: undefined }), false);
   });
 
