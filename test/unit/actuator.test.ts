@@ -1019,6 +1019,25 @@ describe('actOnJob: when the GPU allocation is read', () => {
     assert.ok(calls.length > 0);
   });
 
+  it('a pod just created, with no status yet, holds its GPUs; one without a uid is told apart by name', async () => {
+    const { sim, deps } = setup({ deps: { guardrails: { maxClusterGpus: 4 } } });
+    sim.step(60);
+    const fresh = {
+      metadata: { name: 'fresh-0', namespace: 'team-b' },
+      spec: { containers: [{ name: 'c', resources: { requests: { 'nvidia.com/gpu': '1' } } }] },
+    };
+    const cluster: ClusterClient = {
+      ...deps.cluster,
+      listPods: async (ns, selector) => [
+        ...(await deps.cluster.listPods(ns, selector)),
+        ...(ns === undefined ? [fresh] : []),
+      ],
+    };
+    // 2 declared by this job and the fresh pod's 1: one more fits under 4.
+    const outcome = await actOnJob(TOY, workersTo(4), { ...deps, cluster });
+    assert.equal((outcome.plan.changes[0] as { to: number }).to, 3);
+  });
+
   it('a job partly placed is not queued: in the cool-down it may drop only replicas never placed', async () => {
     const { sim, deps } = setup({ job: managed(toyJob({ workers: 40, minReplicas: 1, maxReplicas: 64 })) });
     sim.step(60);
