@@ -775,7 +775,7 @@ async function recordEvent(
   obj: KubeObject,
   plan: Plan,
   decisionId: string,
-  evictionRefused = false,
+  evictionRefused: boolean,
 ): Promise<void> {
   const warning = evictionRefused || plan.policy === 'fault' || plan.changes.some((c) => c.kind === 'pause');
   try {

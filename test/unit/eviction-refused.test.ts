@@ -150,6 +150,22 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
     assert.equal(sim.recordedEvents().at(-1)?.type, 'Normal');
   });
 
+  it('refused, with its Warning Event refused too: the refusal stands and the lost Event is logged by job', async () => {
+    const { sim, deps, lines } = setup(() => false);
+    const { pod, node } = await runningWorkerOne(sim);
+    const cluster: ClusterClient = {
+      ...deps.cluster,
+      createEvent: () => Promise.reject(new ApiError('create Event', 403, 'events are forbidden')),
+    };
+    const outcome = await actOnJob(TOY, replaceStraggler(pod, node), { ...deps, cluster });
+    assert.equal(outcome.skipped, 'eviction-refused');
+    assert.equal(evicted(sim, pod), false);
+    const logged = lines.find((l) => l.msg === 'could not record the refused eviction');
+    assert.equal(logged?.level, 'error');
+    assert.deepEqual(logged?.obj.job, TOY);
+    assert.match(String(logged?.obj.error), /events are forbidden/);
+  });
+
   it('refused for real after the dry run passed: the patch stands, the Event warns that the pod stayed', async () => {
     const { sim, deps, calls, lines } = setup((dryRun) => dryRun);
     const { pod, node } = await runningWorkerOne(sim);

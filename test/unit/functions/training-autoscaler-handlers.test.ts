@@ -5,12 +5,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { handleAlarm } from '../../../functions/alarm.js';
+import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import { handleSchedule } from '../../../functions/schedule.js';
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
 import type { KubeObject } from '../../../lib/cluster/cluster-client.js';
+import { ApiError } from '../../../lib/errors.js';
 import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
 import { seedJobState } from '../../support/job-states.js';
-import { countingClient, harness, TOY, toyJob, writesSince } from './handler-harness.js';
+import { countingClient, harness, replaceable, TOY, toyJob, writesSince } from './handler-harness.js';
 
 const alarm = alertmanagerWebhook([{ namespace: 'team-a', kind: 'PyTorchJob', name: 'toy' }]);
 
@@ -104,6 +106,20 @@ describe('handlers under a TrainingAutoscaler', () => {
     assert.equal(again?.skipped, 'recommend');
     assert.deepEqual(again?.plan.changes, outcome?.plan.changes);
     assert.equal((await sim.getJobState(TOY))?.resourceVersion, state?.resourceVersion);
+  });
+
+  it('Recommend whose status write fails: the recommendation is still the answer, the failure logged by job', async () => {
+    const h = running([policy('p', { mode: 'Recommend' })]);
+    const mark = h.sim.writeLog().length;
+    const failing = Object.assign(replaceable(h.sim), {
+      putJobState: () => Promise.reject(new ApiError('update ScaledTrainingJob', 500, 'etcd is down')),
+    }) as unknown as HandlerDeps['cluster'];
+    const result = await handleAlarm(alarm, { ...h.deps, cluster: failing });
+    assert.deepEqual(result.errors, []);
+    assert.equal(result.outcomes[0]?.skipped, 'recommend');
+    assert.deepEqual(writesSince(h.sim, mark), []);
+    const line = h.logged.find((l) => l.startsWith('error could not record the recommendation'));
+    assert.match(line ?? '', /"name":"toy".*etcd is down/);
   });
 
   it('Recommend in a dry run writes no status either', async () => {
