@@ -5,6 +5,7 @@ import { handleClusterEvent } from '../../../functions/cluster-event.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import type { ClusterClient, KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
+import type { ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
 import type { Change, JobRef, Plan } from '../../../lib/types.js';
@@ -108,3 +109,12 @@ export const replaceStraggler = (pod: string, node: string) => (): Plan => ({
   reason: `worker 1 slow; evicting ${pod}`,
   changes: [{ kind: 'avoid-node', role: 'Worker', node } as Change, { kind: 'evict-pod', pod }],
 });
+
+/** `deps` with every model of `signature` passed through `wrap`: a bug one signature's data reaches. */
+export function breakingSignature(
+  deps: HandlerDeps,
+  signature: string,
+  wrap: (model: ThroughputModel) => ThroughputModel,
+): HandlerDeps {
+  return { ...deps, throughputOracle: (s, model) => (s === signature ? wrap(model) : model) };
+}

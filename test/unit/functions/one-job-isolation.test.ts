@@ -4,13 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { handleAlarm } from '../../../functions/alarm.js';
-import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import { handleSchedule } from '../../../functions/schedule.js';
 import type { ClusterClient, KubeObject } from '../../../lib/cluster/cluster-client.js';
 import type { MetricsSource } from '../../../lib/metrics/metrics-source.js';
 import type { ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { alertmanagerWebhook, scheduledEvent } from '../../fixtures/payloads.js';
-import { GiB, harness, replaceable, TOY, toyJob } from './handler-harness.js';
+import { breakingSignature, GiB, harness, replaceable, TOY, toyJob } from './handler-harness.js';
 
 const MANAGED = { 'trainscaler.io/managed': 'true' };
 const MASTER = { gpus: 1, cpuMillis: 4000, memoryBytes: 10 * GiB };
@@ -89,11 +88,7 @@ describe('one job cannot stop the schedule tick for everyone', () => {
         return model.predict(placement);
       },
     });
-    const withBug: HandlerDeps = {
-      ...deps,
-      throughputOracle: (signature, model) => (signature === 'broken' ? failing(model) : model),
-    };
-    const result = await handleSchedule(scheduledEvent(), withBug);
+    const result = await handleSchedule(scheduledEvent(), breakingSignature(deps, 'broken', failing));
     assert.deepEqual(
       result.errors.map((e) => [e.ref.name, e.code, e.message]),
       [['broken', 'INTERNAL', 'cannot read the fit']],

@@ -13,7 +13,7 @@ import type { JobAutoscalerState } from '../../../lib/types.js';
 import { scheduledEvent } from '../../fixtures/payloads.js';
 import { seedJobState } from '../../support/job-states.js';
 import { FIXED_APP_MODEL } from '../sim/fixed-app-model.js';
-import { GiB, harness, TOY, toyJob } from './handler-harness.js';
+import { breakingSignature, GiB, harness, TOY, toyJob } from './handler-harness.js';
 
 const TWO_GPUS = { gpus: 2, cpuMillis: 4000, memoryBytes: 10 * GiB };
 /** 30 s each way: the regrowth hold (10 round trips, 600 s) is past the 120 s cool-down, so room is kept. */
@@ -91,11 +91,7 @@ describe('a queued job whose profile model fails inside the rebalance', () => {
         throw new TypeError('cannot read the profile fit');
       },
     });
-    const withBug: HandlerDeps = {
-      ...deps,
-      throughputOracle: (signature, model) => (signature === 'broken' ? failing(model) : model),
-    };
-    const result = await handleSchedule(scheduledEvent(), withBug);
+    const result = await handleSchedule(scheduledEvent(), breakingSignature(deps, 'broken', failing));
     assert.deepEqual(
       result.errors.map((e) => [e.ref.name, e.code, e.message]),
       [['queued', 'INTERNAL', 'cannot read the profile fit']],
