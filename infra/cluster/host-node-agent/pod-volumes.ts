@@ -29,6 +29,14 @@ export function emptyDirPath(podsDir: string, podUid: string, name: string): str
   return join(podsDir, podUid, 'volumes', name);
 }
 
+/**
+ * The API server adds a projected service account token volume to every pod (kube-api-access-*): the agent
+ * issues no tokens, so it is left unmounted, as the agent always did, rather than refusing every pod.
+ */
+function serviceAccountToken(volume: V1Volume): boolean {
+  return (volume.projected?.sources ?? []).some((s) => s.serviceAccountToken !== undefined);
+}
+
 function sourceOf(volume: V1Volume, pod: V1Pod, podsDir: string): { path: string; create: boolean } {
   const kinds = Object.keys(volume).filter((k) => k !== 'name');
   if (volume.hostPath) {
@@ -59,7 +67,11 @@ function sourceOf(volume: V1Volume, pod: V1Pod, podsDir: string): { path: string
  */
 export function containerBinds(pod: V1Pod, container: V1Container, podsDir: string): VolumeBind[] {
   const volumes = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
-  return (container.volumeMounts ?? []).map((mount) => {
+  const mounts = (container.volumeMounts ?? []).filter((m) => {
+    const volume = volumes.get(m.name);
+    return !(volume && serviceAccountToken(volume));
+  });
+  return mounts.map((mount) => {
     const volume = volumes.get(mount.name);
     if (!volume)
       throw new UnsupportedVolumeError(`volumeMount ${mount.name}: the pod declares no volume of that name`);

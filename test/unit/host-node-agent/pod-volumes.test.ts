@@ -50,6 +50,38 @@ describe('the binds of a container', () => {
     assert.deepEqual(containerBinds(pod, container(undefined), PODS), []);
   });
 
+  it('leaves the service account token volume the API server adds unmounted (the agent issues no token)', () => {
+    const withToken = podWith([
+      { name: 'data', hostPath: { path: '/data' } },
+      {
+        name: 'kube-api-access-x7k2p',
+        projected: { sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: 3607 } }] },
+      },
+    ]);
+    const binds = containerBinds(
+      withToken,
+      container([
+        { name: 'data', mountPath: '/data' },
+        {
+          name: 'kube-api-access-x7k2p',
+          mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+          readOnly: true,
+        },
+      ]),
+      PODS,
+    );
+    assert.deepEqual(
+      binds.map((b) => b.target),
+      ['/data'],
+    );
+    // Another projected volume is refused by name.
+    const other = podWith([{ name: 'proj', projected: { sources: [{ configMap: { name: 'c' } }] } }]);
+    assert.throws(
+      () => containerBinds(other, container([{ name: 'proj', mountPath: '/p' }]), PODS),
+      /volume proj: projected is not supported/,
+    );
+  });
+
   it('a subPath is a directory below the volume, made when missing; never outside it', () => {
     const [bind] = containerBinds(
       pod,
