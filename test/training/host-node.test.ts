@@ -1,8 +1,12 @@
 // The host node of the test cluster (infra/cluster/host-node-agent) behaves as a kubelet where the training
 // tests rely on it: pods really run, each in its own network namespace (two pods bind the same port, each
 // reachable from the machine at podIP:port), restartPolicy restarts in place with the exit code reported,
-// deletion is SIGTERM then SIGKILL after the grace period, and an environment it cannot build is reported.
+// deletion is SIGTERM then SIGKILL after the grace period, an environment it cannot build is reported, and
+// hostPath and emptyDir volumes are bound as a kubelet binds them.
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import {
@@ -178,4 +182,86 @@ test('a name outside the hosts file fails to resolve at once in a pod, as with a
     'the lookups took 2 s or more',
   );
   assert.equal(done.status?.phase, 'Succeeded');
+});
+
+test("volumes: a hostPath shared by two pods, read-only where asked; an emptyDir shared by one pod's containers", async () => {
+  const root = mkdtempSync(join(tmpdir(), 'host-node-volumes-'));
+  const shared = join(root, 'shared');
+  const ckpt = join(root, 'mnt', 'ckpt');
+  const ro = join(root, 'mnt', 'ro');
+  const scratch = join(root, 'mnt', 'scratch');
+  const volumes = [
+    { name: 'ckpt', hostPath: { path: shared, type: 'DirectoryOrCreate' } },
+    { name: 'scratch', emptyDir: {} },
+  ];
+  const writer = hostPod(
+    'writer',
+    {
+      command: [
+        'sh',
+        '-c',
+        `echo a > ${scratch}/a && echo hello > ${ckpt}/from-writer && ! touch ${ro}/x 2>/dev/null`,
+      ],
+      volumeMounts: [
+        { name: 'ckpt', mountPath: ckpt },
+        { name: 'ckpt', mountPath: ro, readOnly: true },
+        { name: 'scratch', mountPath: scratch },
+      ],
+    },
+    { restartPolicy: 'Never', volumes },
+  );
+  // The second container sees what the first wrote in the pod's emptyDir.
+  writer.spec?.containers.push({
+    name: 'peer',
+    image: 'host',
+    command: ['sh', '-c', `for i in $(seq 50); do test -f ${scratch}/a && exit 0; sleep 0.2; done; exit 1`],
+    volumeMounts: [{ name: 'scratch', mountPath: scratch }],
+  });
+  await cluster.admin.core.createNamespacedPod({ namespace, body: writer });
+  const finished = async (name: string) =>
+    waitFor(`${name} finished`, async () => {
+      const p = await readPod(name);
+      return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined;
+    });
+  const wrote = await finished('writer');
+  assert.deepEqual(
+    wrote.status?.containerStatuses?.map((c) => [c.name, c.state?.terminated?.exitCode]),
+    [
+      ['main', 0],
+      ['peer', 0],
+    ],
+    'written through the bind, the read-only bind refused a write, the peer saw the emptyDir file',
+  );
+  assert.equal(readFileSync(join(shared, 'from-writer'), 'utf8'), 'hello\n', 'on the host, in the hostPath');
+  // Another pod naming the same hostPath reads it, as pods read a shared volume on a cluster.
+  await cluster.admin.core.createNamespacedPod({
+    namespace,
+    body: hostPod(
+      'reader',
+      {
+        // The writer's emptyDir was its own: its mount point on this machine stays empty.
+        command: ['sh', '-c', `grep -q hello ${ckpt}/from-writer && test ! -e ${scratch}/a`],
+        volumeMounts: [{ name: 'ckpt', mountPath: ckpt }],
+      },
+      { restartPolicy: 'Never', volumes: [volumes[0] as (typeof volumes)[0]] },
+    ),
+  });
+  assert.equal((await finished('reader')).status?.phase, 'Succeeded');
+});
+
+test('a volume kind the agent cannot serve leaves the container waiting with CreateContainerConfigError', async () => {
+  await cluster.admin.core.createNamespacedPod({
+    namespace,
+    body: hostPod(
+      'configured',
+      { command: ['true'], volumeMounts: [{ name: 'cfg', mountPath: '/etc/app' }] },
+      { volumes: [{ name: 'cfg', configMap: { name: 'settings' } }] },
+    ),
+  });
+  const waiting = await waitFor('configured waiting', async () => {
+    const p = await readPod('configured');
+    return p.status?.containerStatuses?.[0]?.state?.waiting;
+  });
+  assert.equal(waiting.reason, 'CreateContainerConfigError');
+  assert.match(waiting.message ?? '', /volume cfg: configMap is not supported by the host node agent/);
 });

@@ -1,7 +1,8 @@
 // The host node agent of the TEST cluster: it plays the kubelet for one node (default `host-node-0`) whose
 // pods really run, as processes on this machine, while kwok keeps playing the kubelets of the fake nodes.
-// Not a kubelet: no images, volumes, probes, init containers, cgroups or resource limits; see
-// infra/cluster/README.md ("The host node"). Started by infra/cluster/up.sh, stopped by down.sh.
+// Not a kubelet: no images, probes, init containers, cgroups or resource limits, and of volumes only hostPath
+// and emptyDir (pod-volumes.ts); see infra/cluster/README.md ("The host node"). Started by
+// infra/cluster/up.sh, stopped by down.sh.
 //
 // Env: HOST_NODE_AGENT_KUBECONFIG (required), HOST_NODE_NAME, HOST_NODE_TAG (short per-cluster id for link
 // names), HOST_NODE_CIDR (x.y.z.0/24 for pod addresses), HOST_NODE_STATE_DIR (hosts files, container logs),
@@ -60,6 +61,7 @@ const finalized = new Set<string>();
 const hostsDir = join(STATE_DIR, 'hosts');
 const resolvConf = join(STATE_DIR, 'resolv.conf');
 const logDir = join(STATE_DIR, 'logs');
+const podsDir = join(STATE_DIR, 'pods');
 let shuttingDown = false;
 
 const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
@@ -112,6 +114,7 @@ function start(pod: V1Pod): void {
     resolvConf,
     logDir,
     workDir: WORKDIR,
+    podsDir,
     markerEnv: MARKER,
     onChange: () => void sync(uidOf(pod)),
     log,
@@ -131,6 +134,7 @@ function finalize(uid: string, graceMs: number, deleteFromApi: boolean): Promise
     if (runtime) {
       log(`${runtime.name}: stopping (grace ${graceMs / 1000}s)`);
       await runtime.stop(graceMs);
+      runtime.removeVolumes();
       if (pod && deleteFromApi) await pushStatus(pod, runtime);
       network.detach(uid);
       runtimes.delete(uid);

@@ -3,9 +3,10 @@
 // so it sees the pod's network namespace, its own hostname (the pod name), the job's hosts file bound over
 // /etc/hosts, a resolv.conf without a nameserver (no cluster DNS here: names resolve through the hosts file,
 // and a lookup of any other name fails at once instead of timing out), and its own PID namespace: the command is PID 1 there, SIGTERM goes to it alone (as a kubelet
-// signals a container's PID 1) and SIGKILL of PID 1 takes every process of the container with it.
+// signals a container's PID 1) and SIGKILL of PID 1 takes every process of the container with it. Its
+// volumes (hostPath, emptyDir: pod-volumes.ts) are bound in its mount namespace before the command starts.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
@@ -20,10 +21,18 @@ import {
   restarts,
   terminationOf,
 } from './pod-status.js';
+import {
+  bindScript,
+  containerBinds,
+  prepareBinds,
+  UnsupportedVolumeError,
+  type VolumeBind,
+} from './pod-volumes.js';
 
-// $1 hostname, $2 hosts file, $3 resolv.conf, $4 working directory, then the command.
-const SETUP =
-  'hostname "$1" && mount --bind "$2" /etc/hosts && mount --bind "$3" /etc/resolv.conf && cd "$4" && shift 4 && exec "$@"';
+/** $1 hostname, $2 hosts file, $3 resolv.conf, $4 working directory, then the command; the volumes before the cd. */
+function setupScript(binds: readonly VolumeBind[]): string {
+  return `hostname "$1" && mount --bind "$2" /etc/hosts && mount --bind "$3" /etc/resolv.conf && ${bindScript(binds)} && cd "$4" && shift 4 && exec "$@"`;
+}
 
 export interface RuntimeOptions {
   network: PodNetwork;
@@ -35,6 +44,8 @@ export interface RuntimeOptions {
   resolvConf: string;
   logDir: string;
   workDir: string;
+  /** Each pod's own directory (its emptyDir volumes) under here, removed with the pod. */
+  podsDir: string;
   /** Variables every container gets on top of the pod's (the agent's marker, so down.sh can find leftovers). */
   markerEnv: Record<string, string>;
   onChange: () => void;
@@ -151,12 +162,15 @@ export class PodRuntime {
     const podName = this.pod.metadata?.name ?? '';
     let env: Record<string, string>;
     let argv: string[];
+    let binds: VolumeBind[];
     try {
       const withIp: V1Pod = { ...this.pod, status: { ...this.pod.status, podIP: this.ip } };
       env = containerEnv(withIp, c.spec, this.options.markerEnv);
       argv = containerArgv(c.spec, env);
+      binds = containerBinds(this.pod, c.spec, this.options.podsDir);
+      prepareBinds(binds);
     } catch (error) {
-      if (!(error instanceof UnsupportedEnvError)) throw error;
+      if (!(error instanceof UnsupportedEnvError || error instanceof UnsupportedVolumeError)) throw error;
       // Unlike a kubelet (which retries, since a missing ConfigMap may appear), nothing here can change.
       c.state = { ...c.state, waiting: { reason: 'CreateContainerConfigError', message: error.message } };
       this.options.onChange();
@@ -184,7 +198,7 @@ export class PodRuntime {
           '--mount-proc',
           'sh',
           '-c',
-          SETUP,
+          setupScript(binds),
           'sh',
           podName,
           this.options.hostsFile,
@@ -291,6 +305,11 @@ export class PodRuntime {
       Math.max(0, deadline - Date.now()),
     );
     this.options.onChange();
+  }
+
+  /** The pod's own directory (its emptyDirs): once its containers have stopped, as a kubelet removes them. */
+  removeVolumes(): void {
+    if (this.uid) rmSync(join(this.options.podsDir, this.uid), { recursive: true, force: true });
   }
 
   private async terminate(containers: Container[], graceMs: number): Promise<void> {
