@@ -7,8 +7,13 @@ import { describe, it } from 'node:test';
 import { Command } from 'commander';
 import { registerSimulateCommand, runSimulation } from '../../../cli/simulate.js';
 import { renderSimulationTables } from '../../../cli/simulate-report.js';
-import { defaultTracesDir, loadSimulationWorld } from '../../../cli/simulation-world.js';
+import {
+  defaultTracesDir,
+  loadGradientNoiseTables,
+  loadSimulationWorld,
+} from '../../../cli/simulation-world.js';
 import { FITTED_WORLD } from '../../../lib/sim/simulation-world.js';
+import { samplesToTarget } from '../../../lib/sim/statistical-efficiency.js';
 import { targetSamples, type Workload } from '../../../lib/sim/workload.js';
 import { loadPlacements, polluxAvailable, TRACES_DIR } from '../../support/pollux-data.js';
 
@@ -40,7 +45,15 @@ describe('simulate --world', () => {
     const hi = rows.find((r) => r.localBatchSize === 129);
     assert.ok(lo && hi);
     const step = lo.stepTime + ((128 - 91) / (129 - 91)) * (hi.stepTime - lo.stepTime);
-    const training = (targetSamples('cifar10', 1024) * step) / 1024;
+    // Steps to the target progress at batch 1024, each epoch at its measured statistical efficiency.
+    const samples = samplesToTarget(loadGradientNoiseTables(TRACES_DIR).cifar10, 1024);
+    assert.equal(
+      world.targetSamples('cifar10', 1024),
+      Math.round(samples),
+      'the job declares what it will take',
+    );
+    assert.ok(samples > targetSamples('cifar10', 128) * 1.05, 'more samples than at B0 = 128');
+    const training = (samples * step) / 1024;
     const jct = result.runs[0]?.jobs[0]?.jctSeconds ?? Number.NaN;
     // Plus the 20 s pod start, within one 10 s sub-step.
     assert.ok(Math.abs(jct - (training + 20)) <= 10, `JCT ${jct} vs ${training} + 20`);
