@@ -1020,6 +1020,7 @@ export interface SimulateCommandOptions {
   policy: SimulationPolicy[];
   world: SimulationWorldName;
   traces?: string;
+  statisticalEfficiency?: boolean;
   seed: number;
   limit?: number;
   multiTenant?: boolean;
@@ -1081,6 +1082,10 @@ export function registerSimulateCommand(program: Command): Command {
       'the Pollux traces folder for --world measured (default: the traces folder beside the workload folder)',
     )
     .option(
+      '--statistical-efficiency',
+      "--world measured: a job's progress per step follows its global batch as the traces' gradient statistics say (validation-B.csv), every job completing at the same target progress (lib/sim/statistical-efficiency.ts); off: a job completes when it has processed its target samples (the README's tables)",
+    )
+    .option(
       '--rescale-cost <cost>',
       `what every re-formed world costs, for every policy alike: ${RESCALE_COST_FORMS} (launcher: trainscaler's launcher as measured, ${LAUNCHER_RESCALE_COST.up} s up / ${LAUNCHER_RESCALE_COST.down} s down; torchrun: plain torchrun with the recommended rendezvous, as measured; SECONDS: that pause up and down, a tiresias resume included). trainscaler is not told it: it learns each job's cost from the job's metrics, as in production`,
       rescaleCostOption,
@@ -1098,7 +1103,9 @@ export function registerSimulateCommand(program: Command): Command {
     )
     .action(async (options: SimulateCommandOptions) => {
       const workloads = loadWorkloads(options.workload).slice(0, options.limit);
-      const world = loadSimulationWorld(options.world, options.traces ?? defaultTracesDir(options.workload));
+      const world = loadSimulationWorld(options.world, options.traces ?? defaultTracesDir(options.workload), {
+        statisticalEfficiency: options.statisticalEfficiency === true,
+      });
       const progress = (line: string) =>
         process.stderr.write(process.stderr.isTTY ? `\r${line.padEnd(100)}` : `${line}\n`);
       const simulationOptions: SimulationOptions = {

@@ -80,8 +80,16 @@ export function defaultTracesDir(workloadPath: string): string {
   return resolve(folder, '..', 'traces');
 }
 
-export function loadSimulationWorld(name: SimulationWorldName, tracesDir: string): SimulationWorld {
-  return name === 'fitted'
-    ? FITTED_WORLD
-    : measuredWorld(loadMeasuredTables(tracesDir), tracesDir, loadGradientNoiseTables(tracesDir));
+/**
+ * `statisticalEfficiency`: the measured world plays progress from the gradient statistics
+ * (lib/sim/statistical-efficiency.ts); off by default until the benchmark tables are re-run with it.
+ */
+export function loadSimulationWorld(
+  name: SimulationWorldName,
+  tracesDir: string,
+  options: { statisticalEfficiency?: boolean } = {},
+): SimulationWorld {
+  if (name === 'fitted') return FITTED_WORLD;
+  const statistics = options.statisticalEfficiency ? loadGradientNoiseTables(tracesDir) : undefined;
+  return measuredWorld(loadMeasuredTables(tracesDir), tracesDir, statistics);
 }

@@ -35,7 +35,7 @@ describe('simulate --world', () => {
   it('plays the measured placement the scheduler chose: 8 workers on 2 nodes run at placement 44', {
     skip: !polluxAvailable() && 'no ../shared/data/pollux',
   }, async () => {
-    const world = loadSimulationWorld('measured', TRACES_DIR);
+    const world = loadSimulationWorld('measured', TRACES_DIR, { statisticalEfficiency: true });
     const result = await runSimulation({ workloads: [workload], policies: ['manual'], world, ...SMALL });
     assert.equal(result.world, 'measured');
     assert.match(result.assumptions[0] ?? '', /^world MEASURED/);
@@ -57,6 +57,11 @@ describe('simulate --world', () => {
     const jct = result.runs[0]?.jobs[0]?.jctSeconds ?? Number.NaN;
     // Plus the 20 s pod start, within one 10 s sub-step.
     assert.ok(Math.abs(jct - (training + 20)) <= 10, `JCT ${jct} vs ${training} + 20`);
+    // Without statistical efficiency (the default), the job completes at the measured run's samples at 1024.
+    const bySamples = loadSimulationWorld('measured', TRACES_DIR);
+    assert.equal(bySamples.targetSamples('cifar10', 1024), targetSamples('cifar10', 1024));
+    assert.match(bySamples.assumptions.join('\n'), /a job completes when it has processed them/);
+    assert.doesNotMatch(bySamples.assumptions.join('\n'), /statistical efficiency/);
     const fitted = await runSimulation({ workloads: [workload], policies: ['manual'], ...SMALL });
     assert.ok(Math.abs((fitted.runs[0]?.jobs[0]?.jctSeconds ?? 0) - jct) > 30, 'the worlds differ here');
   });
