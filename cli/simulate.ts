@@ -359,7 +359,6 @@ export function simulationAssumptions(cost: WorldRescaleCost): string[] {
   return [
     'cluster: 16 nodes x 4 GPUs, 32 cores, 128 GiB each (the Pollux testbed shape); one GPU per worker pod',
     "throughput: workers x local batch / the world's step time (the world lines above), global batch fixed at the workload's batch_size (local batch = batch_size / workers)",
-    'target: samples to the last row of traces/APP/validation-B.csv (the run reaching the Pollux quality target within max_epochs), log-log interpolated in B (lib/sim/workload.ts)',
     `every re-formed world costs time without progress, charged alike to every policy's jobs (--rescale-cost ${cost.name}): ${cost.up} s when it only gained workers, ${cost.down} s when it lost or restarted one, a tiresias resume included (${cost.source}); a growing elastic job trains on at its old size through the joining pods' 20 s start (as torchelastic does, measured end to end); the first start costs the 20 s pod start`,
     `what trainscaler believes a rescale costs: as in the product, its config default (lib/config.ts: scaleUpCostSeconds ${config.scaleUpCostSeconds} s, scaleDownCostSeconds ${config.scaleDownCostSeconds} s, the launcher's measured pauses) until it has measured the job's own rescale in that direction (lib/decisions/rescale-measurement.ts, from the job's metrics: the first step after a rescale and the growth's pause, which the simulated cluster reports as it charged them); so it learns the world's ${cost.up} s / ${cost.down} s (plus up to one 10 s sub-step on a shrink, measured from the patch) job by job, after each job's first growth and first shrink, and is never handed the world's cost`,
     `restarts: each elastic PyTorchJob has elasticPolicy.maxRestarts ${SIMULATED_MAX_RESTARTS}; a world that loses or restarts a member spends one of each surviving torchrun agent's restarts, and an agent past maxRestarts fails the job (MaxRestartsExceeded); growth spends none`,
@@ -540,7 +539,13 @@ async function runWorkload(
   const bypass: Record<string, true> = {};
   const submit = async (entry: (typeof arrivals)[number]) => {
     const stored = sim.submitJob(
-      workloadJobManifest(entry.job, clusterGpus, entry.traits, settings.rescaleCost.workers),
+      workloadJobManifest(
+        entry.job,
+        clusterGpus,
+        entry.traits,
+        settings.rescaleCost.workers,
+        settings.world.targetSamples(entry.job.application, entry.job.batchSize),
+      ),
     );
     const ref: JobRef = { kind: 'PyTorchJob', namespace: WORKLOAD_NAMESPACE, name: stored.metadata.name };
     const entryTracked: Tracked = {
@@ -1015,6 +1020,7 @@ export interface SimulateCommandOptions {
   policy: SimulationPolicy[];
   world: SimulationWorldName;
   traces?: string;
+  statisticalEfficiency?: boolean;
   seed: number;
   limit?: number;
   multiTenant?: boolean;
@@ -1076,6 +1082,10 @@ export function registerSimulateCommand(program: Command): Command {
       'the Pollux traces folder for --world measured (default: the traces folder beside the workload folder)',
     )
     .option(
+      '--statistical-efficiency',
+      "--world measured: a job's progress per step follows its global batch as the traces' gradient statistics say (validation-B.csv), every job completing at the same target progress (lib/sim/statistical-efficiency.ts); off: a job completes when it has processed its target samples (the README's tables)",
+    )
+    .option(
       '--rescale-cost <cost>',
       `what every re-formed world costs, for every policy alike: ${RESCALE_COST_FORMS} (launcher: trainscaler's launcher as measured, ${LAUNCHER_RESCALE_COST.up} s up / ${LAUNCHER_RESCALE_COST.down} s down; torchrun: plain torchrun with the recommended rendezvous, as measured; SECONDS: that pause up and down, a tiresias resume included). trainscaler is not told it: it learns each job's cost from the job's metrics, as in production`,
       rescaleCostOption,
@@ -1093,7 +1103,9 @@ export function registerSimulateCommand(program: Command): Command {
     )
     .action(async (options: SimulateCommandOptions) => {
       const workloads = loadWorkloads(options.workload).slice(0, options.limit);
-      const world = loadSimulationWorld(options.world, options.traces ?? defaultTracesDir(options.workload));
+      const world = loadSimulationWorld(options.world, options.traces ?? defaultTracesDir(options.workload), {
+        statisticalEfficiency: options.statisticalEfficiency === true,
+      });
       const progress = (line: string) =>
         process.stderr.write(process.stderr.isTTY ? `\r${line.padEnd(100)}` : `${line}\n`);
       const simulationOptions: SimulationOptions = {

@@ -1,17 +1,27 @@
 // Reads the measured Pollux tables for `trainscaler simulate --world measured` (and the cluster benchmark):
 // the file reading the pure lib/sim modules leave to their caller.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { APP_NAMES, APP_PROFILES, type AppName } from '../lib/sim/app-profiles.js';
 import type { MeasuredTables } from '../lib/sim/measured-app-model.js';
 import { buildMeasuredAppTable, type MeasuredAppTable } from '../lib/sim/measured-step-times.js';
-import { parsePlacementsCsv, parseScalabilityCsv } from '../lib/sim/pollux-traces.js';
+import {
+  parsePlacementsCsv,
+  parseScalabilityCsv,
+  parseValidationCsv,
+  validationBatchOf,
+} from '../lib/sim/pollux-traces.js';
 import {
   FITTED_WORLD,
   measuredWorld,
   type SimulationWorld,
   type SimulationWorldName,
 } from '../lib/sim/simulation-world.js';
+import {
+  type GradientNoiseTable,
+  type GradientStatsRow,
+  gradientNoiseTable,
+} from '../lib/sim/statistical-efficiency.js';
 
 export class SimulationWorldError extends Error {
   override name = 'SimulationWorldError';
@@ -41,6 +51,26 @@ export function loadMeasuredTables(tracesDir: string): MeasuredTables {
   return tables as MeasuredTables;
 }
 
+/** traces/APP/validation-B.csv of every application: the gradient statistics statistical efficiency is played from. */
+export function loadGradientNoiseTables(tracesDir: string): Readonly<Record<AppName, GradientNoiseTable>> {
+  const tables: Partial<Record<AppName, GradientNoiseTable>> = {};
+  for (const app of APP_NAMES) {
+    const dir = join(tracesDir, app);
+    const runs = new Map<number, GradientStatsRow[]>();
+    for (const file of existsSync(dir) ? readdirSync(dir) : []) {
+      const batch = validationBatchOf(file);
+      const path = join(dir, file);
+      if (batch !== undefined) runs.set(batch, parseValidationCsv(readFileSync(path, 'utf8'), path));
+    }
+    if (runs.size === 0)
+      throw new SimulationWorldError(
+        `the measured world needs ${dir}/validation-B.csv (gradient statistics per global batch B): pass --traces the Pollux traces folder (e.g. ../shared/data/pollux/traces), or --world fitted`,
+      );
+    tables[app] = gradientNoiseTable(runs);
+  }
+  return tables as Record<AppName, GradientNoiseTable>;
+}
+
 /**
  * Where the traces are when --traces is not given: the `traces` folder beside the workload folder
  * (../shared/data/pollux/workloads-1.0 -> ../shared/data/pollux/traces), for a workload file its folder's.
@@ -50,6 +80,16 @@ export function defaultTracesDir(workloadPath: string): string {
   return resolve(folder, '..', 'traces');
 }
 
-export function loadSimulationWorld(name: SimulationWorldName, tracesDir: string): SimulationWorld {
-  return name === 'fitted' ? FITTED_WORLD : measuredWorld(loadMeasuredTables(tracesDir), tracesDir);
+/**
+ * `statisticalEfficiency`: the measured world plays progress from the gradient statistics
+ * (lib/sim/statistical-efficiency.ts); off by default until the benchmark tables are re-run with it.
+ */
+export function loadSimulationWorld(
+  name: SimulationWorldName,
+  tracesDir: string,
+  options: { statisticalEfficiency?: boolean } = {},
+): SimulationWorld {
+  if (name === 'fitted') return FITTED_WORLD;
+  const statistics = options.statisticalEfficiency ? loadGradientNoiseTables(tracesDir) : undefined;
+  return measuredWorld(loadMeasuredTables(tracesDir), tracesDir, statistics);
 }

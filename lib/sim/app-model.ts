@@ -3,6 +3,7 @@
 // (profiled-app-model.ts), the cluster benchmark the measured tables (measured-app-model.ts); tests plug in
 // a model whose numbers they can check by hand.
 import type { Placement } from '../model/throughput-model.js';
+import type { GradientNoiseTable } from './statistical-efficiency.js';
 
 /** A placement as the simulator knows it: also how many replicas run on each node, in the cluster's node order. */
 export interface SimulatedPlacement extends Placement {
@@ -24,4 +25,10 @@ export interface SimulatedAppModel {
   stepTime(app: string, placement: SimulatedPlacement): number;
   /** The synchronisation part of stepTime, when the app model knows it; reported as a sample's syncTime. */
   syncTime?(app: string, placement: SimulatedPlacement): number;
+  /**
+   * The app's measured gradient statistics, when known: its jobs then complete on statistical progress
+   * (lib/sim/statistical-efficiency.ts), a step at a larger global batch making less than proportionally more.
+   * Without them a job completes when it has processed its target samples, whatever its batch.
+   */
+  statistics?(app: string): GradientNoiseTable | undefined;
 }

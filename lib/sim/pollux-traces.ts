@@ -1,7 +1,9 @@
-// Parsers for the Pollux artifact's measured step-time tables (petuum/adaptdl, branch osdi21-artifact,
-// simulator/traces/APP/, Apache-2.0): placements.csv and scalability.csv. Text in, rows out: the caller
+// Parsers for the Pollux artifact's measured tables (petuum/adaptdl, branch osdi21-artifact,
+// simulator/traces/APP/, Apache-2.0): placements.csv, scalability.csv and validation-B.csv. Text in, rows out: the caller
 // reads the files (cli/simulation-world.ts, test/support/pollux-data.ts), so a clone without the data never
 // needs them.
+
+import type { GradientStatsRow } from './statistical-efficiency.js';
 
 export class PolluxTraceError extends Error {
   override name = 'PolluxTraceError';
@@ -98,4 +100,23 @@ export function parseScalabilityCsv(text: string, where: string): MeasuredRow[] 
       throw new PolluxTraceError(`${at}: needs integer num_nodes >= 1 and num_replicas >= num_nodes`);
     return row;
   });
+}
+
+/** traces/APP/validation-B.csv: progress,iteration,metric,grad_sqr,grad_var, one row per epoch. */
+export function parseValidationCsv(text: string, where: string): GradientStatsRow[] {
+  return parseCsvRecords(text, where).map((rec, i) => {
+    const at = `${where}:${i + 2}`;
+    return {
+      progress: positive(rec, 'progress', at),
+      iteration: positive(rec, 'iteration', at),
+      gradSqr: positive(rec, 'grad_sqr', at),
+      gradVar: positive(rec, 'grad_var', at),
+    };
+  });
+}
+
+/** The global batch B of a validation-B.csv file name; undefined for any other file. */
+export function validationBatchOf(file: string): number | undefined {
+  const match = /^validation-(\d+)\.csv$/.exec(file);
+  return match ? Number(match[1]) : undefined;
 }

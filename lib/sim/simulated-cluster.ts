@@ -64,12 +64,14 @@ import {
   newPod,
   podMetadata,
 } from './simulated-pod.js';
+import { advanceProgress, type GradientNoiseTable } from './statistical-efficiency.js';
 import { GPU_RESOURCE } from './training-job-manifests.js';
 import {
   advanceTraining,
   localBatchSizeFor,
   placementOf,
   replicasPerNode,
+  type TrainingAdvance,
   type TrainingWorld,
   worldStepTime,
 } from './training-progress.js';
@@ -198,6 +200,11 @@ interface JobRecord {
   phase: SimulatedJobPhase;
   processed: number;
   target: number;
+  /**
+   * Where the app's gradient statistics are known (the measured world): progress in steps at its smallest
+   * measured batch, and the table it is played from; the job completes at the table's target progress.
+   */
+  progress?: { done: number; table: GradientNoiseTable };
   startedAt?: number;
   finishedAt?: number;
   failureReason?: string;
@@ -284,6 +291,10 @@ function isTerminal(rec: PodRecord): boolean {
 /** Its training container has run (it may be in a crash-loop back-off now). */
 function hasStarted(rec: PodRecord): boolean {
   return rec.runningSince !== undefined || rec.restartAt !== undefined;
+}
+
+function progressOf(table: GradientNoiseTable | undefined): Pick<JobRecord, 'progress'> {
+  return table ? { progress: { done: 0, table } } : {};
 }
 
 function isFinished(job: JobRecord): boolean {
@@ -399,6 +410,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       phase: 'Pending',
       processed: 0,
       target: spec.targetSamples ?? this.#apps.defaultTargetSamples(spec.app),
+      ...progressOf(this.#apps.statistics?.(spec.app)),
       stalledUntil: now,
       worldMembers: [],
       endedUsage: new Map(),
@@ -1160,15 +1172,7 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
       }
     }
     const stepTime = worldStepTime(this.#apps, job.spec.app, current.world);
-    const throughput = (current.world.replicas * current.world.localBatchSize) / stepTime;
-    const advance = advanceTraining({
-      processed: job.processed,
-      target: job.target,
-      throughput,
-      from: t,
-      to: t + dt,
-      stalledUntil: job.stalledUntil,
-    });
+    const advance = this.#advanceOf(job, current.world, stepTime, t, t + dt);
     job.processed = advance.processed;
     if (advance.effectiveSeconds > 0) job.lastProgressAt = advance.completedAt ?? t + dt;
     job.phase = job.stalledUntil > t ? 'Restarting' : 'Running';
@@ -1238,10 +1242,46 @@ export class SimulatedCluster implements ClusterClient, MetricsSource {
     job.lastSampleAt = at;
   }
 
+  /** Samples and completion over [from, to): by progress where the app's statistics are known, else by samples. */
+  #advanceOf(
+    job: JobRecord,
+    world: TrainingWorld,
+    stepTime: number,
+    from: number,
+    to: number,
+  ): TrainingAdvance {
+    const batch = world.replicas * world.localBatchSize;
+    if (!job.progress)
+      return advanceTraining({
+        processed: job.processed,
+        target: job.target,
+        throughput: batch / stepTime,
+        from,
+        to,
+        stalledUntil: job.stalledUntil,
+      });
+    const advance = advanceProgress({
+      table: job.progress.table,
+      progress: job.progress.done,
+      batch,
+      stepTime,
+      from,
+      to,
+      stalledUntil: job.stalledUntil,
+    });
+    job.progress.done = advance.progress;
+    return {
+      processed: job.processed + advance.steps * batch,
+      effectiveSeconds: advance.effectiveSeconds,
+      ...(advance.completedAt !== undefined ? { completedAt: advance.completedAt } : {}),
+    };
+  }
+
   #completeJob(job: JobRecord, at: number): void {
     job.phase = 'Succeeded';
     job.finishedAt = at;
-    job.processed = job.target;
+    // Played by samples, the target is exact; by progress, the samples are what the job processed.
+    if (!job.progress) job.processed = job.target;
     for (const rec of this.#podsOf(job)) {
       if (isTerminal(rec)) continue;
       if (!rec.pod.spec?.nodeName) {

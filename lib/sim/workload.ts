@@ -207,14 +207,16 @@ export const WELL_SIZED: TenantTraits = {
 
 /**
  * The PyTorchJob submitted for a workload job: one GPU per worker, the user's worker count (capped at the
- * cluster's GPUs), the user's global batch kept fixed (trainscaler.io/global-batch-size), the target from
- * targetSamples, and elastic bounds 1..clusterGpus so that an autoscaler may use the whole cluster.
+ * cluster's GPUs), the user's global batch kept fixed (trainscaler.io/global-batch-size), the target its
+ * user declares (the world's samples to its target at that batch; targetSamples by default), and elastic
+ * bounds 1..clusterGpus so that an autoscaler may use the whole cluster.
  */
 export function workloadJobManifest(
   job: WorkloadJob,
   clusterGpus: number,
   traits: TenantTraits = WELL_SIZED,
   launch?: SimulatedLaunch,
+  target: number = targetSamples(job.application, job.batchSize),
 ): KubeObject {
   const profile = APP_PROFILES[job.application];
   const manifest = pytorchJobManifest({
@@ -233,7 +235,7 @@ export function workloadJobManifest(
       memoryBytes: Math.round((profile.memoryBytes * traits.memoryRequestFactor) / 2 ** 20) * 2 ** 20,
     },
     globalBatchSize: job.batchSize,
-    targetSamples: targetSamples(job.application, job.batchSize),
+    targetSamples: target,
     backoffLimit: 3,
   });
   // Finished pods are deleted with their job (a real runPolicy option): a replay of hundreds of jobs would

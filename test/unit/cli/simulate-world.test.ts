@@ -7,8 +7,13 @@ import { describe, it } from 'node:test';
 import { Command } from 'commander';
 import { registerSimulateCommand, runSimulation } from '../../../cli/simulate.js';
 import { renderSimulationTables } from '../../../cli/simulate-report.js';
-import { defaultTracesDir, loadSimulationWorld } from '../../../cli/simulation-world.js';
+import {
+  defaultTracesDir,
+  loadGradientNoiseTables,
+  loadSimulationWorld,
+} from '../../../cli/simulation-world.js';
 import { FITTED_WORLD } from '../../../lib/sim/simulation-world.js';
+import { samplesToTarget } from '../../../lib/sim/statistical-efficiency.js';
 import { targetSamples, type Workload } from '../../../lib/sim/workload.js';
 import { loadPlacements, polluxAvailable, TRACES_DIR } from '../../support/pollux-data.js';
 
@@ -30,7 +35,7 @@ describe('simulate --world', () => {
   it('plays the measured placement the scheduler chose: 8 workers on 2 nodes run at placement 44', {
     skip: !polluxAvailable() && 'no ../shared/data/pollux',
   }, async () => {
-    const world = loadSimulationWorld('measured', TRACES_DIR);
+    const world = loadSimulationWorld('measured', TRACES_DIR, { statisticalEfficiency: true });
     const result = await runSimulation({ workloads: [workload], policies: ['manual'], world, ...SMALL });
     assert.equal(result.world, 'measured');
     assert.match(result.assumptions[0] ?? '', /^world MEASURED/);
@@ -40,10 +45,23 @@ describe('simulate --world', () => {
     const hi = rows.find((r) => r.localBatchSize === 129);
     assert.ok(lo && hi);
     const step = lo.stepTime + ((128 - 91) / (129 - 91)) * (hi.stepTime - lo.stepTime);
-    const training = (targetSamples('cifar10', 1024) * step) / 1024;
+    // Steps to the target progress at batch 1024, each epoch at its measured statistical efficiency.
+    const samples = samplesToTarget(loadGradientNoiseTables(TRACES_DIR).cifar10, 1024);
+    assert.equal(
+      world.targetSamples('cifar10', 1024),
+      Math.round(samples),
+      'the job declares what it will take',
+    );
+    assert.ok(samples > targetSamples('cifar10', 128) * 1.05, 'more samples than at B0 = 128');
+    const training = (samples * step) / 1024;
     const jct = result.runs[0]?.jobs[0]?.jctSeconds ?? Number.NaN;
     // Plus the 20 s pod start, within one 10 s sub-step.
     assert.ok(Math.abs(jct - (training + 20)) <= 10, `JCT ${jct} vs ${training} + 20`);
+    // Without statistical efficiency (the default), the job completes at the measured run's samples at 1024.
+    const bySamples = loadSimulationWorld('measured', TRACES_DIR);
+    assert.equal(bySamples.targetSamples('cifar10', 1024), targetSamples('cifar10', 1024));
+    assert.match(bySamples.assumptions.join('\n'), /a job completes when it has processed them/);
+    assert.doesNotMatch(bySamples.assumptions.join('\n'), /statistical efficiency/);
     const fitted = await runSimulation({ workloads: [workload], policies: ['manual'], ...SMALL });
     assert.ok(Math.abs((fitted.runs[0]?.jobs[0]?.jctSeconds ?? 0) - jct) > 30, 'the worlds differ here');
   });
