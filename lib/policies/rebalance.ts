@@ -1118,9 +1118,7 @@ function arrivalHeadroomGpus(input: RebalanceInput, slots: readonly Slot[]): num
   let gpus = 0;
   for (const a of arrivals) if (a.at > since && a.at <= input.now) gpus += a.gpus;
   if (gpus === 0 || slots.length === 0) return 0;
-  const holds = slots
-    .map((s) => REGROWTH_HOLD_ROUND_TRIPS * (s.costs.up + s.costs.down))
-    .sort((a, b) => a - b);
+  const holds = slots.map((s) => regrowthHold(s.costs)).sort((a, b) => a - b);
   const hold = holds[Math.floor(holds.length / 2)] ?? 0;
   // Inside the cool-down the hold changes nothing, and neither does this room: where rescales are cheap, a
   // GPU grown into and given back costs less than a GPU left idle.
@@ -1163,10 +1161,15 @@ function keepRoomForArrivals(
  */
 const REGROWTH_HOLD_ROUND_TRIPS = 10;
 
+/** Seconds a job shrunk keeps its size: REGROWTH_HOLD_ROUND_TRIPS round trips at its rescale costs. */
+function regrowthHold(costs: RescaleCosts): number {
+  return REGROWTH_HOLD_ROUND_TRIPS * (costs.up + costs.down);
+}
+
 function shrunkWithinHold(job: JobView, costs: RescaleCosts, now: number): boolean {
   const last = job.state.lastRescale;
   if (!last || !(last.to < last.from)) return false;
-  return now - last.at < REGROWTH_HOLD_ROUND_TRIPS * (costs.up + costs.down);
+  return now - last.at < regrowthHold(costs);
 }
 
 function canGrow(s: Slot, config: PolicyConfig): boolean {

@@ -114,11 +114,6 @@ export function progressPerStep(table: GradientNoiseTable, batch: number, epoch:
   return denominator > 0 ? (gradVar + gradSqr) / denominator : 1;
 }
 
-/** Statistical efficiency at `batch` in `epoch`: progress per sample relative to B0 (1 at B0, less above). */
-export function statisticalEfficiency(table: GradientNoiseTable, batch: number, epoch: number): number {
-  return progressPerStep(table, batch, epoch) / (batch / (table.batches[0] ?? batch));
-}
-
 /** Samples a job keeping global batch `batch` throughout processes to reach the target. */
 export function samplesToTarget(table: GradientNoiseTable, batch: number): number {
   let steps = 0;

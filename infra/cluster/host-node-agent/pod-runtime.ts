@@ -24,6 +24,7 @@ import {
 import {
   bindScript,
   containerBinds,
+  podDir,
   prepareBinds,
   UnsupportedVolumeError,
   type VolumeBind,
@@ -309,7 +310,7 @@ export class PodRuntime {
 
   /** The pod's own directory (its emptyDirs): once its containers have stopped, as a kubelet removes them. */
   removeVolumes(): void {
-    if (this.uid) rmSync(join(this.options.podsDir, this.uid), { recursive: true, force: true });
+    if (this.uid) rmSync(podDir(this.options.podsDir, this.uid), { recursive: true, force: true });
   }
 
   private async terminate(containers: Container[], graceMs: number): Promise<void> {

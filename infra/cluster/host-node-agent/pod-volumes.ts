@@ -24,9 +24,9 @@ export interface VolumeBind {
 /** hostPath types the agent serves: a directory, made or found. */
 const HOST_PATH_TYPES = new Set(['', 'Directory', 'DirectoryOrCreate']);
 
-/** Where the pod's emptyDir `name` lives: a directory per pod under `podsDir`. */
-export function emptyDirPath(podsDir: string, podUid: string, name: string): string {
-  return join(podsDir, podUid, 'volumes', name);
+/** The pod's own directory under `podsDir`: its emptyDirs live there, and it goes with the pod. */
+export function podDir(podsDir: string, podUid: string): string {
+  return join(podsDir, podUid);
 }
 
 /**
@@ -54,7 +54,7 @@ function sourceOf(volume: V1Volume, pod: V1Pod, podsDir: string): { path: string
   if (volume.emptyDir) {
     const uid = pod.metadata?.uid;
     if (!uid) throw new UnsupportedVolumeError(`volume ${volume.name}: the pod has no uid for its emptyDir`);
-    return { path: emptyDirPath(podsDir, uid, volume.name), create: true };
+    return { path: join(podDir(podsDir, uid), 'volumes', volume.name), create: true };
   }
   throw new UnsupportedVolumeError(
     `volume ${volume.name}: ${kinds.join(', ') || 'no source'} is not supported by the host node agent (hostPath and emptyDir are)`,

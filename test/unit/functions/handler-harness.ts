@@ -5,6 +5,7 @@ import { handleClusterEvent } from '../../../functions/cluster-event.js';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import type { ClusterClient, KubeObject } from '../../../lib/cluster/cluster-client.js';
 import { DEFAULT_POLICY_CONFIG } from '../../../lib/config.js';
+import { recordRun } from '../../../lib/decisions/profile-store.js';
 import type { ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import { pytorchJobManifest } from '../../../lib/sim/training-job-manifests.js';
@@ -117,4 +118,28 @@ export function breakingSignature(
   wrap: (model: ThroughputModel) => ThroughputModel,
 ): HandlerDeps {
   return { ...deps, throughputOracle: (s, model) => (s === signature ? wrap(model) : model) };
+}
+
+/** The samples of an earlier run at 1, 2 and 4 workers: a profile a queued job of the signature is valued by. */
+export const PROFILE_SAMPLES = [1, 2, 4].map((replicas) => ({
+  replicas,
+  nodes: 1,
+  localBatchSize: 32,
+  stepTime: 0.2,
+}));
+
+/** Records an earlier run of `signature` in `namespace` with PROFILE_SAMPLES, as a finished job would. */
+export function recordProfile(
+  sim: SimulatedCluster,
+  deps: HandlerDeps,
+  namespace: string,
+  signature: string,
+) {
+  return recordRun(
+    sim,
+    deps.profiles,
+    { namespace, signature, samples: PROFILE_SAMPLES, usage: [] },
+    0,
+    false,
+  );
 }

@@ -6,14 +6,13 @@ import { describe, it } from 'node:test';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import { handleSchedule } from '../../../functions/schedule.js';
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
-import { recordRun } from '../../../lib/decisions/profile-store.js';
 import type { ThroughputModel } from '../../../lib/model/throughput-model.js';
 import { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import type { JobAutoscalerState } from '../../../lib/types.js';
 import { scheduledEvent } from '../../fixtures/payloads.js';
 import { seedJobState } from '../../support/job-states.js';
 import { FIXED_APP_MODEL } from '../sim/fixed-app-model.js';
-import { breakingSignature, GiB, harness, TOY, toyJob } from './handler-harness.js';
+import { breakingSignature, GiB, harness, recordProfile, TOY, toyJob } from './handler-harness.js';
 
 const TWO_GPUS = { gpus: 2, cpuMillis: 4000, memoryBytes: 10 * GiB };
 /** 30 s each way: the regrowth hold (10 round trips, 600 s) is past the 120 s cool-down, so room is kept. */
@@ -72,14 +71,7 @@ describe('a queued job whose profile model fails inside the rebalance', () => {
       apps: { ...FIXED_APP_MODEL, knows: (app) => app === 'toy' || app === 'broken' },
     });
     const deps: HandlerDeps = { ...harness().deps, cluster: sim, metrics: sim, clock: sim.clock.now };
-    const samples = [1, 2, 4].map((replicas) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime: 0.2 }));
-    await recordRun(
-      sim,
-      deps.profiles,
-      { namespace: 'team-a', signature: 'broken', samples, usage: [] },
-      0,
-      false,
-    );
+    await recordProfile(sim, deps, 'team-a', 'broken');
     sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16 }));
     sim.step(1200);
     sim.submitJob(toyJob({ name: 'queued', app: 'broken', workers: 4, maxReplicas: 4 }));

@@ -5,12 +5,12 @@ import { describe, it } from 'node:test';
 import type { HandlerDeps } from '../../../functions/handler-deps.js';
 import { handleSchedule } from '../../../functions/schedule.js';
 import { ANNOTATION } from '../../../lib/adapters/annotations.js';
-import { profileKey, recordRun } from '../../../lib/decisions/profile-store.js';
+import { profileKey } from '../../../lib/decisions/profile-store.js';
 import type { SimulatedCluster } from '../../../lib/sim/simulated-cluster.js';
 import type { JobAutoscalerState } from '../../../lib/types.js';
 import { scheduledEvent } from '../../fixtures/payloads.js';
 import { seedJobState } from '../../support/job-states.js';
-import { GiB, harness, replaceable, TOY, toyJob } from './handler-harness.js';
+import { GiB, harness, PROFILE_SAMPLES, recordProfile, replaceable, TOY, toyJob } from './handler-harness.js';
 
 type Harness = ReturnType<typeof harness>;
 
@@ -108,26 +108,13 @@ describe('which jobs the tick reviews, and what it reads once', () => {
 
   it("fits a signature's profile model once a tick, however many of its jobs are queued, and none for unmanaged jobs", async () => {
     const h = harness();
-    const samples = [1, 2, 4].map((replicas) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime: 0.2 }));
-    await recordRun(
-      h.sim,
-      h.deps.profiles,
-      { namespace: 'team-a', signature: 'toy', samples, usage: [] },
-      0,
-      false,
-    );
+    await recordProfile(h.sim, h.deps, 'team-a', 'toy');
     h.sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16 }));
     h.sim.step(1200);
     for (const name of ['queued-1', 'queued-2', 'queued-3'])
       h.sim.submitJob(toyJob({ name, workers: 4, maxReplicas: 4 }));
     // Another tenant's job, not opted in, has a profile too: trainscaler values no job it does not manage.
-    await recordRun(
-      h.sim,
-      h.deps.profiles,
-      { namespace: 'team-b', signature: 'toy', samples, usage: [] },
-      0,
-      false,
-    );
+    await recordProfile(h.sim, h.deps, 'team-b', 'toy');
     const unmanaged = toyJob({ name: 'theirs', namespace: 'team-b', workers: 4, maxReplicas: 4 });
     // biome-ignore lint/style/noNonNullAssertion: the manifest always carries the opt-in annotation
     delete unmanaged.metadata.annotations![ANNOTATION.managed];
@@ -138,7 +125,7 @@ describe('which jobs the tick reviews, and what it reads once', () => {
       ...h.deps,
       // The profile's fit has the profile's 3 samples; a running job's fit has its own many.
       throughputOracle: (_signature, model) => {
-        if (model.sampleCount === samples.length) profileFits++;
+        if (model.sampleCount === PROFILE_SAMPLES.length) profileFits++;
         return model;
       },
     });

@@ -11,7 +11,7 @@ import { recordRun } from '../../../lib/decisions/profile-store.js';
 import { ApiError, NotFoundError } from '../../../lib/errors.js';
 import type { JobView, PodView, Resources } from '../../../lib/types.js';
 import { scheduledEvent } from '../../fixtures/payloads.js';
-import { countingClient, GiB, harness, replaceable, TOY, toyJob } from './handler-harness.js';
+import { countingClient, GiB, harness, recordProfile, replaceable, TOY, toyJob } from './handler-harness.js';
 
 const MANAGED = { 'trainscaler.io/managed': 'true' };
 const SHAPE: Resources = { cpuMillis: 4000, memoryBytes: 1, gpus: 1 };
@@ -221,14 +221,7 @@ describe('schedule tick', () => {
 
   it('a queued job is valued by its own namespace profile; a profile store it cannot read is only a warning', async () => {
     const { sim, deps, logged } = harness();
-    const samples = [1, 2, 4].map((replicas) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime: 0.2 }));
-    await recordRun(
-      sim,
-      deps.profiles,
-      { namespace: 'team-a', signature: 'toy', samples, usage: [] },
-      0,
-      false,
-    );
+    await recordProfile(sim, deps, 'team-a', 'toy');
     sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16, labels: MANAGED }));
     sim.step(1200);
     sim.submitJob(toyJob({ name: 'queued', workers: 4, maxReplicas: 4, labels: MANAGED }));
@@ -340,14 +333,7 @@ describe('schedule tick', () => {
 
   it("a queued job whose profile's model fails is left out of the rebalance; the running job is still reviewed", async () => {
     const { sim, deps } = harness();
-    const samples = [1, 2, 4].map((replicas) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime: 0.2 }));
-    await recordRun(
-      sim,
-      deps.profiles,
-      { namespace: 'team-a', signature: 'q', samples, usage: [] },
-      0,
-      false,
-    );
+    await recordProfile(sim, deps, 'team-a', 'q');
     // big holds every GPU: the queued job has no pod placed, and the rebalance values it by its profile.
     sim.submitJob(toyJob({ name: 'big', workers: 16, maxReplicas: 16, labels: MANAGED }));
     sim.step(600);
@@ -384,14 +370,7 @@ describe('schedule tick', () => {
 
   it("reads the profile store only for managed jobs: an unmanaged job's queued pods cost no read of it", async () => {
     const { sim, deps } = harness();
-    const samples = [1, 2, 4].map((replicas) => ({ replicas, nodes: 1, localBatchSize: 32, stepTime: 0.2 }));
-    await recordRun(
-      sim,
-      deps.profiles,
-      { namespace: 'team-b', signature: 'toy', samples, usage: [] },
-      0,
-      false,
-    );
+    await recordProfile(sim, deps, 'team-b', 'toy');
     // An unmanaged job whose pods fit on no node (8 GPUs each, nodes of 4): all wait, none placed.
     const queued = toyJob({
       name: 'mine',

@@ -36,14 +36,14 @@ describe('the binds of a container', () => {
     const binds = containerBinds(
       pod,
       container([
-        { name: 'scratch', mountPath: '/tmp/scratch' },
+        { name: 'scratch', mountPath: '/scratch' },
         { name: 'shared', mountPath: '/ckpt/' },
         { name: 'data', mountPath: '/data', readOnly: true },
       ]),
       PODS,
     );
     assert.deepEqual(binds, [
-      { source: '/state/pods/u-1/volumes/scratch', target: '/tmp/scratch', readOnly: false, create: true },
+      { source: '/state/pods/u-1/volumes/scratch', target: '/scratch', readOnly: false, create: true },
       { source: '/var/lib/checkpoints/', target: '/ckpt/', readOnly: false, create: true },
       { source: '/data', target: '/data', readOnly: true, create: false },
     ]);

@@ -13,7 +13,6 @@ import {
   progressPerStep,
   StatisticalEfficiencyError,
   samplesToTarget,
-  statisticalEfficiency,
   targetProgress,
 } from '../../../lib/sim/statistical-efficiency.js';
 import { polluxAvailable, TRACES_DIR } from '../../support/pollux-data.js';
@@ -47,14 +46,12 @@ describe('statistical efficiency by hand', () => {
   it('a step at B0 is one step of progress, whatever the noise', () => {
     assert.equal(progressPerStep(TABLE, 10, 0), 1);
     assert.equal(progressPerStep(TABLE, 10, 1), 1);
-    assert.equal(statisticalEfficiency(TABLE, 10, 0), 1);
   });
 
   it('at 4x B0: (var + sqr) / (var / 4 + sqr) steps, with the run at 40 measured statistics', () => {
     // Epoch 0: (5 + 1) / (5/4 + 1) = 6 / 2.25; epoch 1: (6 + 2) / (6/4 + 2) = 8 / 3.5.
     assert.equal(progressPerStep(TABLE, 40, 0), 6 / 2.25);
     assert.equal(progressPerStep(TABLE, 40, 1), 8 / 3.5);
-    assert.equal(statisticalEfficiency(TABLE, 40, 0), 6 / 2.25 / 4);
   });
 
   it('between measured batches, the statistics interpolate linearly; outside them, the nearest run', () => {
