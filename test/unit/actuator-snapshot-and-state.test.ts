@@ -1,10 +1,14 @@
-// What the actuator records about a job at each write besides the patch (lib/actuator.ts nextState): the size its
-// user asked for, kept from trainscaler's first write on and never taken from a later one; the restart budget
-// spent by a decision with a scale-down among other changes; a job with no Worker role written at all.
+// What the actuator reads of a job's pods and records about the job at each write besides the patch
+// (lib/actuator.ts loadSnapshot, nextState): the Worker's own container in a pod with several; the size its user
+// asked for, kept from trainscaler's first write on and never taken from a later one; the rescale remembered for
+// measuring; the restart budget spent by a decision with a scale-down among other changes; a job with no Worker
+// role; the management scope it is handed.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type ActuatorDeps, actOnJob } from '../../lib/actuator.js';
+import type { V1Container } from '@kubernetes/client-node';
+import { type ActuatorDeps, actOnJob, loadSnapshot } from '../../lib/actuator.js';
 import { ANNOTATION } from '../../lib/adapters/annotations.js';
+import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../lib/cluster/cluster-client.js';
 import { stateOfStatus } from '../../lib/cluster/job-state.js';
 import type { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
@@ -36,6 +40,31 @@ async function setWorkers(sim: SimulatedCluster, replicas: number): Promise<void
     { dryRun: false },
   );
 }
+
+describe("a pod's resources", () => {
+  it("are the Worker container's, where its pods run a sidecar first and the Master's container has another name", async () => {
+    const job = toyJob({ workers: 2, master: { gpus: 0, cpuMillis: 1000, memoryBytes: 2 * GiB } });
+    const specs = (
+      job.spec as {
+        pytorchReplicaSpecs: Record<string, { template: { spec: { containers: V1Container[] } } }>;
+      }
+    ).pytorchReplicaSpecs;
+    const master = specs.Master?.template.spec.containers[0];
+    if (master) master.name = 'launcher';
+    const worker = specs.Worker?.template.spec;
+    worker?.containers.unshift({
+      name: 'sidecar',
+      resources: { requests: { cpu: '100m', memory: '64Mi' } },
+    });
+    const { sim } = submit(job);
+    sim.step(60);
+    const snapshot = await loadSnapshot(sim, TOY);
+    const workers = snapshot.pods.filter((p) => p.role === 'Worker');
+    assert.equal(workers.length, 2);
+    for (const p of workers)
+      assert.deepEqual(p.requests, { cpuMillis: 4000, memoryBytes: 10 * GiB, gpus: 1 });
+  });
+});
 
 describe('the size the user asked for', () => {
   it('is recorded once: a user resize after a first write that started no cool-down does not replace it', async () => {
@@ -151,6 +180,6 @@ describe('the management scope the actuator is given', () => {
     const management = { namespaceAllowlist: [], ownNamespaces: ['team-a'] };
     const outcome = await actOnJob(TOY, () => plan([workers(2, 3)]), { ...deps, management });
     assert.equal(outcome.skipped, 'not-managed');
-    assert.equal((await sim.getJob(TOY)).spec?.pytorchReplicaSpecs?.Worker?.replicas, 2);
+    assert.equal(readJob(await sim.getJob(TOY)).roles.find((r) => r.role === 'Worker')?.replicas, 2);
   });
 });
