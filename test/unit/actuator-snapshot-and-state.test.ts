@@ -183,3 +183,33 @@ describe('the management scope the actuator is given', () => {
     assert.equal(readJob(await sim.getJob(TOY)).roles.find((r) => r.role === 'Worker')?.replicas, 2);
   });
 });
+
+describe('the Worker count the status says the decision wants', () => {
+  const memory: Change = {
+    kind: 'resources',
+    role: 'Worker',
+    resource: 'memory',
+    field: 'limits',
+    from: 10 * GiB,
+    to: 12 * GiB,
+  };
+
+  it("is the plan's Worker change, listed after a resource change, beside the Workers running now", async () => {
+    const { sim, deps } = submit(toyJob({ workers: 2, minReplicas: 1, maxReplicas: 16 }));
+    sim.step(600);
+    assert.equal((await actOnJob(TOY, () => plan([memory, workers(2, 3)]), deps)).applied, true);
+    const status = await recordedState(sim, TOY);
+    assert.equal(status?.desiredWorkers, 3);
+    assert.equal(status?.observedWorkers, 2);
+  });
+
+  it("without a Worker change, the job's Worker replicas, not the Workers running", async () => {
+    const tooBig = { gpus: 64, cpuMillis: 4000, memoryBytes: 10 * GiB };
+    const { sim, deps } = submit(toyJob({ workers: 3, minReplicas: 1, maxReplicas: 16, sizing: tooBig }));
+    sim.step(60);
+    assert.equal((await actOnJob(TOY, () => plan([memory]), deps)).applied, true);
+    const status = await recordedState(sim, TOY);
+    assert.equal(status?.desiredWorkers, 3);
+    assert.equal(status?.observedWorkers, 0);
+  });
+});
