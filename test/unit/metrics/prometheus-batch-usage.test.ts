@@ -1,11 +1,12 @@
-// PrometheusMetricsSource.containerUsageOfJobs (the schedule tick's usage read of every job at once) where some
-// jobs have no sidecar cgroup series: one cAdvisor query pair for those jobs' namespaces only, split per job by
-// its pods' names and namespace, against a small HTTP server on 127.0.0.1 answering as Prometheus does.
+// PrometheusMetricsSource's batch reads against a small HTTP server on 127.0.0.1 answering as Prometheus does:
+// containerUsageOfJobs where some jobs have no sidecar cgroup series (one cAdvisor query pair for those jobs'
+// namespaces only, split per job by its pods' names and namespace), and which query a refusal came from, named
+// in every asked job's error.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { MissingMetricsError } from '../../../lib/errors.js';
+import { IncompleteMetricsError, MissingMetricsError } from '../../../lib/errors.js';
 import { jobKey } from '../../../lib/metrics/job-readings.js';
 import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
 import type { JobRef } from '../../../lib/types.js';
@@ -26,6 +27,14 @@ const vector = (result: unknown[]) => ({
   status: 200,
   body: { status: 'success', data: { resultType: 'vector', result } },
 });
+const matrix = (result: unknown[]) => ({
+  status: 200,
+  body: { status: 'success', data: { resultType: 'matrix', result } },
+});
+const OVERLOADED: Answer = {
+  status: 503,
+  body: { status: 'error', errorType: 'unavailable', error: 'too many concurrent queries' },
+};
 
 type Answer = { status: number; body: unknown };
 
@@ -73,6 +82,7 @@ function cadvisorSeries(query: string): Answer {
 describe('containerUsageOfJobs: jobs without the sidecar cgroup series', () => {
   const queries: string[] = [];
   let answer: (query: string) => Answer = () => ({ status: 500, body: {} });
+  let rangeAnswer: (query: string) => Answer = () => matrix([]);
   let server: Server;
   let source: PrometheusMetricsSource;
 
@@ -87,7 +97,7 @@ describe('containerUsageOfJobs: jobs without the sidecar cgroup series', () => {
         const params = req.method === 'POST' ? new URLSearchParams(body) : target.searchParams;
         const query = params.get('query') ?? '';
         queries.push(query);
-        const a = answer(query);
+        const a = target.pathname.endsWith('query_range') ? rangeAnswer(query) : answer(query);
         res.writeHead(a.status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(a.body));
       });
@@ -102,6 +112,7 @@ describe('containerUsageOfJobs: jobs without the sidecar cgroup series', () => {
   });
   beforeEach(() => {
     queries.length = 0;
+    rangeAnswer = () => matrix([]);
   });
 
   const cadvisorQueries = () => queries.filter((q) => q.includes('container_'));
@@ -150,4 +161,63 @@ describe('containerUsageOfJobs: jobs without the sidecar cgroup series', () => {
     assert.equal(read.get(jobKey(WITH_SIDECAR))?.ok, true);
     assert.deepEqual(cadvisorQueries(), []);
   });
+});
+
+describe('a batch query Prometheus refuses', () => {
+  type Read = (s: PrometheusMetricsSource, refs: readonly JobRef[]) => Promise<Map<string, unknown>>;
+  const since = (refs: readonly JobRef[]) => refs.map((ref) => ({ ref, since: NOW - 600 }));
+  const cases: Array<[string, string, Read, { cgroup?: boolean }?]> = [
+    ['step time query', 'avg by (namespace', (s, r) => s.stepSamplesOfJobs(r, 600)],
+    ['node count query', 'local_batch_size) (count by', (s, r) => s.stepSamplesOfJobs(r, 600)],
+    ['worker count query', 'replicas, local_batch_size) (trainscaler_step', (s, r) => s.stepSamplesOfJobs(r, 600)],
+    ['CPU usage query', 'trainscaler_cgroup_cpu', (s, r) => s.containerUsageOfJobs(r, 600)],
+    ['memory usage query', 'trainscaler_cgroup_memory', (s, r) => s.containerUsageOfJobs(r, 600)],
+    ['role query', 'pod, role) (trainscaler_step_time', (s, r) => s.containerUsageOfJobs(r, 600)],
+    ['CPU usage query', 'container_cpu_usage', (s, r) => s.containerUsageOfJobs(r, 600), { cgroup: false }],
+    ['memory usage query', 'container_memory', (s, r) => s.containerUsageOfJobs(r, 600), { cgroup: false }],
+    ['per-worker step time query', 'pod, worker, node)', (s, r) => s.workerStepTimesOfJobs(r, 600)],
+    ['progress query', 'sum by (', (s, r) => s.samplesProcessedOfJobs(r)],
+    ['rescale pause query', 'count_values without (', (s, r) => s.firstStepAfterPauseOfJobs(since(r))],
+    ['rescale pause length query', 'group_left(at)', (s, r) => s.pauseEndedAfterOfJobs(since(r))],
+  ];
+  const refs = [job('a'), job('b'), job('c', 'team-c')];
+
+  for (const [label, marker, read, options] of cases) {
+    it(`${label} (${marker}): every asked job's error names it`, async () => {
+      const server = createServer((req, res) => {
+        let body = '';
+        req.on('data', (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        req.on('end', () => {
+          const query = new URLSearchParams(body).get('query') ?? '';
+          const range = (req.url ?? '').includes('query_range');
+          const cgroup = query.includes('trainscaler_cgroup_') && options?.cgroup !== false;
+          const pods = refs.map((ref) => ({
+            metric: { ...identity(ref), pod: `${ref.name}-worker-0`, role: 'worker' },
+            value: [NOW, '1'],
+          }));
+          const a = query.includes(marker) ? OVERLOADED : range ? matrix([]) : vector(cgroup ? pods : []);
+          res.writeHead(a.status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(a.body));
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        const readings = await read(new PrometheusMetricsSource(url, () => NOW, { timeoutMs: 5000 }), refs);
+        for (const ref of refs) {
+          const r = readings.get(jobKey(ref)) as { ok: boolean; error?: unknown } | undefined;
+          assert.ok(
+            r && !r.ok && r.error instanceof IncompleteMetricsError,
+            `${ref.name}: ${String(r?.error)}`,
+          );
+          assert.match(r.error.message, new RegExp(`batch ${label} of \\d+ jobs`));
+        }
+      } finally {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+  }
 });
