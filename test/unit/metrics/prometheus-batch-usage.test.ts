@@ -3,9 +3,9 @@
 // namespaces only, split per job by its pods' names and namespace), and which query a refusal came from, named
 // in every asked job's error.
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { IncompleteMetricsError, MissingMetricsError } from '../../../lib/errors.js';
 import { jobKey } from '../../../lib/metrics/job-readings.js';
 import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
@@ -79,47 +79,51 @@ function cadvisorSeries(query: string): Answer {
   ]);
 }
 
-describe('containerUsageOfJobs: jobs without the sidecar cgroup series', () => {
-  const queries: string[] = [];
-  let answer: (query: string) => Answer = () => ({ status: 500, body: {} });
-  let rangeAnswer: (query: string) => Answer = () => matrix([]);
-  let server: Server;
-  let source: PrometheusMetricsSource;
-
-  before(async () => {
-    server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => {
-        body += chunk.toString();
-      });
-      req.on('end', () => {
-        const target = new URL(req.url ?? '/', 'http://x');
-        const params = req.method === 'POST' ? new URLSearchParams(body) : target.searchParams;
-        const query = params.get('query') ?? '';
-        queries.push(query);
-        const a = target.pathname.endsWith('query_range') ? rangeAnswer(query) : answer(query);
-        res.writeHead(a.status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(a.body));
-      });
+/** A Prometheus on 127.0.0.1 answering each POSTed query with `answer`, for the duration of `body`. */
+async function withPrometheus<T>(
+  answer: (query: string, range: boolean) => Answer,
+  body: (source: PrometheusMetricsSource) => Promise<T>,
+): Promise<T> {
+  const server = createServer((req, res) => {
+    let text = '';
+    req.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    source = new PrometheusMetricsSource(url, () => NOW, { timeoutMs: 5000 });
+    req.on('end', () => {
+      const a = answer(new URLSearchParams(text).get('query') ?? '', (req.url ?? '').includes('query_range'));
+      res.writeHead(a.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(a.body));
+    });
   });
-  after(async () => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return await body(new PrometheusMetricsSource(url, () => NOW, { timeoutMs: 5000 }));
+  } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-  });
-  beforeEach(() => {
-    queries.length = 0;
-    rangeAnswer = () => matrix([]);
-  });
+  }
+}
 
-  const cadvisorQueries = () => queries.filter((q) => q.includes('container_'));
+describe('containerUsageOfJobs: jobs without the sidecar cgroup series', () => {
+  /** Reads every job's usage from a Prometheus answering with `answer`; the cAdvisor queries it was sent. */
+  const usageOf = async (refs: readonly JobRef[], answer: (query: string) => Answer) => {
+    const queries: string[] = [];
+    const read = await withPrometheus(
+      (query, range) => {
+        queries.push(query);
+        return range ? matrix([]) : answer(query);
+      },
+      (s) => s.containerUsageOfJobs(refs, 600),
+    );
+    return { read, cadvisorQueries: queries.filter((q) => q.includes('container_')) };
+  };
 
   it("gives each job its own pods' cAdvisor usage, in its namespace only, and the sidecar's where it has them", async () => {
-    answer = prometheus(cadvisorSeries);
-    const read = await source.containerUsageOfJobs([WITH_SIDECAR, CADVISOR_ONLY, NO_USAGE], 600);
+    const { read, cadvisorQueries } = await usageOf(
+      [WITH_SIDECAR, CADVISOR_ONLY, NO_USAGE],
+      prometheus(cadvisorSeries),
+    );
     assert.deepEqual(read.get(jobKey(WITH_SIDECAR)), {
       ok: true,
       value: [{ pod: 'a-worker-0', role: 'Worker', cpuMillis: 500, memoryBytes: 1024 }],
@@ -138,15 +142,17 @@ describe('containerUsageOfJobs: jobs without the sidecar cgroup series', () => {
       String(!none?.ok && none.error),
       /no container usage \(sidecar cgroup or cAdvisor series\) for PyTorchJob team-c\/d/,
     );
-    const asked = cadvisorQueries();
+    const asked = cadvisorQueries;
     assert.equal(asked.length, 2, 'one CPU and one memory query for every job without cgroup series');
     for (const q of asked) assert.match(q, /namespace=~"team-a\|team-c"/);
   });
 
   it('gives the jobs that needed cAdvisor its refusal, and the others their sidecar usage', async () => {
     const refusal = { status: 400, body: { status: 'error', errorType: 'bad_data', error: 'parse error' } };
-    answer = prometheus(() => refusal);
-    const read = await source.containerUsageOfJobs([WITH_SIDECAR, CADVISOR_ONLY, NO_USAGE], 600);
+    const { read } = await usageOf(
+      [WITH_SIDECAR, CADVISOR_ONLY, NO_USAGE],
+      prometheus(() => refusal),
+    );
     assert.equal(read.get(jobKey(WITH_SIDECAR))?.ok, true);
     const b = read.get(jobKey(CADVISOR_ONLY));
     const d = read.get(jobKey(NO_USAGE));
@@ -156,10 +162,9 @@ describe('containerUsageOfJobs: jobs without the sidecar cgroup series', () => {
   });
 
   it('asks cAdvisor nothing when every job has its cgroup series', async () => {
-    answer = prometheus(cadvisorSeries);
-    const read = await source.containerUsageOfJobs([WITH_SIDECAR], 600);
+    const { read, cadvisorQueries } = await usageOf([WITH_SIDECAR], prometheus(cadvisorSeries));
     assert.equal(read.get(jobKey(WITH_SIDECAR))?.ok, true);
-    assert.deepEqual(cadvisorQueries(), []);
+    assert.deepEqual(cadvisorQueries, []);
   });
 });
 
@@ -169,7 +174,11 @@ describe('a batch query Prometheus refuses', () => {
   const cases: Array<[string, string, Read, { cgroup?: boolean }?]> = [
     ['step time query', 'avg by (namespace', (s, r) => s.stepSamplesOfJobs(r, 600)],
     ['node count query', 'local_batch_size) (count by', (s, r) => s.stepSamplesOfJobs(r, 600)],
-    ['worker count query', 'replicas, local_batch_size) (trainscaler_step', (s, r) => s.stepSamplesOfJobs(r, 600)],
+    [
+      'worker count query',
+      'replicas, local_batch_size) (trainscaler_step',
+      (s, r) => s.stepSamplesOfJobs(r, 600),
+    ],
     ['CPU usage query', 'trainscaler_cgroup_cpu', (s, r) => s.containerUsageOfJobs(r, 600)],
     ['memory usage query', 'trainscaler_cgroup_memory', (s, r) => s.containerUsageOfJobs(r, 600)],
     ['role query', 'pod, role) (trainscaler_step_time', (s, r) => s.containerUsageOfJobs(r, 600)],
@@ -184,40 +193,103 @@ describe('a batch query Prometheus refuses', () => {
 
   for (const [label, marker, read, options] of cases) {
     it(`${label} (${marker}): every asked job's error names it`, async () => {
-      const server = createServer((req, res) => {
-        let body = '';
-        req.on('data', (chunk: Buffer) => {
-          body += chunk.toString();
-        });
-        req.on('end', () => {
-          const query = new URLSearchParams(body).get('query') ?? '';
-          const range = (req.url ?? '').includes('query_range');
+      const pods = refs.map((ref) => ({
+        metric: { ...identity(ref), pod: `${ref.name}-worker-0`, role: 'worker' },
+        value: [NOW, '1'],
+      }));
+      const readings = await withPrometheus(
+        (query, range) => {
+          if (query.includes(marker)) return OVERLOADED;
+          if (range) return matrix([]);
           const cgroup = query.includes('trainscaler_cgroup_') && options?.cgroup !== false;
-          const pods = refs.map((ref) => ({
-            metric: { ...identity(ref), pod: `${ref.name}-worker-0`, role: 'worker' },
-            value: [NOW, '1'],
-          }));
-          const a = query.includes(marker) ? OVERLOADED : range ? matrix([]) : vector(cgroup ? pods : []);
-          res.writeHead(a.status, { 'content-type': 'application/json' });
-          res.end(JSON.stringify(a.body));
-        });
-      });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      try {
-        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-        const readings = await read(new PrometheusMetricsSource(url, () => NOW, { timeoutMs: 5000 }), refs);
-        for (const ref of refs) {
-          const r = readings.get(jobKey(ref)) as { ok: boolean; error?: unknown } | undefined;
-          assert.ok(
-            r && !r.ok && r.error instanceof IncompleteMetricsError,
-            `${ref.name}: ${String(r?.error)}`,
-          );
-          assert.match(r.error.message, new RegExp(`batch ${label} of \\d+ jobs`));
-        }
-      } finally {
-        server.closeAllConnections();
-        await new Promise((resolve) => server.close(resolve));
+          return vector(cgroup ? pods : []);
+        },
+        (s) => read(s, refs),
+      );
+      for (const ref of refs) {
+        const r = readings.get(jobKey(ref)) as { ok: boolean; error?: unknown } | undefined;
+        assert.ok(
+          r && !r.ok && r.error instanceof IncompleteMetricsError,
+          `${ref.name}: ${String(r?.error)}`,
+        );
+        assert.match(r.error.message, new RegExp(`batch ${label} of \\d+ jobs`));
       }
+    });
+  }
+});
+
+describe("samplesProcessedOfJobs: the trainer's count first, else the sidecars'", () => {
+  const [a, b, c] = [job('a'), job('b'), job('c')];
+  const sums = (values: Array<[JobRef, number]>) =>
+    vector(values.map(([ref, v]) => ({ metric: identity(ref), value: [NOW, String(v)] })));
+
+  it("a job whose trainer reports needs nothing else; one without takes the sidecars' count, or none", async () => {
+    const read = await withPrometheus(
+      (q) =>
+        q.includes('trainscaler_trainer_samples')
+          ? sums([[a, 500]])
+          : sums([
+              [a, 7],
+              [b, 300],
+            ]),
+      (s) => s.samplesProcessedOfJobs([a, b, c]),
+    );
+    assert.deepEqual(read.get(jobKey(a)), { ok: true, value: 500 });
+    assert.deepEqual(read.get(jobKey(b)), { ok: true, value: 300 });
+    assert.deepEqual(read.get(jobKey(c)), { ok: true, value: undefined });
+  });
+
+  it("the sidecars' count refused: only the jobs that needed it get the error", async () => {
+    const read = await withPrometheus(
+      (q) => (q.includes('trainscaler_trainer_samples') ? sums([[a, 500]]) : OVERLOADED),
+      (s) => s.samplesProcessedOfJobs([a, b]),
+    );
+    assert.deepEqual(read.get(jobKey(a)), { ok: true, value: 500 });
+    const r = read.get(jobKey(b));
+    assert.ok(r && !r.ok && r.error instanceof IncompleteMetricsError, String(r && !r.ok && r.error));
+  });
+
+  it("the trainer's count refused: every job gets that error, whatever the sidecars counted", async () => {
+    const read = await withPrometheus(
+      (q) => (q.includes('trainscaler_trainer_samples') ? OVERLOADED : sums([[a, 7]])),
+      (s) => s.samplesProcessedOfJobs([a]),
+    );
+    const r = read.get(jobKey(a));
+    assert.ok(r && !r.ok && r.error instanceof IncompleteMetricsError);
+  });
+});
+
+describe('the pause reads: a job whose since is not yet past is not asked about', () => {
+  for (const [name, read] of [
+    [
+      'firstStepAfterPauseOfJobs',
+      (
+        s: PrometheusMetricsSource,
+        asks: Parameters<PrometheusMetricsSource['firstStepAfterPauseOfJobs']>[0],
+      ) => s.firstStepAfterPauseOfJobs(asks),
+    ],
+    [
+      'pauseEndedAfterOfJobs',
+      (s: PrometheusMetricsSource, asks: Parameters<PrometheusMetricsSource['pauseEndedAfterOfJobs']>[0]) =>
+        s.pauseEndedAfterOfJobs(asks),
+    ],
+  ] as const) {
+    it(`${name}: the refusal counts only the jobs asked about, and the one not yet due has no pause`, async () => {
+      const asks = [
+        { ref: job('a'), since: NOW - 600 },
+        { ref: job('b'), since: NOW - 60 },
+        { ref: job('later'), since: NOW + 60 },
+      ];
+      const readings = await withPrometheus(
+        () => OVERLOADED,
+        (s) => read(s, asks),
+      );
+      for (const ref of [job('a'), job('b')]) {
+        const r = readings.get(jobKey(ref));
+        assert.ok(r && !r.ok && r.error instanceof IncompleteMetricsError);
+        assert.match(r.error.message, / of 2 jobs/);
+      }
+      assert.deepEqual(readings.get(jobKey(job('later'))), { ok: true, value: undefined });
     });
   }
 });
