@@ -211,7 +211,10 @@ describe('in-place right-sizing through pods/resize', () => {
     assert.ok(!calls.includes('evict toy-worker-0'), 'the pod resized in place is not evicted');
     assert.equal(outcome.podResizes?.[1]?.result, 'failed');
     const [event] = sim.recordedEvents();
-    assert.match(event?.message ?? '', /; resize refused: toy-worker-1 \([^)]*Pod QOS Class may not change\)/);
+    assert.match(
+      event?.message ?? '',
+      /; resize refused: toy-worker-1 \([^)]*Pod QOS Class may not change\)/,
+    );
     assert.doesNotMatch(event?.message ?? '', /toy-worker-0 \(/, 'the pod resized in place is not named');
   });
 
