@@ -327,14 +327,6 @@ const EXPLICIT: Explicit[] = [
       assert.match(read('test/training/elastic-resize.test.ts'), /pytorchjob\.yaml/);
     },
   },
-  {
-    match: /^npx stryker run --mutate FILE$/,
-    reason: 'mutation testing: hours, run centrally',
-    check: () => {
-      assert.match(pkg.scripts['test:mutation'] ?? '', /stryker run/);
-      assert.ok(existsSync(join(ROOT, 'stryker.config.json')));
-    },
-  },
 ];
 
 // --- reading commands ---------------------------------------------------------------------------------

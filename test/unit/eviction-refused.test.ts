@@ -128,6 +128,8 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
     assert.equal(sim.recordedEvents().length, 1);
     assert.equal(event?.type, 'Warning');
     assert.equal(event?.reason, 'TrainscalerEvictionRefused');
+    const patchedWarning = 'eviction refused after the job was patched; the pod stays';
+    assert.ok(!lines.some((l) => l.msg === patchedWarning), 'a dry run refused is not told as a patched job');
     assert.match(
       event?.message ?? '',
       new RegExp(`^worker 1 slow; evicting ${pod}; not applied: eviction refused`),
@@ -218,8 +220,8 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
     }
   });
 
-  it('a plan that evicts nothing asks no dry run', async () => {
-    const { deps, calls } = setup(() => false);
+  it('a plan that evicts nothing asks no dry run, and warns of no refusal', async () => {
+    const { deps, calls, lines } = setup(() => false);
     const outcome = await actOnJob(
       TOY,
       (): Plan => ({
@@ -232,5 +234,9 @@ describe('actOnJob: an eviction a PodDisruptionBudget refuses', () => {
     );
     assert.equal(outcome.applied, true);
     assert.ok(calls.every((c) => !c.startsWith('evict')));
+    assert.deepEqual(
+      lines.filter((l) => l.level === 'warn'),
+      [],
+    );
   });
 });

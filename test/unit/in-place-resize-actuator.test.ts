@@ -201,7 +201,7 @@ describe('in-place right-sizing through pods/resize', () => {
 
   it('a resize the API server refuses: the OOM-killed pod is evicted the old way, and the Event says so', async () => {
     const refusal = new ApiError('resize pod team-a/toy-worker-1', 422, 'Pod QOS Class may not change');
-    const { deps, calls } = setup({ served: true, resizeFaults: [undefined, refusal] });
+    const { sim, deps, calls } = setup({ served: true, resizeFaults: [undefined, refusal] });
     const outcome = await actOnJob(
       TOY,
       raiseMemory((pods) => [{ kind: 'evict-pod', pod: pods[1] ?? '', toResize: true }], 'fault'),
@@ -210,6 +210,12 @@ describe('in-place right-sizing through pods/resize', () => {
     assert.ok(calls.includes('evict toy-worker-1'));
     assert.ok(!calls.includes('evict toy-worker-0'), 'the pod resized in place is not evicted');
     assert.equal(outcome.podResizes?.[1]?.result, 'failed');
+    const [event] = sim.recordedEvents();
+    assert.match(
+      event?.message ?? '',
+      /; resize refused: toy-worker-1 \([^)]*Pod QOS Class may not change\)/,
+    );
+    assert.doesNotMatch(event?.message ?? '', /toy-worker-0 \(/, 'the pod resized in place is not named');
   });
 
   it('a 409 on a resize: the pod is re-read and the resize re-planned and sent again', async () => {
