@@ -12,7 +12,7 @@ import { readJob } from '../../lib/adapters/job-adapter.js';
 import type { KubeObject } from '../../lib/cluster/cluster-client.js';
 import { stateOfStatus } from '../../lib/cluster/job-state.js';
 import type { SimulatedCluster } from '../../lib/sim/simulated-cluster.js';
-import type { Change, JobAutoscalerState, Plan } from '../../lib/types.js';
+import type { Change, JobAutoscalerState, Plan, RoleName } from '../../lib/types.js';
 import { recordedState, seedJobState } from '../support/job-states.js';
 import { harness, TOY, toyJob } from './functions/handler-harness.js';
 
@@ -28,6 +28,16 @@ function submit(job: KubeObject): { sim: SimulatedCluster; deps: ActuatorDeps } 
 const plan = (changes: Change[]): Plan => ({ ref: TOY, policy: 'tuning', reason: 'because', changes });
 
 const workers = (from: number, to: number): Change => ({ kind: 'replicas', role: 'Worker', from, to });
+
+/** A role's memory limit from `from` to `to` GiB. */
+const memoryLimit = (from: number, to: number, role: RoleName = 'Worker'): Change => ({
+  kind: 'resources',
+  role,
+  resource: 'memory',
+  field: 'limits',
+  from: from * GiB,
+  to: to * GiB,
+});
 
 async function stateOf(sim: SimulatedCluster): Promise<Partial<JobAutoscalerState>> {
   return stateOfStatus(await recordedState(sim, TOY)) as Partial<JobAutoscalerState>;
@@ -101,15 +111,7 @@ describe('the size the user asked for', () => {
     const specs = (job.spec as { pytorchReplicaSpecs: Record<string, unknown> }).pytorchReplicaSpecs;
     delete specs.Worker;
     const { sim, deps } = submit(job);
-    const memory: Change = {
-      kind: 'resources',
-      role: 'Master',
-      resource: 'memory',
-      field: 'limits',
-      from: 2 * GiB,
-      to: 3 * GiB,
-    };
-    const outcome = await actOnJob(TOY, () => plan([memory]), deps);
+    const outcome = await actOnJob(TOY, () => plan([memoryLimit(2, 3, 'Master')]), deps);
     assert.equal(outcome.applied, true, outcome.plan.reason);
     const state = await stateOf(sim);
     assert.equal(state.askedWorkers, undefined);
@@ -121,34 +123,17 @@ describe('the restart budget', () => {
   it('a decision that shrinks the workers and changes their memory spends one restart', async () => {
     const { sim, deps } = submit(toyJob({ workers: 4, minReplicas: 1, maxReplicas: 16, maxRestarts: 10 }));
     sim.step(600);
-    const memory: Change = {
-      kind: 'resources',
-      role: 'Worker',
-      resource: 'memory',
-      field: 'limits',
-      from: 10 * GiB,
-      to: 12 * GiB,
-    };
-    const outcome = await actOnJob(TOY, () => plan([workers(4, 3), memory]), deps);
+    const outcome = await actOnJob(TOY, () => plan([workers(4, 3), memoryLimit(10, 12)]), deps);
     assert.equal(outcome.applied, true, outcome.plan.reason);
     assert.equal((await stateOf(sim)).scaleDowns, 1);
   });
 });
 
 describe('the rescale remembered for measuring its cost', () => {
-  const memory = (from: number, to: number): Change => ({
-    kind: 'resources',
-    role: 'Worker',
-    resource: 'memory',
-    field: 'limits',
-    from,
-    to,
-  });
-
   it("is the Worker count's change, not a resource change listed before it", async () => {
     const { sim, deps } = submit(toyJob({ workers: 4, minReplicas: 1, maxReplicas: 16 }));
     sim.step(600);
-    const outcome = await actOnJob(TOY, () => plan([memory(10 * GiB, 12 * GiB), workers(4, 5)]), deps);
+    const outcome = await actOnJob(TOY, () => plan([memoryLimit(10, 12), workers(4, 5)]), deps);
     assert.equal(outcome.applied, true, outcome.plan.reason);
     assert.deepEqual((await stateOf(sim)).lastRescale, { at: sim.clock.now(), from: 4, to: 5 });
   });
@@ -156,7 +141,7 @@ describe('the rescale remembered for measuring its cost', () => {
   it('a resource change alone is no rescale, and a tuning decision on memory is no OOM', async () => {
     const { sim, deps } = submit(toyJob({ workers: 4, minReplicas: 1, maxReplicas: 16 }));
     sim.step(600);
-    const outcome = await actOnJob(TOY, () => plan([memory(10 * GiB, 12 * GiB)]), deps);
+    const outcome = await actOnJob(TOY, () => plan([memoryLimit(10, 12)]), deps);
     assert.equal(outcome.applied, true, outcome.plan.reason);
     const state = await stateOf(sim);
     assert.equal(state.lastRescale, undefined);
@@ -185,14 +170,7 @@ describe('the management scope the actuator is given', () => {
 });
 
 describe('the Worker count the status says the decision wants', () => {
-  const memory: Change = {
-    kind: 'resources',
-    role: 'Worker',
-    resource: 'memory',
-    field: 'limits',
-    from: 10 * GiB,
-    to: 12 * GiB,
-  };
+  const memory = memoryLimit(10, 12);
 
   it("is the plan's Worker change, listed after a resource change, beside the Workers running now", async () => {
     const { sim, deps } = submit(toyJob({ workers: 2, minReplicas: 1, maxReplicas: 16 }));
