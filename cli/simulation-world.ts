@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { APP_NAMES, APP_PROFILES, type AppName } from '../lib/sim/app-profiles.js';
-import type { MeasuredTables } from '../lib/sim/measured-app-model.js';
+import type { GradientNoiseTables, MeasuredTables } from '../lib/sim/measured-app-model.js';
 import { buildMeasuredAppTable, type MeasuredAppTable } from '../lib/sim/measured-step-times.js';
 import {
   parsePlacementsCsv,
@@ -52,7 +52,7 @@ export function loadMeasuredTables(tracesDir: string): MeasuredTables {
 }
 
 /** traces/APP/validation-B.csv of every application: the gradient statistics statistical efficiency is played from. */
-export function loadGradientNoiseTables(tracesDir: string): Readonly<Record<AppName, GradientNoiseTable>> {
+export function loadGradientNoiseTables(tracesDir: string): GradientNoiseTables {
   const tables: Partial<Record<AppName, GradientNoiseTable>> = {};
   for (const app of APP_NAMES) {
     const dir = join(tracesDir, app);
@@ -68,7 +68,7 @@ export function loadGradientNoiseTables(tracesDir: string): Readonly<Record<AppN
       );
     tables[app] = gradientNoiseTable(runs);
   }
-  return tables as Record<AppName, GradientNoiseTable>;
+  return tables as GradientNoiseTables;
 }
 
 /**

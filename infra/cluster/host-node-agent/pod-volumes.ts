@@ -38,7 +38,6 @@ function serviceAccountToken(volume: V1Volume): boolean {
 }
 
 function sourceOf(volume: V1Volume, pod: V1Pod, podsDir: string): { path: string; create: boolean } {
-  const kinds = Object.keys(volume).filter((k) => k !== 'name');
   if (volume.hostPath) {
     const type = volume.hostPath.type ?? '';
     if (!HOST_PATH_TYPES.has(type))
@@ -56,6 +55,7 @@ function sourceOf(volume: V1Volume, pod: V1Pod, podsDir: string): { path: string
     if (!uid) throw new UnsupportedVolumeError(`volume ${volume.name}: the pod has no uid for its emptyDir`);
     return { path: join(podDir(podsDir, uid), 'volumes', volume.name), create: true };
   }
+  const kinds = Object.keys(volume).filter((k) => k !== 'name');
   throw new UnsupportedVolumeError(
     `volume ${volume.name}: ${kinds.join(', ') || 'no source'} is not supported by the host node agent (hostPath and emptyDir are)`,
   );

@@ -11,6 +11,11 @@ import { IncompleteMetricsError, MissingMetricsError } from '../../../lib/errors
 import { type JobReadings, jobKey } from '../../../lib/metrics/job-readings.js';
 import { NAME_PARTS, PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
 import type { JobRef } from '../../../lib/types.js';
+import {
+  matrixAnswer as matrix,
+  type PrometheusAnswer,
+  vectorAnswer as vector,
+} from '../../support/prometheus-answers.js';
 
 const NOW = 1_767_225_600;
 
@@ -30,7 +35,7 @@ interface Query {
   params: URLSearchParams;
 }
 
-type Answer = { status: number; body: unknown } | 'hang';
+type Answer = PrometheusAnswer | 'hang';
 
 const job = (name: string, namespace = 'team-a', kind: JobRef['kind'] = 'PyTorchJob'): JobRef => ({
   kind,
@@ -47,14 +52,6 @@ const identity = (ref: JobRef) => ({
 function prometheusOf(jobs: readonly JobRef[]): (q: Query) => Answer {
   // A job of the same name in another namespace: its series are not the asked job's.
   const all = [...jobs, job('a', 'team-z')];
-  const vector = (result: unknown[]) => ({
-    status: 200,
-    body: { status: 'success', data: { resultType: 'vector', result } },
-  });
-  const matrix = (result: unknown[]) => ({
-    status: 200,
-    body: { status: 'success', data: { resultType: 'matrix', result } },
-  });
   return (q) => {
     const has = (s: string) => q.query.includes(s);
     if (q.path === '/api/v1/query_range') {
@@ -318,10 +315,6 @@ describe('PrometheusMetricsSource batch reads', () => {
     const early = job('early');
     const late = job('late');
     answer = (q) => {
-      const vector = (result: unknown[]) => ({
-        status: 200,
-        body: { status: 'success', data: { resultType: 'vector', result } },
-      });
       if (q.query.includes('max_over_time(count_values'))
         return vector(
           [

@@ -10,6 +10,11 @@ import { IncompleteMetricsError, MissingMetricsError } from '../../../lib/errors
 import { jobKey } from '../../../lib/metrics/job-readings.js';
 import { PrometheusMetricsSource } from '../../../lib/metrics/prometheus-metrics-source.js';
 import type { JobRef } from '../../../lib/types.js';
+import {
+  type PrometheusAnswer as Answer,
+  matrixAnswer as matrix,
+  vectorAnswer as vector,
+} from '../../support/prometheus-answers.js';
 
 const NOW = 1_767_225_600;
 
@@ -23,20 +28,10 @@ const CADVISOR_ONLY = job('b');
 /** Neither cgroup nor cAdvisor series. */
 const NO_USAGE = job('d', 'team-c');
 
-const vector = (result: unknown[]) => ({
-  status: 200,
-  body: { status: 'success', data: { resultType: 'vector', result } },
-});
-const matrix = (result: unknown[]) => ({
-  status: 200,
-  body: { status: 'success', data: { resultType: 'matrix', result } },
-});
 const OVERLOADED: Answer = {
   status: 503,
   body: { status: 'error', errorType: 'unavailable', error: 'too many concurrent queries' },
 };
-
-type Answer = { status: number; body: unknown };
 
 /** Prometheus's answers: `cadvisor` decides what the cAdvisor queries get. */
 function prometheus(cadvisor: (query: string) => Answer) {
